@@ -1,0 +1,53 @@
+# Sluice. `make run` starts the demo; `make test` runs every test. Node 24 comes from
+# scripts/node-env.sh (installed into .tools/ when the system Node is older).
+SHELL := /bin/bash
+NODE_BIN := $(shell scripts/node-env.sh)
+export PATH := $(CURDIR)/node_modules/.bin:$(NODE_BIN):$(PATH)
+export NODE_ENV ?= development
+
+.PHONY: all deps run test unit test-k8s check typecheck lint fmt golden crds bench clean
+
+all: test
+
+deps: node_modules/.installed
+node_modules/.installed: package.json package-lock.json
+	@# npm ci trips over biome's optional platform packages missing from the lock (an npm bug); install reads the lock too.
+	npm install --no-save --no-audit --no-fund --loglevel=error
+	@touch $@
+
+## run: the demo — sample upstreams and the gateway in standalone mode on examples/gateway.yaml
+run: deps
+	node examples/demo.ts
+
+## test: type check, lint, unit + integration tests; the Kubernetes tests too when KUBECONFIG is set
+test: deps check unit $(if $(KUBECONFIG),test-k8s)
+
+unit: deps
+	vitest run
+
+## test-k8s: tests against the Kubernetes API server KUBECONFIG points at (kind, kapi, a real cluster)
+test-k8s: deps
+	vitest run --config vitest.k8s.config.ts
+
+check: typecheck lint
+typecheck: deps
+	tsc --noEmit
+lint: deps
+	biome check .
+fmt: deps
+	biome check --write .
+
+## golden: rewrite the golden files of the compiler tests from the current code
+golden: deps
+	UPDATE_GOLDEN=1 vitest run test/golden
+
+## crds: regenerate crds/*.yaml from the TypeScript schema in controller/api
+crds: deps
+	node scripts/gen-crds.ts
+
+## bench: the data plane against a bare node:http + undici proxy and direct, same run
+bench: deps
+	node bench/run.ts
+
+clean:
+	rm -rf node_modules .tools .state

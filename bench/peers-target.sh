@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# The data plane as a target of the shared peers harness (shared/bench/peers.sh --target NAME PORT CMD):
+# writes a GatewayRoute sending every path ("/" prefix) to $BENCH_UPSTREAM_URL and runs
+# `sluice run` on 127.0.0.1:$BENCH_PORT in the foreground (exec: the harness measures this process).
+#   bench/peers-target.sh                  routing + proxying only
+#   bench/peers-target.sh --transformer    plus a request-transformer GatewayPlugin (adds X-Gateway-Version: v1)
+# Env: BENCH_PORT, BENCH_UPSTREAM_URL (set by the harness); BENCH_ADMIN_PORT (default BENCH_PORT + 100).
+set -euo pipefail
+: "${BENCH_PORT:?set by peers.sh: the port to listen on}"
+: "${BENCH_UPSTREAM_URL:?set by peers.sh: the upstream to proxy to}"
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+PATH="$(scripts/node-env.sh):$PATH"
+
+dir="${TMPDIR:-/tmp}/sluice-peers-$BENCH_PORT"
+mkdir -p "$dir"
+plugins=""
+if [[ ${1:-} == --transformer ]]; then
+  cat >"$dir/gateway.yaml" <<YAML
+apiVersion: sluice.dev/v1alpha1
+kind: GatewayPlugin
+metadata: { name: gateway-version, namespace: default }
+spec:
+  plugin: request-transformer
+  config: { add: { headers: ["X-Gateway-Version:v1"] } }
+---
+YAML
+  plugins="  plugins: [{ name: gateway-version }]"
+else
+  : >"$dir/gateway.yaml"
+fi
+cat >>"$dir/gateway.yaml" <<YAML
+apiVersion: sluice.dev/v1alpha1
+kind: GatewayRoute
+metadata: { name: peers, namespace: default }
+spec:
+  service: { name: peers-upstream, url: "$BENCH_UPSTREAM_URL" }
+$plugins
+  routes:
+    - name: all
+      paths: ["/"]
+YAML
+
+export NODE_ENV=production
+exec node bin/sluice.ts run -f "$dir/gateway.yaml" \
+  --host 127.0.0.1 --port "$BENCH_PORT" \
+  --admin-host 127.0.0.1 --admin-port "${BENCH_ADMIN_PORT:-$((BENCH_PORT + 100))}" \
+  --no-access-log --log-level warn --drain-timeout-ms 2000 --state-dir "$dir/state"

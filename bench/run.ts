@@ -1,0 +1,895 @@
+/**
+ * `make bench`: the data plane next to its floors, measured in one run on this machine.
+ *
+ * An upstream (bench/upstream.ts) runs on core 0 with the load generator (wrk when it is on PATH,
+ * otherwise autocannon from bench/node_modules, installed on demand); each target runs alone on
+ * core 1, one after another: `direct` (a second copy of the upstream: no proxy), `floor`
+ * (bench/floor.ts: node:http + undici, nothing else), `sluice` (bin/sluice.ts run -f bench/bench.yaml)
+ * and `sluice+transformer` (bench/bench-transformer.yaml: one request-transformer plugin).
+ * For each target and scenario: a warm-up (not counted), then a measured run; the main figure
+ * is the CPU time of the target's process tree per request, printed next to its ratio to `floor`.
+ * Timings are never asserted: they are ratios to baselines measured in the same run.
+ * Then bench/compile.ts times the controller's build() and the data plane's buildRuntime().
+ *
+ * Usage: node bench/run.ts [--duration S] [--warmup S] [--connections N] [--rounds N] [--scenarios get,post]
+ *          [--targets direct,floor,sluice,sluice+transformer] [--target NAME:PORT:CMD]…
+ *          [--loadgen wrk|autocannon] [--no-compile]
+ * Env: BENCH_DURATION, BENCH_WARMUP, BENCH_CONNECTIONS, BENCH_ROUNDS, BENCH_SCENARIOS, BENCH_TARGETS,
+ *      BENCH_LOADGEN, BENCH_COMPILE=0.
+ */
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { once } from 'node:events';
+import {
+  closeSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import { request } from 'node:http';
+import { createServer } from 'node:net';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { CHARGE_BODY, CHARGE_REQUEST, GET_PATH, ITEM_BODY, PORTS, POST_PATH } from './fixtures.ts';
+
+const BENCH = dirname(fileURLToPath(import.meta.url));
+const ROOT = resolve(BENCH, '..');
+const NODE = process.execPath;
+const HZ = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout?.trim()) || 100;
+const UPSTREAM_URL = `http://127.0.0.1:${PORTS.upstream}`;
+const LOAD_CORE = 0;
+const TARGET_CORE = 1;
+
+type Scenario = 'get' | 'post';
+const SCENARIOS: Record<
+  Scenario,
+  { title: string; method: string; path: string; body: string | null; expect: string }
+> = {
+  get: { title: `GET ${GET_PATH}`, method: 'GET', path: GET_PATH, body: null, expect: ITEM_BODY },
+  post: {
+    title: `POST ${POST_PATH} (${Buffer.byteLength(CHARGE_REQUEST)}-byte JSON body)`,
+    method: 'POST',
+    path: POST_PATH,
+    body: CHARGE_REQUEST,
+    expect: CHARGE_BODY,
+  },
+};
+
+interface Target {
+  name: string;
+  port: number;
+  /** argv; run from the repository root, pinned to TARGET_CORE when taskset exists. */
+  cmd: string[];
+  env?: Record<string, string>;
+  /** Extra ports the target listens on (checked free first). */
+  extraPorts?: number[];
+}
+
+// ---------------------------------------------------------------- options
+
+const HELP = `node bench/run.ts [options]   (make bench)
+
+  --duration S        measured seconds per target and scenario (BENCH_DURATION, default 10)
+  --warmup S          warm-up seconds before each measured run, not counted (BENCH_WARMUP, default 3)
+  --connections N     client connections (BENCH_CONNECTIONS, default 50)
+  --rounds N          run every target N times, interleaved; tables show medians and the CPU range
+                      (BENCH_ROUNDS, default 1)
+  --scenarios LIST    get,post (BENCH_SCENARIOS)
+  --targets LIST      direct,floor,sluice,sluice+transformer (BENCH_TARGETS)
+  --target N:PORT:CMD an extra target: CMD runs through bash -c with BENCH_PORT and BENCH_UPSTREAM_URL
+                      set, must listen on 127.0.0.1:PORT in the foreground (repeatable)
+  --loadgen TOOL      wrk or autocannon (BENCH_LOADGEN; default wrk when on PATH)
+  --no-compile        skip bench/compile.ts (BENCH_COMPILE=0)
+`;
+
+function options() {
+  const { values } = parseArgs({
+    options: {
+      duration: { type: 'string' },
+      warmup: { type: 'string' },
+      connections: { type: 'string' },
+      rounds: { type: 'string' },
+      scenarios: { type: 'string' },
+      targets: { type: 'string' },
+      target: { type: 'string', multiple: true },
+      loadgen: { type: 'string' },
+      'no-compile': { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  if (values.help) {
+    process.stdout.write(HELP);
+    process.exit(0);
+  }
+  const num = (flag: string | undefined, env: string, fallback: number, min: number) => {
+    const raw = flag ?? process.env[env];
+    if (raw === undefined || raw === '') return fallback;
+    const n = Number(raw);
+    if (!Number.isInteger(n) || n < min)
+      throw new Error(`${env} / --${env.slice(6).toLowerCase()}: a whole number >= ${min}, not ${raw}`);
+    return n;
+  };
+  const list = (raw: string | undefined) =>
+    raw
+      ?.split(',')
+      .map((s) => s.trim())
+      .filter(Boolean);
+  const scenarios = list(values.scenarios ?? process.env.BENCH_SCENARIOS) ?? ['get', 'post'];
+  for (const s of scenarios) if (!(s in SCENARIOS)) throw new Error(`unknown scenario ${s} (get, post)`);
+  const extra: Target[] = (values.target ?? []).map((spec) => {
+    const m = /^([^:]+):(\d+):(.+)$/s.exec(spec);
+    if (!m) throw new Error(`--target: NAME:PORT:CMD, not ${JSON.stringify(spec)}`);
+    const port = Number(m[2]);
+    return {
+      name: m[1],
+      port,
+      cmd: ['bash', '-c', m[3]],
+      env: { BENCH_PORT: String(port), BENCH_UPSTREAM_URL: UPSTREAM_URL },
+    };
+  });
+  const loadgen = values.loadgen ?? process.env.BENCH_LOADGEN ?? (onPath('wrk') ? 'wrk' : 'autocannon');
+  if (loadgen !== 'wrk' && loadgen !== 'autocannon')
+    throw new Error(`--loadgen: wrk or autocannon, not ${loadgen}`);
+  return {
+    duration: num(values.duration, 'BENCH_DURATION', 10, 1),
+    warmup: num(values.warmup, 'BENCH_WARMUP', 3, 0),
+    connections: num(values.connections, 'BENCH_CONNECTIONS', 50, 1),
+    rounds: num(values.rounds, 'BENCH_ROUNDS', 1, 1),
+    scenarios: scenarios as Scenario[],
+    targets: list(values.targets ?? process.env.BENCH_TARGETS) ?? null,
+    extra,
+    loadgen: loadgen as 'wrk' | 'autocannon',
+    compile: !values['no-compile'] && process.env.BENCH_COMPILE !== '0',
+  };
+}
+type Options = ReturnType<typeof options>;
+
+function onPath(cmd: string): boolean {
+  return spawnSync('sh', ['-c', `command -v ${cmd}`], { stdio: 'ignore' }).status === 0;
+}
+
+const PIN = onPath('taskset') && cpus().length >= 2;
+const pinned = (core: number, cmd: string[]) => (PIN ? ['taskset', '-c', String(core), ...cmd] : cmd);
+
+function builtinTargets(work: string): Target[] {
+  const sluice = (name: string, port: number, yaml: string): Target => ({
+    name,
+    port,
+    extraPorts: [PORTS.admin],
+    cmd: [
+      NODE,
+      'bin/sluice.ts',
+      'run',
+      '-f',
+      yaml,
+      '--host',
+      '127.0.0.1',
+      '--port',
+      String(port),
+      '--admin-host',
+      '127.0.0.1',
+      '--admin-port',
+      String(PORTS.admin),
+      '--no-access-log',
+      '--log-level',
+      'warn',
+      '--drain-timeout-ms',
+      '2000',
+      '--state-dir',
+      join(work, `state-${port}`),
+    ],
+  });
+  return [
+    { name: 'direct', port: PORTS.direct, cmd: [NODE, 'bench/upstream.ts', String(PORTS.direct)] },
+    {
+      name: 'floor',
+      port: PORTS.floor,
+      cmd: [NODE, 'bench/floor.ts'],
+      env: { BENCH_PORT: String(PORTS.floor), BENCH_UPSTREAM_URL: UPSTREAM_URL },
+    },
+    sluice('sluice', PORTS.sluice, 'bench/bench.yaml'),
+    sluice('sluice+transformer', PORTS.sluiceTransformer, 'bench/bench-transformer.yaml'),
+  ];
+}
+
+// ---------------------------------------------------------------- processes
+
+interface Proc {
+  name: string;
+  child: ChildProcess;
+  log: string;
+  exited: boolean;
+}
+const procs = new Set<Proc>();
+/** Load generator runs under way (not in their own group: a Ctrl-C reaches them too). */
+const loaders = new Set<ChildProcess>();
+
+/** Starts argv in its own process group (so stopping it stops whatever it started), output to a log file. */
+function start(name: string, argv: string[], log: string, env: Record<string, string> = {}): Proc {
+  const fd = openSync(log, 'a');
+  const child = spawn(argv[0], argv.slice(1), {
+    cwd: ROOT,
+    env: { ...process.env, NODE_ENV: 'production', ...env },
+    stdio: ['ignore', fd, fd],
+    detached: true,
+  });
+  closeSync(fd);
+  const p: Proc = { name, child, log, exited: false };
+  child.on('exit', () => {
+    p.exited = true;
+  });
+  child.on('error', () => {
+    p.exited = true;
+  });
+  procs.add(p);
+  return p;
+}
+
+function killGroup(p: Proc, signal: NodeJS.Signals): void {
+  if (p.child.pid === undefined) return;
+  try {
+    process.kill(-p.child.pid, signal);
+  } catch {
+    // already gone
+  }
+}
+
+/** TERM to the process group, KILL after 5 s. */
+async function stop(p: Proc): Promise<void> {
+  if (!p.exited) {
+    killGroup(p, 'SIGTERM');
+    const timer = new Promise<void>((r) => setTimeout(r, 5_000).unref());
+    await Promise.race([once(p.child, 'exit'), timer]);
+  }
+  killGroup(p, 'SIGKILL');
+  procs.delete(p);
+}
+
+async function stopAll(): Promise<void> {
+  for (const c of loaders) c.kill('SIGKILL');
+  await Promise.all([...procs].map(stop));
+}
+
+process.on('exit', () => {
+  for (const c of loaders) c.kill('SIGKILL');
+  for (const p of procs) killGroup(p, 'SIGKILL');
+});
+for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+  process.on(sig, () => {
+    process.stderr.write(`\nbench: ${sig}, stopping everything it started\n`);
+    stopAll().finally(() => process.exit(130));
+  });
+}
+
+function tail(file: string, lines = 15): string {
+  try {
+    return readFileSync(file, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
+  } catch {
+    return '(no log)';
+  }
+}
+
+// ---------------------------------------------------------------- HTTP helpers
+
+function http(
+  method: string,
+  url: string,
+  body: string | null,
+  timeoutMs = 2_000,
+): Promise<{ status: number; body: string }> {
+  return new Promise((resolvePromise, reject) => {
+    const req = request(url, { method, agent: false, timeout: timeoutMs }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () =>
+        resolvePromise({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString() }),
+      );
+      res.on('error', reject);
+    });
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.on('error', reject);
+    if (body !== null) req.setHeader('content-type', 'application/json');
+    req.end(body ?? undefined);
+  });
+}
+
+async function waitReady(p: Proc, port: number, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let last = '';
+  while (Date.now() < deadline) {
+    if (p.exited)
+      throw new Error(
+        `${p.name} exited (code ${p.child.exitCode ?? p.child.signalCode}) before answering; log ${p.log}\n${tail(p.log)}`,
+      );
+    try {
+      const r = await http('GET', `http://127.0.0.1:${port}${GET_PATH}`, null, 1_000);
+      if (r.status === 200) return;
+      last = `status ${r.status}: ${r.body.slice(0, 200)}`;
+    } catch (err) {
+      last = (err as Error).message;
+    }
+    await sleep(100);
+  }
+  throw new Error(
+    `${p.name} did not answer GET ${GET_PATH} on port ${port} within ${timeoutMs / 1000} s (${last}); log ${p.log}:\n${tail(p.log)}`,
+  );
+}
+
+/** The target must give the upstream's exact bodies; a difference is a note that invalidates its rows. */
+async function check(port: number): Promise<string[]> {
+  const notes: string[] = [];
+  for (const s of Object.values(SCENARIOS)) {
+    try {
+      const r = await http(s.method, `http://127.0.0.1:${port}${s.path}`, s.body);
+      if (r.status !== 200 || r.body !== s.expect)
+        notes.push(`${s.method} ${s.path}: status ${r.status}, body ${JSON.stringify(r.body.slice(0, 120))}`);
+    } catch (err) {
+      notes.push(`${s.method} ${s.path}: ${(err as Error).message}`);
+    }
+  }
+  return notes;
+}
+
+async function upstreamConnections(): Promise<number | null> {
+  try {
+    return (
+      JSON.parse((await http('GET', `${UPSTREAM_URL}/__bench/stats`, null)).body) as { connections: number }
+    ).connections;
+  } catch {
+    return null;
+  }
+}
+
+function portFree(port: number): Promise<boolean> {
+  return new Promise((r) => {
+    const s = createServer();
+    s.once('error', () => r(false));
+    s.listen(port, '127.0.0.1', () => s.close(() => r(true)));
+  });
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+// ---------------------------------------------------------------- CPU accounting
+
+/** utime+stime (all threads) of every process, by pid, with its parent. */
+function processTable(): Map<number, { ppid: number; ticks: number }> {
+  const table = new Map<number, { ppid: number; ticks: number }>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' '); // f[0] is field 3 (state)
+      table.set(Number(entry), { ppid: Number(f[1]), ticks: Number(f[11]) + Number(f[12]) });
+    } catch {
+      // exited meanwhile
+    }
+  }
+  return table;
+}
+
+/** CPU ticks of pid and all its descendants. */
+function treeTicks(pid: number, table = processTable()): number {
+  let total = 0;
+  const queue = [pid];
+  while (queue.length) {
+    const p = queue.pop()!;
+    total += table.get(p)?.ticks ?? 0;
+    for (const [child, info] of table) if (info.ppid === p) queue.push(child);
+  }
+  return total;
+}
+
+/** This process with its reaped children (the load generator once it has exited). */
+function selfTicks(): number {
+  const stat = readFileSync('/proc/self/stat', 'utf8');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]);
+}
+
+/** Busy and total ticks: the whole machine and each core. */
+function coreTicks(): Map<string, { busy: number; total: number }> {
+  const out = new Map<string, { busy: number; total: number }>();
+  for (const line of readFileSync('/proc/stat', 'utf8').split('\n')) {
+    if (!line.startsWith('cpu')) continue;
+    const [name, ...rest] = line.split(/\s+/);
+    const v = rest.map(Number);
+    // user nice system idle iowait irq softirq steal (guest is already in user)
+    const idle = v[3] + v[4];
+    const total = v.slice(0, 8).reduce((a, b) => a + b, 0);
+    out.set(name, { busy: total - idle, total });
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------- load generators
+
+interface LoadResult {
+  requests: number;
+  seconds: number;
+  rps: number;
+  p50ms: number | null;
+  p99ms: number | null;
+  non2xx: number;
+  errors: number;
+  output: string;
+}
+
+function ms(value: string, unit: string): number {
+  const n = Number(value);
+  return unit === 'us' ? n / 1000 : unit === 'ms' ? n : unit === 's' ? n * 1000 : n * 60_000;
+}
+
+async function runLoad(
+  opts: Options,
+  work: string,
+  port: number,
+  scenario: Scenario,
+  seconds: number,
+): Promise<LoadResult> {
+  const s = SCENARIOS[scenario];
+  const url = `http://127.0.0.1:${port}${s.path}`;
+  let argv: string[];
+  if (opts.loadgen === 'wrk') {
+    argv = ['wrk', '-t1', `-c${opts.connections}`, `-d${seconds}s`, '--latency', '--timeout', '5s'];
+    if (s.body !== null) {
+      const lua = join(work, `${scenario}.lua`);
+      writeFileSync(
+        lua,
+        `wrk.method = "${s.method}"\nwrk.body = [[${s.body}]]\nwrk.headers["Content-Type"] = "application/json"\n`,
+      );
+      argv.push('-s', lua);
+    }
+    argv.push(url);
+  } else {
+    argv = [
+      NODE,
+      join(BENCH, 'node_modules/autocannon/autocannon.js'),
+      '-c',
+      String(opts.connections),
+      '-d',
+      String(seconds),
+      '-t',
+      '5',
+      '-j',
+    ];
+    if (s.body !== null) argv.push('-m', s.method, '-H', 'content-type=application/json', '-b', s.body);
+    argv.push(url);
+  }
+  argv = pinned(LOAD_CORE, argv);
+  const child = spawn(argv[0], argv.slice(1), { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  loaders.add(child);
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (d: Buffer) => {
+    out += d;
+  });
+  child.stderr.on('data', (d: Buffer) => {
+    err += d;
+  });
+  const killer = setTimeout(() => child.kill('SIGKILL'), (seconds + 30) * 1000);
+  const [code] = (await once(child, 'exit')) as [number | null];
+  clearTimeout(killer);
+  loaders.delete(child);
+  if (code !== 0)
+    throw new Error(`${opts.loadgen} exited with ${code}: ${err.slice(-2000)}${out.slice(-2000)}`);
+  return opts.loadgen === 'wrk' ? parseWrk(out) : parseAutocannon(out);
+}
+
+function parseWrk(out: string): LoadResult {
+  const done = /(\d+) requests in ([\d.]+)(us|ms|s|m)/.exec(out);
+  if (!done) throw new Error(`cannot read wrk's output:\n${out}`);
+  const pct = (p: string) => {
+    const m = new RegExp(`^\\s*${p}%\\s+([\\d.]+)(us|ms|s|m)`, 'm').exec(out);
+    return m ? ms(m[1], m[2]) : null;
+  };
+  const sock = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(out);
+  const requests = Number(done[1]);
+  const seconds = ms(done[2], done[3]) / 1000;
+  return {
+    requests,
+    seconds,
+    rps: requests / seconds,
+    p50ms: pct('50'),
+    p99ms: pct('99'),
+    non2xx: Number(/Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? 0),
+    errors: sock ? sock.slice(1).reduce((a, b) => a + Number(b), 0) : 0,
+    output: out,
+  };
+}
+
+function parseAutocannon(out: string): LoadResult {
+  const j = JSON.parse(out) as {
+    requests: { total: number };
+    duration: number;
+    latency: { p50: number; p99: number };
+    non2xx: number;
+    errors: number;
+    timeouts: number;
+  };
+  return {
+    requests: j.requests.total,
+    seconds: j.duration,
+    rps: j.requests.total / j.duration,
+    p50ms: j.latency.p50,
+    p99ms: j.latency.p99,
+    non2xx: j.non2xx,
+    errors: j.errors,
+    output: out,
+  };
+}
+
+function ensureAutocannon(): void {
+  if (existsSync(join(BENCH, 'node_modules/autocannon/autocannon.js'))) return;
+  process.stderr.write(
+    'bench: installing autocannon (the load generator when wrk is absent) into bench/node_modules\n',
+  );
+  const npm = join(dirname(NODE), 'npm');
+  const r = spawnSync(existsSync(npm) ? npm : 'npm', ['ci', '--no-audit', '--no-fund', '--loglevel=error'], {
+    cwd: BENCH,
+    stdio: 'inherit',
+  });
+  if (r.status !== 0)
+    throw new Error('npm ci in bench/ failed: install wrk (apt-get install wrk) or fix the npm install');
+}
+
+// ---------------------------------------------------------------- measuring
+
+interface Row {
+  target: string;
+  scenario: Scenario;
+  round: number;
+  port: number;
+  requests: number;
+  seconds: number;
+  rps: number;
+  cpuUsPerReq: number;
+  p50ms: number | null;
+  p99ms: number | null;
+  non2xx: number;
+  errors: number;
+  upstreamCpuUsPerReq: number;
+  upstreamConnsOpened: number | null;
+  loadCoreBusyPct: number;
+  targetCoreBusyPct: number;
+  foreignCpuPct: number;
+  notes: string[];
+  invalid: boolean;
+}
+
+async function measure(
+  opts: Options,
+  work: string,
+  target: Target,
+  proc: Proc,
+  upstream: Proc,
+  scenario: Scenario,
+  notes: string[],
+  round: number,
+): Promise<Row> {
+  const tag = `${target.name} ${scenario}${opts.rounds > 1 ? ` (round ${round}/${opts.rounds})` : ''}`;
+  if (opts.warmup > 0) {
+    process.stderr.write(`bench: ${tag}: warm-up ${opts.warmup} s\n`);
+    await runLoad(opts, work, target.port, scenario, opts.warmup);
+  }
+  process.stderr.write(`bench: ${tag}: measuring ${opts.duration} s\n`);
+  const conns0 = await upstreamConnections();
+  const t0 = processTable();
+  const target0 = treeTicks(proc.child.pid!, t0);
+  const up0 = treeTicks(upstream.child.pid!, t0);
+  const self0 = selfTicks();
+  const cores0 = coreTicks();
+  const load = await runLoad(opts, work, target.port, scenario, opts.duration);
+  const t1 = processTable();
+  const target1 = treeTicks(proc.child.pid!, t1);
+  const up1 = treeTicks(upstream.child.pid!, t1);
+  const self1 = selfTicks();
+  const cores1 = coreTicks();
+  const conns1 = await upstreamConnections();
+
+  const busy = (core: string) => {
+    const a = cores0.get(core);
+    const b = cores1.get(core);
+    return a && b && b.total > a.total ? ((b.busy - a.busy) / (b.total - a.total)) * 100 : 0;
+  };
+  const all0 = cores0.get('cpu')!;
+  const all1 = cores1.get('cpu')!;
+  const nCores = Math.max(1, cores0.size - 1);
+  const wallTicks = (all1.total - all0.total) / nCores;
+  const foreign = all1.busy - all0.busy - (target1 - target0) - (up1 - up0) - (self1 - self0);
+  const perReq = (ticks: number) => (load.requests > 0 ? ((ticks / HZ) * 1e6) / load.requests : Number.NaN);
+  const rowNotes = [...notes];
+  if (load.requests === 0) rowNotes.push('no request completed');
+  if (load.non2xx > 0) rowNotes.push(`${load.non2xx} non-2xx`);
+  if (load.errors > 0) rowNotes.push(`${load.errors} socket errors`);
+  if (proc.exited) rowNotes.push('target exited during the run');
+  return {
+    target: target.name,
+    scenario,
+    round,
+    port: target.port,
+    requests: load.requests,
+    seconds: load.seconds,
+    rps: load.rps,
+    cpuUsPerReq: perReq(target1 - target0),
+    p50ms: load.p50ms,
+    p99ms: load.p99ms,
+    non2xx: load.non2xx,
+    errors: load.errors,
+    upstreamCpuUsPerReq: perReq(up1 - up0),
+    upstreamConnsOpened: conns0 !== null && conns1 !== null ? conns1 - conns0 - 1 : null, // -1: the stats request itself
+    loadCoreBusyPct: busy(`cpu${LOAD_CORE}`),
+    targetCoreBusyPct: busy(`cpu${TARGET_CORE}`),
+    foreignCpuPct: wallTicks > 0 ? Math.max(0, (foreign / wallTicks) * 100) : 0,
+    notes: rowNotes,
+    invalid: rowNotes.length > 0,
+  };
+}
+
+// ---------------------------------------------------------------- output
+
+function fmt(n: number | null | undefined, digits = 1): string {
+  if (n === null || n === undefined || Number.isNaN(n)) return '-';
+  return n.toFixed(digits);
+}
+
+function table(header: string[], rows: string[][]): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => (i === 0 || i === cells.length - 1 ? c.padEnd(widths[i]) : c.padStart(widths[i])))
+      .join('  ')
+      .trimEnd();
+  return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n');
+}
+
+function median(xs: number[]): number {
+  const v = xs.filter((x) => !Number.isNaN(x)).sort((a, b) => a - b);
+  if (!v.length) return Number.NaN;
+  const m = v.length >> 1;
+  return v.length % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
+}
+
+/** One target and scenario over its rounds: medians, sums of failures, the CPU range. */
+function aggregate(rows: Row[]) {
+  const med = (f: (r: Row) => number | null) => median(rows.map((r) => f(r) ?? Number.NaN));
+  const cpu = rows.map((r) => r.cpuUsPerReq);
+  const conns = rows.map((r) => r.upstreamConnsOpened).filter((c) => c !== null);
+  return {
+    rounds: rows.length,
+    cpuUsPerReq: med((r) => r.cpuUsPerReq),
+    cpuMin: Math.min(...cpu),
+    cpuMax: Math.max(...cpu),
+    rps: med((r) => r.rps),
+    p50ms: med((r) => r.p50ms),
+    p99ms: med((r) => r.p99ms),
+    non2xx: rows.reduce((a, r) => a + r.non2xx, 0),
+    errors: rows.reduce((a, r) => a + r.errors, 0),
+    upstreamCpuUsPerReq: med((r) => r.upstreamCpuUsPerReq),
+    upstreamConnsOpened: conns.length ? Math.max(...conns) : null,
+    targetCoreBusyPct: med((r) => r.targetCoreBusyPct),
+    loadCoreBusyPct: med((r) => r.loadCoreBusyPct),
+    foreignCpuPct: Math.max(...rows.map((r) => r.foreignCpuPct)),
+    notes: [...new Set(rows.flatMap((r) => r.notes))],
+    invalid: rows.some((r) => r.invalid),
+  };
+}
+type Aggregate = ReturnType<typeof aggregate>;
+
+function report(opts: Options, rows: Row[], failed: Map<string, string>, targets: Target[]) {
+  const out: string[] = [];
+  const summary: Record<
+    string,
+    Record<string, Aggregate & { cpuXfloor: number | null; rpsXfloor: number | null }>
+  > = {};
+  const many = opts.rounds > 1;
+  for (const scenario of opts.scenarios) {
+    const agg = new Map<string, Aggregate>();
+    for (const t of targets) {
+      const mine = rows.filter((r) => r.scenario === scenario && r.target === t.name);
+      if (mine.length) agg.set(t.name, aggregate(mine));
+    }
+    const f = agg.get('floor');
+    const floor = f && !f.invalid ? f : null;
+    summary[scenario] = {};
+    const body = targets.map((t) => {
+      const r = agg.get(t.name);
+      if (!r)
+        return [t.name, ...Array(many ? 14 : 13).fill('-'), `FAILED: ${failed.get(t.name) ?? 'not run'}`];
+      const cpuX = floor ? r.cpuUsPerReq / floor.cpuUsPerReq : null;
+      const rpsX = floor ? r.rps / floor.rps : null;
+      summary[scenario][t.name] = { ...r, cpuXfloor: cpuX, rpsXfloor: rpsX };
+      const notes = [...r.notes];
+      if (r.rounds < opts.rounds)
+        notes.push(`${opts.rounds - r.rounds} round(s) failed: ${failed.get(t.name) ?? ''}`);
+      return [
+        t.name,
+        fmt(r.cpuUsPerReq),
+        ...(many ? [`${fmt(r.cpuMin)}–${fmt(r.cpuMax)}`] : []),
+        cpuX === null ? '-' : `${fmt(cpuX, 2)}×`,
+        fmt(r.rps, 0),
+        rpsX === null ? '-' : `${fmt(rpsX, 2)}×`,
+        fmt(r.p50ms, 2),
+        fmt(r.p99ms, 2),
+        String(r.non2xx),
+        String(r.errors),
+        fmt(r.upstreamCpuUsPerReq),
+        r.upstreamConnsOpened === null ? '-' : String(r.upstreamConnsOpened),
+        fmt(r.targetCoreBusyPct, 0),
+        fmt(r.loadCoreBusyPct, 0),
+        fmt(r.foreignCpuPct, 0),
+        r.invalid || notes.length ? `INVALID: ${notes.join('; ')}` : '',
+      ];
+    });
+    const rounds = many ? `, median of ${opts.rounds} rounds` : '';
+    out.push(
+      `\n${SCENARIOS[scenario].title} — ${opts.connections} connections, ${opts.duration} s measured after ${opts.warmup} s warm-up (${opts.loadgen})${rounds}\n`,
+      table(
+        [
+          'target',
+          'CPU µs/req',
+          ...(many ? ['CPU range'] : []),
+          '×floor',
+          'req/s',
+          '×floor',
+          'p50 ms',
+          'p99 ms',
+          'non-2xx',
+          'errors',
+          'upstream µs/req',
+          'upstream conns',
+          'core1 busy %',
+          'core0 busy %',
+          'foreign %',
+          'note',
+        ],
+        body,
+      ),
+    );
+  }
+  return { text: out.join('\n'), summary };
+}
+
+// ---------------------------------------------------------------- main
+
+async function main(): Promise<void> {
+  const opts = options();
+  if (!existsSync('/proc/self/stat')) throw new Error('bench: needs Linux /proc to count CPU time');
+  const all = [...builtinTargets(''), ...opts.extra];
+  const unknown = opts.targets?.filter((n) => !all.some((t) => t.name === n)) ?? [];
+  if (unknown.length)
+    throw new Error(`unknown target(s) ${unknown.join(', ')}: ${all.map((t) => t.name).join(', ')}`);
+  if (opts.loadgen === 'autocannon') ensureAutocannon();
+
+  const work = mkdtempSync(join(tmpdir(), 'sluice-bench-'));
+  const targets = [...builtinTargets(work), ...opts.extra].filter(
+    (t) => opts.targets === null || opts.targets.includes(t.name) || opts.extra.includes(t),
+  );
+  const ports = new Set([PORTS.upstream, ...targets.flatMap((t) => [t.port, ...(t.extraPorts ?? [])])]);
+  const busyPorts = [];
+  for (const port of ports) if (!(await portFree(port))) busyPorts.push(port);
+  if (busyPorts.length)
+    throw new Error(`port(s) ${busyPorts.join(', ')} on 127.0.0.1 are in use; the bench needs them free`);
+
+  // This script and its helpers stay on the load core, with the load generator and the upstream.
+  if (PIN)
+    spawnSync('taskset', ['-a', '-p', '-c', String(LOAD_CORE), String(process.pid)], { stdio: 'ignore' });
+  const stamp = new Date().toISOString().replace(/[:.]/g, '-');
+  const load0 = loadavg()[0];
+  process.stderr.write(
+    `bench: ${opts.loadgen}, ${opts.connections} connections, ${opts.warmup} s warm-up + ${opts.duration} s per run; ` +
+      `targets ${targets.map((t) => t.name).join(', ')}; ${PIN ? 'pinned: targets on core 1, load + upstream on core 0' : 'NOT pinned (no taskset or one core)'}; logs in ${work}\n`,
+  );
+
+  const rows: Row[] = [];
+  const failed = new Map<string, string>();
+  const upstream = start(
+    'upstream',
+    pinned(LOAD_CORE, [NODE, 'bench/upstream.ts', String(PORTS.upstream)]),
+    join(work, 'upstream.log'),
+  );
+  await waitReady(upstream, PORTS.upstream);
+
+  let failures = 0;
+  for (let round = 1; round <= opts.rounds; round++) {
+    for (const target of targets) {
+      const proc = start(
+        target.name,
+        pinned(TARGET_CORE, target.cmd),
+        join(work, `${target.name}.log`),
+        target.env,
+      );
+      try {
+        await waitReady(proc, target.port);
+        const notes = await check(target.port);
+        if (notes.length) process.stderr.write(`bench: ${target.name}: ${notes.join('; ')}\n`);
+        for (const scenario of opts.scenarios)
+          rows.push(await measure(opts, work, target, proc, upstream, scenario, notes, round));
+      } catch (err) {
+        const message = (err as Error).message;
+        process.stderr.write(`bench: ${target.name} failed: ${message}\n`);
+        failed.set(target.name, message.split('\n')[0]);
+        failures++;
+      } finally {
+        await stop(proc);
+      }
+      if (proc.exited && readFileSync(proc.log, 'utf8').trim()) {
+        process.stderr.write(
+          `bench: ${target.name} wrote to its log (${proc.log}):\n${tail(proc.log, 10)}\n`,
+        );
+      }
+    }
+  }
+  await stop(upstream);
+
+  const { text, summary } = report(opts, rows, failed, targets);
+  process.stdout.write(
+    [
+      text,
+      '',
+      "CPU µs/req: utime+stime of the target's process tree during the measured run / requests completed (lower is better).",
+      '×floor: ratio to bench/floor.ts (node:http + undici, no framework) measured in this run.',
+      "core1: the target's core; core0: the load generator and the upstream. foreign %: CPU used by other",
+      'processes during the run, % of one core: above a few %, distrust req/s and latency.',
+      `Load average at start: ${load0.toFixed(2)}.`,
+      '',
+    ].join('\n'),
+  );
+
+  let compile: unknown = null;
+  if (opts.compile) {
+    const outFile = join(work, 'compile.json');
+    process.stdout.write('\n');
+    const argv = pinned(TARGET_CORE, [NODE, 'bench/compile.ts', '--out', outFile]);
+    const r = spawnSync(argv[0], argv.slice(1), {
+      cwd: ROOT,
+      stdio: 'inherit',
+      env: { ...process.env, NODE_ENV: 'production' },
+    });
+    if (r.status === 0 && existsSync(outFile)) compile = JSON.parse(readFileSync(outFile, 'utf8'));
+    else process.stderr.write(`bench: bench/compile.ts failed (exit ${r.status})\n`);
+  }
+
+  const resultsDir = join(BENCH, 'results');
+  mkdirSync(resultsDir, { recursive: true });
+  const file = join(resultsDir, `${stamp}.json`);
+  writeFileSync(
+    file,
+    `${JSON.stringify(
+      {
+        stamp,
+        machine: {
+          cpus: cpus().length,
+          model: cpus()[0]?.model,
+          node: process.version,
+          loadavgAtStart: load0,
+          pinned: PIN,
+        },
+        params: { ...opts, extra: opts.extra.map((t) => ({ name: t.name, port: t.port, cmd: t.cmd[2] })) },
+        failed: Object.fromEntries(failed),
+        summary,
+        rows,
+        compile,
+      },
+      null,
+      2,
+    )}\n`,
+  );
+  process.stdout.write(`\nresults: ${file}\n`);
+  if (failures || rows.some((r) => r.invalid)) {
+    process.stdout.write(`some rows are INVALID or failed: the targets' logs are kept in ${work}\n`);
+    process.exitCode = 1;
+  } else rmSync(work, { recursive: true, force: true });
+}
+
+main().catch(async (err: Error) => {
+  process.stderr.write(`bench: ${err.message}\n`);
+  await stopAll();
+  process.exit(1);
+});

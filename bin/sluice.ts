@@ -1,0 +1,204 @@
+#!/usr/bin/env node
+/**
+ * The sluice command. `sluice run` is standalone mode (YAML files, in-memory stores);
+ * `sluice dataplane` waits for a controller's pushes and serves its last good snapshot meanwhile.
+ */
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { DEFAULTS, type DataPlane, type DataPlaneOptions, startDataPlane } from '../dataplane/main.ts';
+import { type FileProblem, loadConfig } from '../dataplane/standalone.ts';
+
+const HELP = `sluice — a Kubernetes-native API gateway
+
+Usage:
+  sluice run -f FILE [-f FILE…] [options]   standalone: serve GatewayRoute/GatewayPlugin YAML from files
+  sluice validate -f FILE [-f FILE…]         check files; print problems and the snapshot hash
+  sluice dataplane [options]                 cluster data plane: serve the last good snapshot, take pushes on PUT /config
+  sluice controller                          the Kubernetes controller (not built yet; see the README)
+  sluice --help
+
+Options (run, dataplane):
+  -f, --file FILE          config file (repeatable; run and validate)
+  --port N                 proxy port (default ${DEFAULTS.proxyPort})
+  --host ADDR              proxy address (default ${DEFAULTS.host})
+  --admin-port N           admin port (default ${DEFAULTS.adminPort})
+  --admin-host ADDR        admin address (default ${DEFAULTS.adminHost})
+  --admin-token TOKEN      bearer token for PUT /config (or env SLUICE_ADMIN_TOKEN,
+                           or --admin-token-file); random when none is given
+  --admin-token-file FILE  read the admin token from FILE (a mounted Secret)
+  --state-dir DIR          keep the last good snapshot here (default: .state for run, required for dataplane)
+  --log-level LEVEL        trace, debug, info, warn, error, silent (default info)
+  --no-access-log          no per-request log line
+  --trusted-proxies LIST   comma-separated IPs/CIDRs whose X-Forwarded-*/Forwarded headers are kept
+  --max-body-bytes N       request body limit (default ${DEFAULTS.maxBodyBytes})
+  --max-header-bytes N     request header limit (default ${DEFAULTS.maxHeaderBytes})
+  --drain-timeout-ms N     on SIGTERM, time allowed for in-flight requests (default ${DEFAULTS.drainTimeoutMs})
+
+Signals: SIGTERM/SIGINT stop accepting, finish in-flight requests, exit 0. SIGHUP (run) re-reads the files.
+`;
+
+function fail(message: string, code = 2): never {
+  process.stderr.write(`sluice: ${message}\n`);
+  process.exit(code);
+}
+
+function parse(argv: string[]) {
+  try {
+    return parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: {
+        file: { type: 'string', short: 'f', multiple: true },
+        port: { type: 'string' },
+        host: { type: 'string' },
+        'admin-port': { type: 'string' },
+        'admin-host': { type: 'string' },
+        'admin-token': { type: 'string' },
+        'admin-token-file': { type: 'string' },
+        'state-dir': { type: 'string' },
+        'log-level': { type: 'string' },
+        'no-access-log': { type: 'boolean' },
+        'trusted-proxies': { type: 'string' },
+        'max-body-bytes': { type: 'string' },
+        'max-header-bytes': { type: 'string' },
+        'drain-timeout-ms': { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    });
+  } catch (err) {
+    fail(`${(err as Error).message}\n\n${HELP}`);
+  }
+}
+
+type Values = ReturnType<typeof parse>['values'];
+
+function int(values: Values, name: keyof Values, fallback: number): number {
+  const raw = values[name];
+  if (raw === undefined) return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 0) fail(`--${name} must be a whole number, not ${JSON.stringify(raw)}`);
+  return n;
+}
+
+function options(values: Values, stateDirDefault: string | null): Partial<DataPlaneOptions> {
+  const tokenFile = values['admin-token-file'];
+  const token = tokenFile
+    ? readFileSync(tokenFile, 'utf8').trim()
+    : (values['admin-token'] ?? process.env.SLUICE_ADMIN_TOKEN ?? '');
+  const level = values['log-level'] ?? DEFAULTS.logLevel;
+  if (!['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'].includes(level))
+    fail(`--log-level: unknown level ${level}`);
+  return {
+    proxyPort: int(values, 'port', DEFAULTS.proxyPort),
+    host: values.host ?? DEFAULTS.host,
+    adminPort: int(values, 'admin-port', DEFAULTS.adminPort),
+    adminHost: values['admin-host'] ?? DEFAULTS.adminHost,
+    adminToken: token,
+    stateDir: values['state-dir'] ?? stateDirDefault,
+    logLevel: level,
+    accessLog: !values['no-access-log'],
+    trustedProxies:
+      values['trusted-proxies']
+        ?.split(',')
+        .map((s) => s.trim())
+        .filter(Boolean) ?? [],
+    maxBodyBytes: int(values, 'max-body-bytes', DEFAULTS.maxBodyBytes),
+    maxHeaderBytes: int(values, 'max-header-bytes', DEFAULTS.maxHeaderBytes),
+    drainTimeoutMs: int(values, 'drain-timeout-ms', DEFAULTS.drainTimeoutMs),
+  };
+}
+
+function printProblems(problems: FileProblem[]): void {
+  for (const p of problems)
+    process.stderr.write(`  ${p.where}${p.field ? `: ${p.field}` : ''}: ${p.message}\n`);
+}
+
+function onSignals(dp: DataPlane, reload?: () => Promise<void>): void {
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    dp.log.info({ signal }, 'stopping: draining in-flight requests');
+    dp.close().then(
+      () => process.exit(0),
+      (err) => {
+        dp.log.error({ err }, 'error while stopping');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+  if (reload) process.on('SIGHUP', () => void reload());
+}
+
+async function run(values: Values): Promise<void> {
+  const files = values.file ?? [];
+  if (!files.length) fail('run needs at least one -f FILE');
+  const loaded = await loadConfig(files).catch((err: Error) => fail(err.message, 1));
+  if (loaded.problems.length) {
+    process.stderr.write(`sluice: the configuration has ${loaded.problems.length} problem(s):\n`);
+    printProblems(loaded.problems);
+    process.exit(1);
+  }
+  const dp = await startDataPlane({ ...options(values, '.state'), initialSnapshot: loaded.snapshot }).catch(
+    (err: Error) => fail(err.message, 1),
+  );
+  onSignals(dp, async () => {
+    const next = await loadConfig(files).catch((err: Error) => ({
+      snapshot: null,
+      problems: [{ where: files.join(', '), message: err.message }],
+    }));
+    if (next.problems.length || next.snapshot === null) {
+      dp.log.error({ problems: next.problems }, 'reload refused: the running configuration stays');
+      return;
+    }
+    const r = dp.holder.apply(next.snapshot);
+    if (r.result === 'rejected')
+      dp.log.error({ errors: r.errors }, 'reload refused: the running configuration stays');
+  });
+}
+
+async function validate(values: Values): Promise<void> {
+  const files = values.file ?? [];
+  if (!files.length) fail('validate needs at least one -f FILE');
+  const loaded = await loadConfig(files).catch((err: Error) => fail(err.message, 1));
+  if (loaded.problems.length) {
+    process.stderr.write(`sluice: ${loaded.problems.length} problem(s):\n`);
+    printProblems(loaded.problems);
+    process.exit(1);
+  }
+  process.stdout.write(`ok: ${loaded.snapshot.table.routes.length} routes, hash ${loaded.snapshot.hash}\n`);
+}
+
+async function dataplane(values: Values): Promise<void> {
+  if (!values['state-dir']) fail('dataplane needs --state-dir (where the last good snapshot is kept)');
+  const dp = await startDataPlane(options(values, null)).catch((err: Error) => fail(err.message, 1));
+  onSignals(dp);
+}
+
+const { values, positionals } = parse(process.argv.slice(2));
+const command = positionals[0];
+if (values.help || command === undefined || command === 'help') {
+  process.stdout.write(HELP);
+  process.exit(command === undefined && !values.help ? 2 : 0);
+}
+switch (command) {
+  case 'run':
+    await run(values);
+    break;
+  case 'validate':
+    await validate(values);
+    break;
+  case 'dataplane':
+    await dataplane(values);
+    break;
+  case 'controller':
+    fail(
+      'the Kubernetes controller is not built yet in this version; use `sluice run` (standalone) meanwhile',
+      2,
+    );
+    break;
+  default:
+    fail(`unknown command ${JSON.stringify(command)}\n\n${HELP}`);
+}

@@ -1,0 +1,180 @@
+/**
+ * GatewayRoute: one backend service and the routes that reach it (the spec's §2.3 shape:
+ * service.name, service.url, service.routes[].name, service.routes[].paths[]), with
+ * GatewayPlugin references at service scope (spec.plugins) and route scope (routes[].plugins).
+ */
+import { type Static, Type } from '@sinclair/typebox';
+import { Duration, Name, type ObjectMeta, PluginRef, type Status } from './common.ts';
+
+const HTTP_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'TRACE'] as const;
+
+export const BackendRef = Type.Object(
+  {
+    name: { ...Name, description: 'Name of the Kubernetes Service, in the namespace of this GatewayRoute.' },
+    port: Type.Integer({ minimum: 1, maximum: 65535, description: 'Port of the Service.' }),
+    scheme: Type.Optional(
+      Type.Union([Type.Literal('http'), Type.Literal('https')], { description: 'http (default) or https.' }),
+    ),
+  },
+  { additionalProperties: false, description: 'A Kubernetes Service to send traffic to, instead of a URL.' },
+);
+
+export const Timeouts = Type.Object(
+  {
+    connect: Type.Optional({
+      ...Duration,
+      description: 'Time allowed to open a connection to the upstream (default 5s).',
+    }),
+    response: Type.Optional({
+      ...Duration,
+      description:
+        "Time allowed from sending the request until the upstream's response headers arrive (default 60s).",
+    }),
+    idle: Type.Optional({
+      ...Duration,
+      description: "Longest pause allowed between two chunks of the upstream's response body (default 60s).",
+    }),
+  },
+  { additionalProperties: false, description: 'Upstream timeouts. A timeout answers 504.' },
+);
+
+export const Service = Type.Object(
+  {
+    name: { ...Name, description: 'Name of the backend service (used in ids, metrics and logs).' },
+    url: Type.Optional(
+      Type.String({
+        maxLength: 2048,
+        description:
+          'Address of the backend, e.g. http://charges.payments:8080/v1. Its path is prepended to the forwarded path.',
+      }),
+    ),
+    backendRef: Type.Optional(BackendRef),
+    timeouts: Type.Optional(Timeouts),
+  },
+  {
+    additionalProperties: false,
+    description: 'The backend service: exactly one of url or backendRef.',
+    'x-kubernetes-validations': [
+      {
+        rule: 'has(self.url) != has(self.backendRef)',
+        message: 'exactly one of url or backendRef must be set',
+      },
+      {
+        rule: "!has(self.url) || (isURL(self.url) && (self.url.startsWith('http://') || self.url.startsWith('https://')))",
+        message: 'url must be an absolute http:// or https:// URL',
+        fieldPath: '.url',
+      },
+    ],
+  },
+);
+
+export const HeaderMatch = Type.Object(
+  {
+    name: Type.String({
+      minLength: 1,
+      maxLength: 256,
+      pattern: "^[A-Za-z0-9!#$%&'*+.^_`|~-]+$",
+      description: 'Header name (case-insensitive).',
+    }),
+    value: Type.String({
+      maxLength: 4096,
+      description: 'Value the header must have (exact, case-sensitive).',
+    }),
+  },
+  {
+    additionalProperties: false,
+    description: 'A request header that must be present with this exact value.',
+  },
+);
+
+export const RouteRule = Type.Object(
+  {
+    name: { ...Name, description: 'Route name, unique within this GatewayRoute.' },
+    paths: Type.Array(
+      Type.String({
+        minLength: 1,
+        maxLength: 1024,
+        pattern: "^/[A-Za-z0-9\\-._~!$&'()+,=:@/%]*$",
+        description:
+          'A path starting with "/": letters, digits and -._~!$&\'()+,=:@/% (no ";", "*", "?", "#" or spaces).',
+      }),
+      {
+        minItems: 1,
+        maxItems: 64,
+        description: 'Paths matched by the route: prefixes on segment boundaries unless pathType is Exact.',
+      },
+    ),
+    pathType: Type.Optional(
+      Type.Union([Type.Literal('Prefix'), Type.Literal('Exact')], {
+        description: 'Prefix (default): /a matches /a and /a/b but not /ab. Exact: the path must equal.',
+      }),
+    ),
+    methods: Type.Optional(
+      Type.Array(
+        Type.Union(
+          HTTP_METHODS.map((m) => Type.Literal(m)),
+          { description: 'An HTTP method.' },
+        ),
+        { maxItems: 8, description: 'Methods matched; all when omitted.', 'x-kubernetes-list-type': 'set' },
+      ),
+    ),
+    hosts: Type.Optional(
+      Type.Array(
+        Type.String({
+          maxLength: 253,
+          pattern: '^(\\*\\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$',
+          description: 'A host name, or *.suffix for any one label.',
+        }),
+        { maxItems: 16, description: 'Host header values matched; any host when omitted.' },
+      ),
+    ),
+    headers: Type.Optional(
+      Type.Array(HeaderMatch, { maxItems: 16, description: 'Headers that must all match.' }),
+    ),
+    stripPrefix: Type.Optional(
+      Type.Boolean({ description: 'Remove the matched path prefix before forwarding (default false).' }),
+    ),
+    plugins: Type.Optional(
+      Type.Array(PluginRef, {
+        maxItems: 32,
+        description:
+          'GatewayPlugins for this route; one of the same plugin type at service scope is overridden.',
+      }),
+    ),
+  },
+  {
+    additionalProperties: false,
+    description: 'One route: what requests it matches and the plugins it runs.',
+  },
+);
+
+export const GatewayRouteSpec = Type.Object(
+  {
+    service: Service,
+    plugins: Type.Optional(
+      Type.Array(PluginRef, {
+        maxItems: 32,
+        description: 'GatewayPlugins applied to every route of the service.',
+      }),
+    ),
+    routes: Type.Array(RouteRule, {
+      minItems: 1,
+      maxItems: 256,
+      description: 'The routes of the service.',
+      'x-kubernetes-validations': [
+        { rule: 'self.all(r, self.exists_one(o, o.name == r.name))', message: 'route names must be unique' },
+      ],
+    }),
+  },
+  { additionalProperties: false, description: 'A backend service and its routes.' },
+);
+export type GatewayRouteSpec = Static<typeof GatewayRouteSpec>;
+export type RouteRule = Static<typeof RouteRule>;
+
+export interface GatewayRoute {
+  apiVersion: 'sluice.dev/v1alpha1';
+  kind: 'GatewayRoute';
+  metadata: ObjectMeta;
+  spec: GatewayRouteSpec;
+  status?: Static<typeof Status>;
+}

@@ -1,0 +1,11 @@
+import type { GatewayPlugin } from './gateway-plugin.ts';
+import type { GatewayRoute } from './gateway-route.ts';
+import type { Secret } from './secret.ts';
+
+export type { GatewayPlugin } from './gateway-plugin.ts';
+export type { GatewayRoute } from './gateway-route.ts';
+export type { Secret } from './secret.ts';
+export { API_VERSION, GROUP, VERSION } from './common.ts';
+
+/** Any object the controller reads. */
+export type Resource = GatewayRoute | GatewayPlugin | Secret;

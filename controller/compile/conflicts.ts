@@ -1,0 +1,33 @@
+/**
+ * Pass 6 (after precedence): two entries with an identical match (path type and value,
+ * methods, hosts, headers) cannot both be served. Identical matches tie on precedence rules
+ * 1–5, so the one sorted first is the older (rules 6–7) and keeps the match; each later one is
+ * left out with Accepted=False Conflicted. Only the conflicting entry is left out, not its
+ * whole object: a new object must not be able to take an existing one's other routes down.
+ */
+import { canonicalJson } from '../../dataplane/config/canonical-json.ts';
+import type { Diagnostic } from '../validate/diagnostic.ts';
+import { type Draft, type Pass, pathField } from './draft.ts';
+
+export const dropConflicts: Pass = (state) => {
+  const winners = new Map<string, Draft>();
+  const kept: Draft[] = [];
+  const conflicts: Diagnostic[] = [];
+  for (const d of state.drafts) {
+    const key = canonicalJson(d.match); // lists are already sorted sets (expand-matches.ts)
+    const winner = winners.get(key);
+    if (winner === undefined) {
+      winners.set(key, d);
+      kept.push(d);
+      continue;
+    }
+    conflicts.push({
+      object: d.route.ref,
+      field: pathField(d),
+      condition: 'Accepted',
+      reason: 'Conflicted',
+      message: `${d.id} is left out: ${winner.id} has the same match and takes precedence (older, or first by name)`,
+    });
+  }
+  return { ...state, drafts: kept, diagnostics: [...state.diagnostics, ...conflicts] };
+};

@@ -1,0 +1,57 @@
+/**
+ * What the compile passes hand each other: one Draft per route-table entry to be, plus the
+ * diagnostics so far. A pass takes a state and returns a new one; it never edits its input.
+ */
+import type { PluginInstance, RouteMatch, Upstream } from '../../dataplane/config/route-table.ts';
+import { refKey } from '../source/resource-set.ts';
+import type { Diagnostic } from '../validate/diagnostic.ts';
+import type { Model, ModelRoute } from '../validate/model.ts';
+
+/** The fields precedence sorts on (see precedence.ts). */
+export interface Ranked {
+  match: RouteMatch;
+  createdMs: number | undefined;
+  namespace: string;
+  name: string;
+  routeName: string;
+  matchIndex: number;
+}
+
+export interface Draft extends Ranked {
+  /** route/<ns>/<name>/<route-name>/<match-index> */
+  id: string;
+  route: ModelRoute;
+  ruleIndex: number;
+  stripPrefix: boolean;
+  /** Set by resolveUpstreams. */
+  upstream?: Upstream;
+  /** Set by attachPlugins. */
+  plugins: PluginInstance[];
+}
+
+export interface CompileState {
+  model: Model;
+  drafts: readonly Draft[];
+  diagnostics: readonly Diagnostic[];
+}
+
+export type Pass = (state: CompileState) => CompileState;
+
+/** "spec.routes[1].paths[0]": where a draft's match was written. */
+export function pathField(d: Draft): string {
+  return `spec.routes[${d.ruleIndex}].paths[${d.matchIndex}]`;
+}
+
+/**
+ * Adds diagnostics that make their objects invalid and leaves out every draft of those objects:
+ * an object is programmed whole or not at all (a half-applied route is harder to reason about).
+ */
+export function rejectObjects(state: CompileState, found: readonly Diagnostic[]): CompileState {
+  if (found.length === 0) return state;
+  const rejected = new Set(found.map((d) => refKey(d.object)));
+  return {
+    ...state,
+    drafts: state.drafts.filter((d) => !rejected.has(refKey(d.route.ref))),
+    diagnostics: [...state.diagnostics, ...found],
+  };
+}

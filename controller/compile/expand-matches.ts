@@ -1,0 +1,58 @@
+/**
+ * Pass 1: one draft per path of each route rule; the match-index is the path's index in the
+ * rule. Methods upper-case, hosts and header names lower-case, each list de-duplicated and
+ * sorted: they are sets, and reordering them in YAML must not change the hash. An empty list
+ * means the same as an absent one (any).
+ */
+import type { RouteMatch } from '../../dataplane/config/route-table.ts';
+import type { RouteRule } from '../api/gateway-route.ts';
+import type { Draft, Pass } from './draft.ts';
+
+export const expandMatches: Pass = (state) => {
+  const drafts: Draft[] = [];
+  for (const route of state.model.routes) {
+    const { namespace, name } = route.ref;
+    route.spec.routes.forEach((rule, ruleIndex) => {
+      rule.paths.forEach((path, matchIndex) => {
+        drafts.push({
+          id: `route/${namespace}/${name}/${rule.name}/${matchIndex}`,
+          route,
+          ruleIndex,
+          matchIndex,
+          routeName: rule.name,
+          namespace,
+          name,
+          createdMs: route.createdMs,
+          match: matchOf(rule, path),
+          stripPrefix: rule.stripPrefix ?? false,
+          plugins: [],
+        });
+      });
+    });
+  }
+  return { ...state, drafts };
+};
+
+function matchOf(rule: RouteRule, path: string): RouteMatch {
+  const match: RouteMatch = { path: { type: rule.pathType ?? 'Prefix', value: path } };
+  if (rule.methods?.length) match.methods = setOf(rule.methods.map((m) => m.toUpperCase()));
+  if (rule.hosts?.length) match.hosts = setOf(rule.hosts.map((h) => h.toLowerCase()));
+  if (rule.headers?.length) {
+    const byKey = new Map(rule.headers.map((h) => [`${h.name.toLowerCase()}\n${h.value}`, h]));
+    match.headers = setOf([...byKey.keys()]).map((k) => {
+      const [name, value] = splitOnce(k);
+      return { name, value };
+    });
+  }
+  return match;
+}
+
+function splitOnce(key: string): [string, string] {
+  const i = key.indexOf('\n');
+  return [key.slice(0, i), key.slice(i + 1)];
+}
+
+// Code-unit order, never localeCompare: the table must not depend on the machine's locale.
+function setOf(values: string[]): string[] {
+  return [...new Set(values)].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+}

@@ -1,0 +1,53 @@
+/**
+ * compile: Model → RouteTable, as an ordered list of small passes (a new feature is a new
+ * pass). Pure and deterministic: the same model always gives the same table, byte for byte.
+ */
+import { type RouteTable, TABLE_VERSION, type Upstream } from '../../dataplane/config/route-table.ts';
+import type { Diagnostic } from '../validate/diagnostic.ts';
+import type { Model } from '../validate/model.ts';
+import { attachPlugins } from './attach-plugins.ts';
+import { dropConflicts } from './conflicts.ts';
+import type { CompileState, Draft, Pass } from './draft.ts';
+import { expandMatches } from './expand-matches.ts';
+import { normalizePaths } from './normalize-paths.ts';
+import { sortByPrecedence } from './precedence.ts';
+import { resolveUpstreams } from './resolve-upstreams.ts';
+
+/** In order; each pass may rely on the ones before it. */
+export const PASSES: readonly Pass[] = [
+  expandMatches, // one draft per path, ids, methods/hosts/headers as sorted sets
+  normalizePaths, // before anything compares paths
+  resolveUpstreams, // url + timeouts → upstream ids by content
+  attachPlugins, // service scope, then route scope overriding by plugin type
+  sortByPrecedence, // the numbered-rule comparator
+  dropConflicts, // needs the order: the first of identical matches wins
+];
+
+export interface Compiled {
+  table: RouteTable;
+  diagnostics: Diagnostic[];
+}
+
+export function compile(model: Model): Compiled {
+  let state: CompileState = { model, drafts: [], diagnostics: [] };
+  for (const pass of PASSES) state = pass(state);
+  return { table: tableOf(state.drafts), diagnostics: [...state.diagnostics] };
+}
+
+function tableOf(drafts: readonly Draft[]): RouteTable {
+  const upstreams = new Map<string, Upstream>();
+  const routes = drafts.map((d) => {
+    const upstream = d.upstream!; // every draft left has one (resolveUpstreams drops the others)
+    upstreams.set(upstream.id, upstream);
+    return {
+      id: d.id,
+      source: d.route.source,
+      match: d.match,
+      stripPrefix: d.stripPrefix,
+      plugins: d.plugins,
+      handler: { type: 'proxy' as const, upstream: upstream.id },
+    };
+  });
+  const sorted = [...upstreams.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  return { version: TABLE_VERSION, routes, upstreams: sorted };
+}

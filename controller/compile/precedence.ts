@@ -1,0 +1,47 @@
+/**
+ * Pass 5: the table in precedence order; the data plane takes the first route that matches.
+ * The comparator's rules, most important first (the first that differs decides):
+ *   1. Exact before Prefix: an exact path is the most specific statement there is.
+ *   2. Longer path first: /api/v2 is more specific than /api.
+ *   3. Routes with hosts before those without (any host).
+ *   4. More header matches first.
+ *   5. Routes with methods before those without (any method).
+ *   6. Older creationTimestamp first; missing sorts last. An existing route is never taken
+ *      over by one created later (the rule Gateway API uses).
+ *   7. namespace, name, route name, match index: a total order, so ties cannot depend on input order.
+ */
+import type { Pass, Ranked } from './draft.ts';
+
+const PATH_TYPE_RANK = { Exact: 0, Prefix: 1 } as const;
+
+export function comparePrecedence(a: Ranked, b: Ranked): number {
+  return (
+    PATH_TYPE_RANK[a.match.path.type] - PATH_TYPE_RANK[b.match.path.type] || // 1
+    b.match.path.value.length - a.match.path.value.length || // 2
+    Number(!a.match.hosts) - Number(!b.match.hosts) || // 3
+    (b.match.headers?.length ?? 0) - (a.match.headers?.length ?? 0) || // 4
+    Number(!a.match.methods) - Number(!b.match.methods) || // 5
+    compareCreated(a.createdMs, b.createdMs) || // 6
+    compareText(a.namespace, b.namespace) || // 7
+    compareText(a.name, b.name) ||
+    compareText(a.routeName, b.routeName) ||
+    a.matchIndex - b.matchIndex
+  );
+}
+
+function compareCreated(a: number | undefined, b: number | undefined): number {
+  if (a === b) return 0;
+  if (a === undefined) return 1;
+  if (b === undefined) return -1;
+  return a - b;
+}
+
+// Code-unit order, never localeCompare: the order must not depend on the machine's locale.
+function compareText(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+export const sortByPrecedence: Pass = (state) => ({
+  ...state,
+  drafts: [...state.drafts].sort(comparePrecedence),
+});

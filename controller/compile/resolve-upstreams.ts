@@ -1,0 +1,86 @@
+/**
+ * Pass 3: each GatewayRoute's service becomes an upstream, named by content:
+ * upstream/<ns>/<service>/<hash5>, hash5 the first 5 hex of the sha256 of the canonical
+ * settings (url, timeouts). Routes with the same settings share one upstream (one pool); a
+ * changed setting is a new id, so the data plane never reuses a pool built for other settings.
+ */
+import { canonicalJson, sha256Hex } from '../../dataplane/config/canonical-json.ts';
+import type { Upstream } from '../../dataplane/config/route-table.ts';
+import { refKey } from '../source/resource-set.ts';
+import { type Diagnostic, invalid } from '../validate/diagnostic.ts';
+import type { ModelRoute } from '../validate/model.ts';
+import { MAX_TIMEOUT_MS, parseDuration } from './duration.ts';
+import { type Pass, rejectObjects } from './draft.ts';
+
+export const DEFAULT_TIMEOUTS: Upstream['timeouts'] = {
+  connectMs: 5_000,
+  responseMs: 60_000,
+  idleMs: 60_000,
+};
+const HASH_LENGTH = 5;
+
+type Settings = Omit<Upstream, 'id'>;
+
+export const resolveUpstreams: Pass = (state) => {
+  const errors: Diagnostic[] = [];
+  const settings = new Map<string, { route: ModelRoute; settings: Settings }>();
+  for (const { route } of state.drafts) {
+    const key = refKey(route.ref);
+    if (settings.has(key) || errors.some((e) => refKey(e.object) === key)) continue;
+    const timeouts = timeoutsOf(route);
+    if (Array.isArray(timeouts)) errors.push(...timeouts);
+    else settings.set(key, { route, settings: { url: route.upstreamUrl, timeouts } });
+  }
+  const ids = upstreamIds([...settings.values()]);
+  const drafts = state.drafts.map((d) => {
+    const s = settings.get(refKey(d.route.ref));
+    return s ? { ...d, upstream: { id: ids.get(s.route)!, ...s.settings } } : d;
+  });
+  return rejectObjects({ ...state, drafts }, errors);
+};
+
+/** The timeouts in ms, defaults filled in, or what is wrong with them. */
+function timeoutsOf(route: ModelRoute): Upstream['timeouts'] | Diagnostic[] {
+  const errors: Diagnostic[] = [];
+  const given = route.spec.service.timeouts ?? {};
+  const out = { ...DEFAULT_TIMEOUTS };
+  const fields = [
+    ['connect', 'connectMs'],
+    ['response', 'responseMs'],
+    ['idle', 'idleMs'],
+  ] as const;
+  for (const [field, key] of fields) {
+    const text = given[field];
+    if (text === undefined) continue;
+    const ms = parseDuration(text);
+    if (ms === undefined || ms < 1 || ms > MAX_TIMEOUT_MS) {
+      const why =
+        ms === undefined ? 'is not a duration such as "5s" or "1m30s"' : 'must be between 1ms and 596h';
+      errors.push(invalid(route.ref, `spec.service.timeouts.${field}`, `${JSON.stringify(text)} ${why}`));
+    } else out[key] = ms;
+  }
+  return errors.length ? errors : out;
+}
+
+/**
+ * The id of each route's upstream. Five hex digits are the default; should two different
+ * settings of one service share them, that service's ids grow until they differ (by content
+ * only, so the result does not depend on input order).
+ */
+function upstreamIds(entries: { route: ModelRoute; settings: Settings }[]): Map<ModelRoute, string> {
+  const groups = new Map<string, { route: ModelRoute; hash: string }[]>();
+  for (const { route, settings } of entries) {
+    const group = `${route.ref.namespace}/${route.spec.service.name}`;
+    const list = groups.get(group) ?? [];
+    list.push({ route, hash: sha256Hex(canonicalJson(settings)) });
+    groups.set(group, list);
+  }
+  const ids = new Map<ModelRoute, string>();
+  for (const [group, list] of groups) {
+    const distinct = [...new Set(list.map((e) => e.hash))];
+    let length = HASH_LENGTH;
+    while (new Set(distinct.map((h) => h.slice(0, length))).size < distinct.length) length++;
+    for (const { route, hash } of list) ids.set(route, `upstream/${group}/${hash.slice(0, length)}`);
+  }
+  return ids;
+}

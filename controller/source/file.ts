@@ -1,0 +1,177 @@
+/**
+ * Standalone mode's source: multi-document YAML files holding the same GatewayRoute,
+ * GatewayPlugin and Secret objects a user would `kubectl apply`. parseFiles is pure (text in,
+ * objects and diagnostics out); loadFiles only adds the reading. A broken document is
+ * reported with its file and line and skipped; the other documents still load.
+ */
+import { readFile } from 'node:fs/promises';
+import { LineCounter, parseAllDocuments } from 'yaml';
+import type { Resource } from '../api/index.ts';
+import {
+  DEFAULT_NAMESPACE,
+  type ObjectRef,
+  type ResourceSet,
+  refKey,
+  refOf,
+  resourceSetFrom,
+} from './resource-set.ts';
+
+export type LoadReason =
+  | 'FileUnreadable'
+  | 'YAMLSyntax'
+  | 'NotAnObject'
+  | 'UnknownKind'
+  | 'MissingName'
+  | 'InvalidMetadata'
+  | 'Duplicate';
+
+/** A problem reading a file. The message does not repeat the file (callers print it) but says the line. */
+export interface LoadDiagnostic {
+  file: string;
+  /** Index of the document in the file, from 0 (empty documents count). */
+  document?: number;
+  /** 1-based line of the error, or of the document's start. */
+  line?: number;
+  object?: ObjectRef;
+  field?: string;
+  reason: LoadReason;
+  message: string;
+}
+
+export interface FileText {
+  file: string;
+  text: string;
+}
+
+export interface LoadResult {
+  resources: ResourceSet;
+  diagnostics: LoadDiagnostic[];
+  /** The file an object came from, to point a build diagnostic at it (namespace defaults to "default"). */
+  fileOf(ref: { kind: string; namespace?: string; name: string }): string | undefined;
+}
+
+/** One object found in a file, and where. */
+export interface LocatedObject {
+  object: Resource;
+  file: string;
+  document: number;
+  line: number;
+}
+
+const KNOWN = new Set(['sluice.dev/v1alpha1 GatewayRoute', 'sluice.dev/v1alpha1 GatewayPlugin', 'v1 Secret']);
+
+/** Parses one file's text into objects of known kinds; everything else becomes a diagnostic. */
+export function parseYaml(
+  text: string,
+  file: string,
+): { objects: LocatedObject[]; diagnostics: LoadDiagnostic[] } {
+  const objects: LocatedObject[] = [];
+  const diagnostics: LoadDiagnostic[] = [];
+  const lines = new LineCounter();
+  const docs = parseAllDocuments(text, { lineCounter: lines, prettyErrors: false });
+  docs.forEach((doc, document) => {
+    // The line of the document's first content (its "---" marker, if any, comes before).
+    const line = lines.linePos(doc.contents?.range?.[0] ?? doc.range[0]).line;
+    const at = { file, document };
+    let value: unknown;
+    try {
+      if (doc.errors.length) throw doc.errors[0];
+      value = doc.toJS(); // throws too, e.g. on an alias bomb or an undefined alias
+    } catch (err) {
+      const pos = (err as { pos?: [number, number] }).pos;
+      const errLine = pos ? lines.linePos(pos[0]).line : line;
+      const message = `line ${errLine}: ${(err as Error).message}`;
+      diagnostics.push({ ...at, line: errLine, reason: 'YAMLSyntax', message });
+      return;
+    }
+    if (value === null || value === undefined) return; // an empty document, e.g. after a trailing "---"
+    const checked = checkObject(value);
+    if ('problem' in checked) {
+      const { reason, field, message } = checked.problem;
+      diagnostics.push({
+        ...at,
+        line,
+        reason,
+        field,
+        message: `line ${line} (document ${document}): ${message}`,
+      });
+      return;
+    }
+    objects.push({ object: checked.object, ...at, line });
+  });
+  return { objects, diagnostics };
+}
+
+type Problem = { reason: LoadReason; field?: string; message: string };
+
+/** The object with its namespace filled in, or why it cannot be read. */
+function checkObject(value: unknown): { object: Resource } | { problem: Problem } {
+  const problem = (reason: LoadReason, field: string | undefined, message: string) => ({
+    problem: { reason, field, message },
+  });
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    return problem('NotAnObject', undefined, 'not a Kubernetes object (a YAML mapping)');
+  const v = value as Record<string, unknown>;
+  const type = `${String(v.apiVersion)} ${String(v.kind)}`;
+  if (!KNOWN.has(type))
+    return problem(
+      'UnknownKind',
+      'kind',
+      `unknown apiVersion/kind "${type}", ignored (known: ${[...KNOWN].join(', ')})`,
+    );
+  const meta = v.metadata as Record<string, unknown> | undefined;
+  if (typeof meta !== 'object' || meta === null || typeof meta.name !== 'string' || meta.name === '')
+    return problem('MissingName', 'metadata.name', `${String(v.kind)} without metadata.name`);
+  if (meta.namespace !== undefined && typeof meta.namespace !== 'string')
+    return problem('InvalidMetadata', 'metadata.namespace', 'metadata.namespace must be a string');
+  const metadata = { ...meta, namespace: meta.namespace ?? DEFAULT_NAMESPACE };
+  return { object: { ...v, metadata } as unknown as Resource };
+}
+
+/** Parses several files into one ResourceSet; a later object with the same identity replaces an earlier one. */
+export function parseFiles(files: readonly FileText[]): LoadResult {
+  const diagnostics: LoadDiagnostic[] = [];
+  const seen = new Map<string, LocatedObject>();
+  for (const { file, text } of files) {
+    const parsed = parseYaml(text, file);
+    diagnostics.push(...parsed.diagnostics);
+    for (const found of parsed.objects) {
+      const ref = refOf(found.object);
+      const earlier = seen.get(refKey(ref));
+      if (earlier) {
+        const where = `${earlier.file}:${earlier.line}`;
+        diagnostics.push({
+          file,
+          document: found.document,
+          line: found.line,
+          object: ref,
+          field: 'metadata.name',
+          reason: 'Duplicate',
+          message: `line ${found.line}: ${ref.kind} ${ref.namespace}/${ref.name} also appears at ${where}; the later one is used`,
+        });
+      }
+      seen.set(refKey(ref), found);
+    }
+  }
+  return {
+    resources: resourceSetFrom([...seen.values()].map((l) => l.object)),
+    diagnostics,
+    fileOf: (ref) => seen.get(`${ref.kind}/${ref.namespace ?? DEFAULT_NAMESPACE}/${ref.name}`)?.file,
+  };
+}
+
+/** Reads the files (the only I/O here) and parses them. An unreadable file is a diagnostic, not a throw. */
+export async function loadFiles(paths: readonly string[]): Promise<LoadResult> {
+  const files: FileText[] = [];
+  const unreadable: LoadDiagnostic[] = [];
+  for (const file of paths) {
+    try {
+      files.push({ file, text: await readFile(file, 'utf8') });
+    } catch (err) {
+      const message = `cannot be read (${(err as NodeJS.ErrnoException).code ?? String(err)})`;
+      unreadable.push({ file, reason: 'FileUnreadable', message });
+    }
+  }
+  const result = parseFiles(files);
+  return { ...result, diagnostics: [...unreadable, ...result.diagnostics] };
+}

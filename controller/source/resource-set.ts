@@ -1,0 +1,75 @@
+/**
+ * ResourceSet: the objects one build reads, per kind, keyed by "namespace/name". It is
+ * immutable, so a build can never change what the informers (or the file loader) hold, and
+ * it iterates in key order, so the same objects give the same build whatever order they came in.
+ * Specs are as the user wrote them: validate/ checks them, nothing here does.
+ */
+import type { GatewayPlugin, GatewayRoute, Resource, Secret } from '../api/index.ts';
+
+export type Kind = Resource['kind'];
+
+/** Which object a diagnostic or a status belongs to. */
+export interface ObjectRef {
+  kind: Kind;
+  namespace: string;
+  name: string;
+}
+
+export interface ResourceSet {
+  readonly routes: ReadonlyMap<string, GatewayRoute>;
+  readonly plugins: ReadonlyMap<string, GatewayPlugin>;
+  readonly secrets: ReadonlyMap<string, Secret>;
+  // A later issue adds `services` (core/v1 Service) for backendRef resolution.
+}
+
+/** Where objects without metadata.namespace go, as with `kubectl apply` in the default context. */
+export const DEFAULT_NAMESPACE = 'default';
+
+export function keyOf(namespace: string, name: string): string {
+  return `${namespace}/${name}`;
+}
+
+export function refOf(obj: Resource): ObjectRef {
+  return { kind: obj.kind, namespace: obj.metadata.namespace ?? DEFAULT_NAMESPACE, name: obj.metadata.name };
+}
+
+/** "GatewayRoute/default/charges": the key of an object across kinds (status, file lookup). */
+export function refKey(ref: ObjectRef): string {
+  return `${ref.kind}/${ref.namespace}/${ref.name}`;
+}
+
+export const EMPTY_RESOURCE_SET: ResourceSet = resourceSetFrom([]);
+
+/**
+ * Builds a set from objects of any known kind. Objects without a namespace are placed in
+ * "default"; a later object with the same kind, namespace and name replaces an earlier one,
+ * as a second `kubectl apply` would.
+ */
+export function resourceSetFrom(objects: Iterable<Resource>): ResourceSet {
+  const routes = new Map<string, GatewayRoute>();
+  const plugins = new Map<string, GatewayPlugin>();
+  const secrets = new Map<string, Secret>();
+  for (const raw of objects) {
+    const obj = withNamespace(raw);
+    const key = keyOf(obj.metadata.namespace ?? DEFAULT_NAMESPACE, obj.metadata.name);
+    if (obj.kind === 'GatewayRoute') routes.set(key, obj);
+    else if (obj.kind === 'GatewayPlugin') plugins.set(key, obj);
+    else if (obj.kind === 'Secret') secrets.set(key, obj);
+  }
+  return Object.freeze({ routes: sorted(routes), plugins: sorted(plugins), secrets: sorted(secrets) });
+}
+
+/** Every object of the set, kinds in a fixed order and each kind in key order. */
+export function allObjects(set: ResourceSet): Resource[] {
+  return [...set.plugins.values(), ...set.routes.values(), ...set.secrets.values()];
+}
+
+function withNamespace<T extends Resource>(obj: T): T {
+  if (typeof obj.metadata.namespace === 'string') return obj;
+  return { ...obj, metadata: { ...obj.metadata, namespace: DEFAULT_NAMESPACE } };
+}
+
+// Plain code-unit order (never localeCompare): the order must not depend on the machine's locale.
+function sorted<T>(map: Map<string, T>): ReadonlyMap<string, T> {
+  return new Map([...map].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+}

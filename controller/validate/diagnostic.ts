@@ -1,0 +1,31 @@
+/**
+ * Diagnostic: one problem found in one object, in the words its status will use. Every stage
+ * after the source (validate, compile) reports through this type; build() turns the list into
+ * the Accepted / ResolvedRefs conditions of each object.
+ */
+import type { ObjectRef } from '../source/resource-set.ts';
+
+export type ConditionType = 'Accepted' | 'ResolvedRefs';
+
+/**
+ * Why a condition is False.
+ * Accepted: Invalid (schema or semantics), Conflicted (another route has the same match).
+ * ResolvedRefs: PluginNotFound (no such GatewayPlugin), PluginInvalid (it exists but is not accepted).
+ */
+export type Reason = 'Invalid' | 'Conflicted' | 'PluginNotFound' | 'PluginInvalid';
+
+export interface Diagnostic {
+  object: ObjectRef;
+  /** Where in the object, e.g. "spec.routes[1].paths[0]". */
+  field: string;
+  condition: ConditionType;
+  reason: Reason;
+  message: string;
+}
+
+export function invalid(object: ObjectRef, field: string, message: string): Diagnostic {
+  return { object, field, condition: 'Accepted', reason: 'Invalid', message };
+}
+
+/** Fields as status messages write them: ["spec", "routes", "1", "paths"] → "spec.routes[1].paths". */
+export { toField } from '../../dataplane/config/validate.ts';

@@ -1,0 +1,47 @@
+/**
+ * A GatewayRoute is accepted when its spec fits GatewayRouteSpec and passes the rules the
+ * CRD states in CEL (which TypeBox does not run, and a file never met): exactly one of
+ * url/backendRef, an absolute http(s) url, unique route names.
+ */
+import { type GatewayRoute, GatewayRouteSpec } from '../api/gateway-route.ts';
+import { refOf } from '../source/resource-set.ts';
+import { type Diagnostic, invalid } from './diagnostic.ts';
+import { checkMetadata } from './metadata.ts';
+import type { ModelRoute } from './model.ts';
+import { compileSchema, schemaErrors } from './schema-errors.ts';
+import { resolveServiceUrl } from './service-url.ts';
+
+const checkSpec = compileSchema(GatewayRouteSpec);
+
+/** The route (references not yet resolved), or the reasons it is not accepted. */
+export function validateRoute(obj: GatewayRoute): { route?: ModelRoute; diagnostics: Diagnostic[] } {
+  const ref = refOf(obj);
+  const { meta, diagnostics } = checkMetadata(ref, obj.metadata);
+  const spec: unknown = obj.spec;
+  if (spec === undefined) return { diagnostics: [...diagnostics, invalid(ref, 'spec', 'required')] };
+  const specErrors = schemaErrors(checkSpec, spec, ['spec']);
+  diagnostics.push(...specErrors.map((e) => invalid(ref, e.field, e.message)));
+  if (specErrors.length) return { diagnostics };
+
+  const checked = spec as GatewayRoute['spec'];
+  const target = resolveServiceUrl(ref, checked.service);
+  diagnostics.push(...target.diagnostics);
+  const firstIndex = new Map<string, number>();
+  checked.routes.forEach((r, i) => {
+    const first = firstIndex.get(r.name);
+    if (first === undefined) firstIndex.set(r.name, i);
+    else
+      diagnostics.push(
+        invalid(
+          ref,
+          `spec.routes[${i}].name`,
+          `route name "${r.name}" is already used by spec.routes[${first}]`,
+        ),
+      );
+  });
+  if (diagnostics.length || target.url === undefined) return { diagnostics };
+  return {
+    route: { ref, source: meta.source, createdMs: meta.createdMs, spec: checked, upstreamUrl: target.url },
+    diagnostics,
+  };
+}

@@ -1,0 +1,54 @@
+/**
+ * validate: ResourceSet → { model, diagnostics }. Never throws on user input: each object is
+ * checked on its own, a bad one becomes diagnostics on itself, and everything else goes on.
+ * Plugins first, because routes are only as valid as the plugins they reference.
+ */
+import type { Resource } from '../api/index.ts';
+import { type ResourceSet, refOf } from '../source/resource-set.ts';
+import { type Diagnostic, invalid } from './diagnostic.ts';
+import { validatePlugin } from './gateway-plugin.ts';
+import { validateRoute } from './gateway-route.ts';
+import type { Model, ModelPlugin, ModelRoute } from './model.ts';
+import { checkPluginRefs, type PluginState } from './plugin-refs.ts';
+
+export interface Validated {
+  model: Model;
+  diagnostics: Diagnostic[];
+}
+
+export function validate(resources: ResourceSet): Validated {
+  const diagnostics: Diagnostic[] = [];
+  const plugins = new Map<string, ModelPlugin>();
+  const states = new Map<string, PluginState>();
+  for (const [key, obj] of resources.plugins) {
+    const result = guarded(obj, () => validatePlugin(obj));
+    diagnostics.push(...result.diagnostics);
+    if (result.plugin) plugins.set(key, result.plugin);
+    const first = result.diagnostics[0];
+    states.set(
+      key,
+      first ? { accepted: false, why: `${first.field}: ${first.message}` } : { accepted: true },
+    );
+  }
+
+  const routes: ModelRoute[] = [];
+  for (const obj of resources.routes.values()) {
+    const result = guarded(obj, () => validateRoute(obj));
+    const refs = checkPluginRefs(refOf(obj), obj.spec, states);
+    diagnostics.push(...result.diagnostics, ...refs);
+    if (result.route && refs.length === 0) routes.push(result.route);
+  }
+  return { model: { routes, plugins }, diagnostics };
+}
+
+/**
+ * A bug in a check must not take the other objects down with it: it becomes this object's
+ * diagnostic. (The cast is sound: every field of a check's result but diagnostics is optional.)
+ */
+function guarded<T extends { diagnostics: Diagnostic[] }>(obj: Resource, check: () => T): T {
+  try {
+    return check();
+  } catch (err) {
+    return { diagnostics: [invalid(refOf(obj), '(root)', `could not be validated: ${String(err)}`)] } as T;
+  }
+}

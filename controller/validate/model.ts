@@ -1,0 +1,34 @@
+/**
+ * The Model: what validate/ hands to compile/. Only accepted objects whose references all
+ * resolve are in it, so the compiler never has to ask whether something is valid.
+ */
+import type { GatewayRouteSpec } from '../api/gateway-route.ts';
+import type { PluginName } from '../../dataplane/config/plugins/index.ts';
+import type { SourceRef } from '../../dataplane/config/route-table.ts';
+import type { ObjectRef } from '../source/resource-set.ts';
+
+export interface ModelPlugin {
+  ref: ObjectRef;
+  source: SourceRef;
+  plugin: PluginName;
+  /** Checked against PLUGIN_SCHEMAS[plugin]; {} when the object has none. */
+  config: Record<string, unknown>;
+}
+
+export interface ModelRoute {
+  ref: ObjectRef;
+  source: SourceRef;
+  /** creationTimestamp in ms; undefined sorts last (precedence rule 6). */
+  createdMs: number | undefined;
+  /** Schema-valid and semantically checked (unique route names, one of url/backendRef). */
+  spec: GatewayRouteSpec;
+  /** service.url normalized, or backendRef resolved: origin plus base path, no trailing "/". */
+  upstreamUrl: string;
+}
+
+export interface Model {
+  /** In namespace/name order. */
+  routes: readonly ModelRoute[];
+  /** Accepted GatewayPlugins by "namespace/name". */
+  plugins: ReadonlyMap<string, ModelPlugin>;
+}

@@ -1,0 +1,13 @@
+/**
+ * The built-in plugins and their config schemas: the one list both the controller (CRD enum,
+ * validation of GatewayPlugin.config) and the data plane (validateRouteTable) read.
+ */
+import type { TSchema } from '@sinclair/typebox';
+import { RequestTransformerConfig } from './request-transformer.ts';
+
+export const PLUGIN_SCHEMAS = {
+  'request-transformer': RequestTransformerConfig,
+} as const satisfies Record<string, TSchema>;
+
+export type PluginName = keyof typeof PLUGIN_SCHEMAS;
+export const PLUGIN_NAMES = Object.keys(PLUGIN_SCHEMAS) as PluginName[];

@@ -1,0 +1,77 @@
+/**
+ * request-transformer config (Kong's shape). Each entry is "Name:value" (add, replace, append),
+ * "Old:New" (rename) or "Name" (remove); the spec writes `add.headers: ["X-Gateway-Version:v1"]`.
+ * Values can never carry CR, LF or NUL: the patterns reject them here, at the door.
+ */
+import { type Static, Type } from '@sinclair/typebox';
+
+const TOKEN = "[A-Za-z0-9!#$%&'*+.^`|~-]+";
+/** Header value: visible ASCII, space and tab, and obs-text; never CR, LF or NUL. */
+const VALUE = '[\\t\\x20-\\x7e\\x80-\\xff]*';
+
+const nameValues = (what: string) =>
+  Type.Array(
+    Type.String({ pattern: `^${TOKEN}:${VALUE}$`, maxLength: 8192, description: '"Header-Name:value"' }),
+    {
+      maxItems: 64,
+      description: what,
+    },
+  );
+
+export const RequestTransformerConfig = Type.Object(
+  {
+    remove: Type.Optional(
+      Type.Object(
+        {
+          headers: Type.Optional(
+            Type.Array(Type.String({ pattern: `^${TOKEN}$`, maxLength: 256, description: 'Header name' }), {
+              maxItems: 64,
+              description: 'Headers removed from the request.',
+            }),
+          ),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    rename: Type.Optional(
+      Type.Object(
+        {
+          headers: Type.Optional(
+            Type.Array(
+              Type.String({
+                pattern: `^${TOKEN}:${TOKEN}$`,
+                maxLength: 513,
+                description: '"Old-Name:New-Name"',
+              }),
+              {
+                maxItems: 64,
+                description: 'Headers renamed, keeping their values.',
+              },
+            ),
+          ),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    replace: Type.Optional(
+      Type.Object(
+        { headers: Type.Optional(nameValues('Headers whose value is replaced, only when present.')) },
+        { additionalProperties: false },
+      ),
+    ),
+    add: Type.Optional(
+      Type.Object(
+        { headers: Type.Optional(nameValues('Headers added when absent.')) },
+        { additionalProperties: false },
+      ),
+    ),
+    append: Type.Optional(
+      Type.Object(
+        { headers: Type.Optional(nameValues('Headers added, next to any value already present.')) },
+        { additionalProperties: false },
+      ),
+    ),
+  },
+  { additionalProperties: false, description: 'Applied in order: remove, rename, replace, add, append.' },
+);
+export type RequestTransformerConfig = Static<typeof RequestTransformerConfig>;

@@ -1,0 +1,128 @@
+/**
+ * THE CONTRACT between controller and data plane: the RouteTable a snapshot carries.
+ * Plain JSON. The controller produces it (controller/compile); the data plane checks it again
+ * at the door (validate.ts) before building a runtime. Ids are paths that say where an entry
+ * came from: route/<ns>/<name>/<route-name>/<match-index>, upstream/<ns>/<service>/<hash5>.
+ */
+import { type Static, Type } from '@sinclair/typebox';
+import { PLUGIN_NAMES } from './plugins/index.ts';
+
+export const TABLE_VERSION = 1;
+
+export const PathMatch = Type.Object(
+  {
+    type: Type.Union([Type.Literal('Exact'), Type.Literal('Prefix')]),
+    /** Normalized: starts with "/", no dot segments, no "//", no trailing "/" except the root; pchar only, no ";" or "*". */
+    value: Type.String({ minLength: 1, maxLength: 1024, pattern: "^/[A-Za-z0-9\\-._~!$&'()+,=:@/%]*$" }),
+  },
+  { additionalProperties: false },
+);
+
+export const RouteMatch = Type.Object(
+  {
+    path: PathMatch,
+    /** Upper-case methods; absent = any. */
+    methods: Type.Optional(Type.Array(Type.String({ pattern: '^[A-Z]+$' }), { minItems: 1 })),
+    /** Lower-case host names or "*.suffix"; absent = any. */
+    hosts: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { minItems: 1 })),
+    /** Lower-case names, exact values; all must match. */
+    headers: Type.Optional(
+      Type.Array(
+        Type.Object(
+          { name: Type.String({ minLength: 1 }), value: Type.String() },
+          { additionalProperties: false },
+        ),
+        {
+          minItems: 1,
+        },
+      ),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export const SourceRef = Type.Object(
+  {
+    kind: Type.String(),
+    namespace: Type.String(),
+    name: Type.String(),
+    generation: Type.Integer({ minimum: 0 }),
+  },
+  { additionalProperties: false },
+);
+
+export const PluginInstance = Type.Object(
+  {
+    /** plugin/<ns>/<GatewayPlugin name> */
+    id: Type.String({ minLength: 1 }),
+    name: Type.Union(PLUGIN_NAMES.map((n) => Type.Literal(n))),
+    /** Validated against PLUGIN_SCHEMAS[name]. */
+    config: Type.Record(Type.String(), Type.Unknown()),
+    source: SourceRef,
+  },
+  { additionalProperties: false },
+);
+
+export const ProxyHandler = Type.Object(
+  { type: Type.Literal('proxy'), upstream: Type.String({ minLength: 1 }) },
+  { additionalProperties: false },
+);
+
+export const Route = Type.Object(
+  {
+    id: Type.String({ minLength: 1 }),
+    source: SourceRef,
+    match: RouteMatch,
+    /** Remove the matched prefix before forwarding. */
+    stripPrefix: Type.Boolean(),
+    /** In the order the controller resolved them; the data plane orders them by phase. */
+    plugins: Type.Array(PluginInstance),
+    handler: ProxyHandler,
+  },
+  { additionalProperties: false },
+);
+
+export const Upstream = Type.Object(
+  {
+    id: Type.String({ minLength: 1 }),
+    /** Origin plus an optional base path, e.g. http://10.0.0.7:8080/v1 (no query, no fragment). */
+    url: Type.String({ pattern: '^https?://' }),
+    timeouts: Type.Object(
+      {
+        connectMs: Type.Integer({ minimum: 1 }),
+        responseMs: Type.Integer({ minimum: 1 }),
+        idleMs: Type.Integer({ minimum: 1 }),
+      },
+      { additionalProperties: false },
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export const RouteTable = Type.Object(
+  {
+    version: Type.Literal(TABLE_VERSION),
+    /** In precedence order: the first route that matches a request wins. */
+    routes: Type.Array(Route),
+    upstreams: Type.Array(Upstream),
+  },
+  { additionalProperties: false },
+);
+
+export const Snapshot = Type.Object(
+  {
+    /** sha256 hex of the canonical JSON of table. */
+    hash: Type.String({ pattern: '^[0-9a-f]{64}$' }),
+    table: RouteTable,
+  },
+  { additionalProperties: false },
+);
+
+export type PathMatch = Static<typeof PathMatch>;
+export type RouteMatch = Static<typeof RouteMatch>;
+export type SourceRef = Static<typeof SourceRef>;
+export type PluginInstance = Static<typeof PluginInstance>;
+export type Route = Static<typeof Route>;
+export type Upstream = Static<typeof Upstream>;
+export type RouteTable = Static<typeof RouteTable>;
+export type Snapshot = Static<typeof Snapshot>;

@@ -1,0 +1,106 @@
+/**
+ * validateRouteTable: the data plane's check at the door. Whatever the controller believes,
+ * a table is only run when this returns no errors; each error names the route (or upstream)
+ * id and the field, so the controller can put it on the object that caused it.
+ */
+import { TypeCompiler } from '@sinclair/typebox/compiler';
+import { PLUGIN_SCHEMAS, type PluginName } from './plugins/index.ts';
+import { RouteTable, Snapshot } from './route-table.ts';
+import { tableHash } from './canonical-json.ts';
+
+export interface TableError {
+  /** route/… or upstream/… id, when the error belongs to one. */
+  id?: string;
+  /** JSON path inside the entry (or the table when id is absent), e.g. plugins[0].config.add.headers[1]. */
+  field: string;
+  message: string;
+}
+
+const checkTable = TypeCompiler.Compile(RouteTable);
+const checkSnapshot = TypeCompiler.Compile(Snapshot);
+const checkPlugin = Object.fromEntries(
+  Object.entries(PLUGIN_SCHEMAS).map(([name, schema]) => [name, TypeCompiler.Compile(schema)]),
+) as unknown as Record<PluginName, ReturnType<typeof TypeCompiler.Compile>>;
+
+/** "/routes/3/plugins/0/config" → { index: 3, field: "plugins[0].config" } */
+function splitPointer(pointer: string): { collection?: string; index?: number; field: string } {
+  const parts = pointer
+    .split('/')
+    .slice(1)
+    .map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
+  let collection: string | undefined;
+  let index: number | undefined;
+  if ((parts[0] === 'routes' || parts[0] === 'upstreams') && /^\d+$/.test(parts[1] ?? '')) {
+    collection = parts.shift();
+    index = Number(parts.shift());
+  }
+  return { collection, index, field: toField(parts) };
+}
+
+export function toField(parts: string[]): string {
+  let out = '';
+  for (const p of parts) out += /^\d+$/.test(p) ? `[${p}]` : out ? `.${p}` : p;
+  return out || '(root)';
+}
+
+function idOf(table: unknown, collection: string | undefined, index: number | undefined): string | undefined {
+  if (collection === undefined || index === undefined) return undefined;
+  const entry = (table as Record<string, unknown[]>)[collection]?.[index] as { id?: unknown } | undefined;
+  return typeof entry?.id === 'string' ? entry.id : `${collection}[${index}]`;
+}
+
+export function validateRouteTable(table: unknown): TableError[] {
+  const errors: TableError[] = [];
+  for (const e of checkTable.Errors(table)) {
+    const { collection, index, field } = splitPointer(e.path);
+    errors.push({ id: idOf(table, collection, index), field, message: e.message });
+    if (errors.length >= 50) return errors;
+  }
+  if (errors.length) return errors;
+  const t = table as RouteTable;
+
+  const upstreamIds = new Set<string>();
+  t.upstreams.forEach((u, i) => {
+    if (upstreamIds.has(u.id))
+      errors.push({ id: u.id, field: 'id', message: `duplicate upstream id (upstreams[${i}])` });
+    upstreamIds.add(u.id);
+    try {
+      const url = new URL(u.url);
+      if (url.search || url.hash || url.username || url.password)
+        errors.push({ id: u.id, field: 'url', message: 'must not carry a query, fragment or credentials' });
+    } catch {
+      errors.push({ id: u.id, field: 'url', message: `not a valid URL: ${u.url}` });
+    }
+  });
+  const routeIds = new Set<string>();
+  t.routes.forEach((r, i) => {
+    if (routeIds.has(r.id))
+      errors.push({ id: r.id, field: 'id', message: `duplicate route id (routes[${i}])` });
+    routeIds.add(r.id);
+    if (!upstreamIds.has(r.handler.upstream))
+      errors.push({ id: r.id, field: 'handler.upstream', message: `unknown upstream ${r.handler.upstream}` });
+    r.plugins.forEach((p, j) => {
+      for (const e of checkPlugin[p.name].Errors(p.config)) {
+        const field = toField(['plugins', String(j), 'config', ...e.path.split('/').slice(1)]);
+        errors.push({ id: r.id, field, message: e.message });
+      }
+    });
+  });
+  return errors;
+}
+
+/** A snapshot as PUT /config receives it: shape, hash and table. */
+export function validateSnapshot(body: unknown): TableError[] {
+  if (!checkSnapshot.Check(body)) {
+    const shapeErrors = [...checkSnapshot.Errors(body)].filter((e) => !e.path.startsWith('/table'));
+    if (shapeErrors.length)
+      return shapeErrors.map((e) => ({ field: toField(e.path.split('/').slice(1)), message: e.message }));
+    const table = (body as { table?: unknown }).table;
+    return validateRouteTable(table);
+  }
+  const s = body as Snapshot;
+  const errors = validateRouteTable(s.table);
+  if (!errors.length && tableHash(s.table) !== s.hash)
+    errors.push({ field: 'hash', message: 'does not match the sha256 of the canonical JSON of table' });
+  return errors;
+}

@@ -1,0 +1,20 @@
+/**
+ * Every error the gateway itself produces, declared once: a stable code clients and tests
+ * can rely on, its HTTP status and its title. Rendered only by problem.ts (RFC 9457).
+ */
+export const ERRORS = {
+  SLC_ERR_ROUTE_NOT_FOUND: { status: 404, title: 'No route matches this request' },
+  SLC_ERR_BAD_PATH: { status: 400, title: 'The request path cannot be normalized safely' },
+  SLC_ERR_BAD_HEADER: { status: 400, title: 'A request header is not acceptable' },
+  SLC_ERR_BODY_TOO_LARGE: { status: 413, title: 'The request body is larger than allowed' },
+  SLC_ERR_NOT_READY: { status: 503, title: 'The gateway has no configuration loaded yet' },
+  SLC_ERR_UPSTREAM_TIMEOUT: { status: 504, title: 'The upstream did not answer in time' },
+  SLC_ERR_UPSTREAM_UNAVAILABLE: { status: 502, title: 'The upstream could not be reached' },
+  SLC_ERR_UPSTREAM_BAD_RESPONSE: { status: 502, title: 'The upstream sent an invalid response' },
+  SLC_ERR_INTERNAL: { status: 500, title: 'Internal gateway error' },
+  SLC_ERR_UNAUTHORIZED: { status: 401, title: 'Authentication is required' },
+  SLC_ERR_CONFIG_INVALID: { status: 422, title: 'The configuration is invalid' },
+  SLC_ERR_BAD_REQUEST: { status: 400, title: 'The request is malformed' },
+} as const satisfies Record<string, { status: number; title: string }>;
+
+export type ErrorCode = keyof typeof ERRORS;

@@ -1,0 +1,146 @@
+/**
+ * Wiring of one data-plane process: metrics, logs, pools, the runtime holder, the proxy and
+ * admin servers, and the last good snapshot on disk. Used by `sluice run` (standalone) and
+ * `sluice dataplane` (cluster, later), and by the tests, which start it in-process.
+ */
+import { randomBytes } from 'node:crypto';
+import type { AddressInfo } from 'node:net';
+import { BlockList, isIP } from 'node:net';
+import type { Logger } from 'pino';
+import { Metrics } from './observability/metrics.ts';
+import { createLogger } from './observability/log.ts';
+import { RuntimeHolder } from './runtime/holder.ts';
+import { createAdminServer } from './server/admin-server.ts';
+import { createProxyServer } from './server/proxy-server.ts';
+import { LastGood } from './state/last-good.ts';
+import { PoolRegistry } from './upstream/pools.ts';
+
+export interface DataPlaneOptions {
+  host: string;
+  proxyPort: number;
+  adminHost: string;
+  adminPort: number;
+  /** Where the last good snapshot is kept; null = nowhere. */
+  stateDir: string | null;
+  logLevel: string;
+  accessLog: boolean;
+  /** Bearer token for PUT /config; a random one is generated (and logged as generated, not shown) when empty. */
+  adminToken: string;
+  trustedProxies: string[];
+  maxBodyBytes: number;
+  maxHeaderBytes: number;
+  drainTimeoutMs: number;
+  /** A snapshot to start with (standalone mode); otherwise the last good one from stateDir. */
+  initialSnapshot?: unknown;
+  log?: Logger;
+}
+
+export const DEFAULTS: DataPlaneOptions = {
+  host: '0.0.0.0',
+  proxyPort: 8080,
+  adminHost: '127.0.0.1',
+  adminPort: 9901,
+  stateDir: null,
+  logLevel: 'info',
+  accessLog: true,
+  adminToken: '',
+  trustedProxies: [],
+  maxBodyBytes: 10 * 1024 * 1024,
+  maxHeaderBytes: 32 * 1024,
+  drainTimeoutMs: 30_000,
+};
+
+export interface DataPlane {
+  proxyUrl: string;
+  adminUrl: string;
+  adminToken: string;
+  holder: RuntimeHolder;
+  metrics: Metrics;
+  log: Logger;
+  /** Stops accepting, lets in-flight requests finish (bounded by drainTimeoutMs), closes pools. */
+  close(): Promise<void>;
+}
+
+export function parseTrustedProxies(list: string[]): BlockList | null {
+  if (!list.length) return null;
+  const bl = new BlockList();
+  for (const entry of list) {
+    const [ip, bits] = entry.split('/');
+    const type = isIP(ip) === 6 ? 'ipv6' : 'ipv4';
+    if (!isIP(ip))
+      throw new Error(`--trusted-proxies: ${JSON.stringify(entry)} is not an IP address or CIDR`);
+    if (bits === undefined) bl.addAddress(ip, type);
+    else bl.addSubnet(ip, Number(bits), type);
+  }
+  return bl;
+}
+
+export async function startDataPlane(partial: Partial<DataPlaneOptions>): Promise<DataPlane> {
+  const o: DataPlaneOptions = { ...DEFAULTS, ...partial };
+  const log = o.log ?? createLogger(o.logLevel);
+  const metrics = new Metrics();
+  const pools = new PoolRegistry();
+  const lastGood = o.stateDir ? new LastGood(o.stateDir) : null;
+  const holder = new RuntimeHolder(
+    pools,
+    { log, metrics, limits: { maxBodyBytes: o.maxBodyBytes }, accessLog: o.accessLog },
+    (s) => {
+      log.info({ hash: s.hash, routes: s.table.routes.length }, 'configuration applied');
+      lastGood?.save(s).catch((err) => log.error({ err }, 'could not persist the last good snapshot'));
+    },
+  );
+
+  const initial = o.initialSnapshot ?? (await lastGood?.load()) ?? null;
+  if (initial !== null) {
+    const r = holder.apply(initial);
+    if (r.result === 'rejected') {
+      if (o.initialSnapshot !== undefined)
+        throw new Error(`invalid configuration: ${JSON.stringify(r.errors)}`);
+      log.warn({ errors: r.errors }, 'the persisted snapshot is invalid; waiting for a new one');
+    }
+  }
+
+  const adminToken = o.adminToken || randomBytes(24).toString('base64url');
+  if (!o.adminToken)
+    log.info('no admin token given: generated one; PUT /config needs --admin-token to be usable');
+  const ingress = {
+    trustedProxies: parseTrustedProxies(o.trustedProxies),
+    maxBodyBytes: o.maxBodyBytes,
+    proto: 'http' as const,
+  };
+  const proxy = createProxyServer(
+    holder,
+    { ...ingress, maxHeaderBytes: o.maxHeaderBytes, requestTimeoutMs: 300_000, keepAliveTimeoutMs: 72_000 },
+    metrics,
+  );
+  const admin = createAdminServer(holder, metrics, { token: adminToken, maxConfigBytes: 256 * 1024 * 1024 });
+  await proxy.listen({ host: o.host, port: o.proxyPort });
+  await admin.listen({ host: o.adminHost, port: o.adminPort });
+  const url = (a: AddressInfo) => `http://${a.family === 'IPv6' ? `[${a.address}]` : a.address}:${a.port}`;
+  const proxyUrl = url(proxy.server.address() as AddressInfo).replace('0.0.0.0', '127.0.0.1');
+  const adminUrl = url(admin.server.address() as AddressInfo).replace('0.0.0.0', '127.0.0.1');
+  log.info({ proxy: proxyUrl, admin: adminUrl, hash: holder.hash }, 'sluice data plane listening');
+
+  let closing: Promise<void> | null = null;
+  return {
+    proxyUrl,
+    adminUrl,
+    adminToken,
+    holder,
+    metrics,
+    log,
+    close() {
+      closing ??= (async () => {
+        const drain = proxy.close();
+        const timer = new Promise<void>((r) => setTimeout(r, o.drainTimeoutMs).unref());
+        await Promise.race([drain, timer]);
+        proxy.server.closeAllConnections();
+        await admin.close();
+        await pools.closeAll();
+        await lastGood?.flushed();
+        log.flush?.();
+      })();
+      return closing;
+    },
+  };
+}

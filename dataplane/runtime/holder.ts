@@ -1,0 +1,58 @@
+/**
+ * Holds the running Runtime: one reference, swapped atomically. A request reads `current` once
+ * at ingress and keeps that runtime to its end, so a swap never changes a request midway.
+ */
+import type { Snapshot } from '../config/route-table.ts';
+import { validateSnapshot, type TableError } from '../config/validate.ts';
+import type { PoolRegistry } from '../upstream/pools.ts';
+import { buildRuntime, type Runtime } from './build-runtime.ts';
+import type { RuntimeDeps } from './runtime-route.ts';
+
+export type ApplyResult =
+  | { result: 'applied' | 'unchanged'; hash: string }
+  | { result: 'rejected'; errors: TableError[] };
+
+export class RuntimeHolder {
+  current: Runtime | null = null;
+  readonly #pools: PoolRegistry;
+  readonly #deps: RuntimeDeps;
+  readonly #onApplied: (s: Snapshot) => void;
+
+  constructor(pools: PoolRegistry, deps: RuntimeDeps, onApplied: (s: Snapshot) => void = () => {}) {
+    this.#pools = pools;
+    this.#deps = deps;
+    this.#onApplied = onApplied;
+  }
+
+  get hash(): string {
+    return this.current?.hash ?? '';
+  }
+
+  /** Validates and applies a snapshot; on any error the running runtime stays. */
+  apply(snapshot: unknown): ApplyResult {
+    const errors = validateSnapshot(snapshot);
+    if (errors.length) {
+      this.#deps.metrics.configLoads.labels('rejected').inc();
+      return { result: 'rejected', errors };
+    }
+    const s = snapshot as Snapshot;
+    if (s.hash === this.hash) {
+      this.#deps.metrics.configLoads.labels('unchanged').inc();
+      return { result: 'unchanged', hash: s.hash };
+    }
+    let runtime: Runtime;
+    try {
+      runtime = buildRuntime(s.hash, s.table, this.#pools, this.#deps);
+    } catch (err) {
+      this.#deps.metrics.configLoads.labels('rejected').inc();
+      return { result: 'rejected', errors: [{ field: 'table', message: (err as Error).message }] };
+    }
+    this.current = runtime;
+    this.#pools.retain(runtime.upstreamIds);
+    this.#deps.metrics.retain(new Set(runtime.routes.map((r) => r.id)), runtime.upstreamIds);
+    this.#deps.metrics.configHash(s.hash);
+    this.#deps.metrics.configLoads.labels('applied').inc();
+    this.#onApplied(s);
+    return { result: 'applied', hash: s.hash };
+  }
+}

@@ -1,0 +1,94 @@
+/**
+ * Path matching on find-my-way, used as a radix tree only (one fake method). Every route path
+ * registers "P" (and "P/*" for prefixes); each registered node holds the list of routes that
+ * could match a path reaching it, in table precedence order, including the shorter prefixes
+ * above it. So one lookup finds the most specific node and its candidate list is the fallback
+ * chain: a route whose headers do not match gives way to a shorter prefix without a second lookup.
+ */
+import FindMyWay from 'find-my-way';
+import type { RuntimeRoute } from './runtime-route.ts';
+
+type Node = { candidates: RuntimeRoute[] };
+
+const M = 'GET';
+
+/** Whether a prefix route with this value matches every path under the node key. */
+function segmentPrefixOf(prefix: string, path: string): boolean {
+  if (prefix === '/') return true;
+  return path === prefix || path.startsWith(`${prefix}/`);
+}
+
+export class RouteMatcher {
+  readonly #router = FindMyWay({
+    caseSensitive: true,
+    ignoreTrailingSlash: false,
+    ignoreDuplicateSlashes: false,
+  });
+
+  constructor(routes: RuntimeRoute[]) {
+    const exactKeys = new Set<string>();
+    const prefixKeys = new Set<string>();
+    for (const r of routes) {
+      const { type, value } = r.entry.match.path;
+      exactKeys.add(value);
+      if (type === 'Prefix') prefixKeys.add(value);
+    }
+    for (const key of exactKeys) {
+      const candidates = routes.filter((r) => {
+        const p = r.entry.match.path;
+        return p.type === 'Exact' ? p.value === key : segmentPrefixOf(p.value, key);
+      });
+      this.#on(key, candidates);
+    }
+    for (const key of prefixKeys) {
+      const candidates = routes.filter((r) => {
+        const p = r.entry.match.path;
+        return p.type === 'Prefix' && segmentPrefixOf(p.value, key);
+      });
+      this.#on(key === '/' ? '/*' : `${key}/*`, candidates);
+    }
+  }
+
+  #on(path: string, candidates: RuntimeRoute[]): void {
+    // find-my-way reads ":" as a parameter: escape it so paths stay literal ("*" is refused by the table schema).
+    const literal = path.endsWith('/*')
+      ? `${path.slice(0, -2).replaceAll(':', '::')}/*`
+      : path.replaceAll(':', '::');
+    const node: Node = { candidates };
+    this.#router.on(M, literal, () => {}, node);
+  }
+
+  /** The first route (in precedence order) that matches, or null. */
+  match(path: string, method: string, host: string, headers: Record<string, string>): RuntimeRoute | null {
+    const found = this.#router.find(M, path);
+    if (found === null) return null;
+    const candidates = (found.store as Node).candidates;
+    for (let i = 0; i < candidates.length; i++) {
+      const r = candidates[i];
+      if (r.methods !== null && !r.methods.has(method)) continue;
+      if (r.hosts !== null && !r.hosts(host)) continue;
+      if (r.headers !== null && !headersMatch(r.headers, headers)) continue;
+      return r;
+    }
+    return null;
+  }
+}
+
+function headersMatch(want: ReadonlyArray<readonly [string, string]>, have: Record<string, string>): boolean {
+  for (const [name, value] of want) if (have[name] !== value) return false;
+  return true;
+}
+
+/** Exact names and "*.suffix" (one label), compiled into one function. */
+export function hostMatcher(hosts: string[]): (host: string) => boolean {
+  const exact = new Set(hosts.filter((h) => !h.startsWith('*.')));
+  const suffixes = hosts.filter((h) => h.startsWith('*.')).map((h) => h.slice(1));
+  return (host) => {
+    if (exact.has(host)) return true;
+    for (const s of suffixes) {
+      if (host.endsWith(s) && host.length > s.length && !host.slice(0, host.length - s.length).includes('.'))
+        return true;
+    }
+    return false;
+  };
+}

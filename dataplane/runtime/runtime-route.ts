@@ -1,0 +1,35 @@
+/** The runtime form of a route: everything the request path reads, compiled once per snapshot. */
+import type { Logger } from 'pino';
+import type { Route } from '../config/route-table.ts';
+import type { Metrics } from '../observability/metrics.ts';
+import type { RequestContext, RequestHook, ResponseHook } from '../pipeline/context.ts';
+import type { UpstreamRuntime } from '../upstream/pools.ts';
+
+export interface Limits {
+  maxBodyBytes: number;
+}
+
+export interface RuntimeDeps {
+  log: Logger;
+  metrics: Metrics;
+  limits: Limits;
+  /** Write one log line per request. */
+  accessLog: boolean;
+}
+
+export interface RuntimeRoute {
+  id: string;
+  entry: Route;
+  /** null = any method / host / headers. */
+  methods: ReadonlySet<string> | null;
+  hosts: ((host: string) => boolean) | null;
+  headers: ReadonlyArray<readonly [name: string, value: string]> | null;
+  /** Length of the prefix to strip from the path before forwarding, or 0. */
+  stripLength: number;
+  requestHooks: RequestHook[] | null;
+  responseHooks: ResponseHook[] | null;
+  /** The upstream phase: forwards the request and writes the response. */
+  handler: (ctx: RequestContext) => void;
+  upstream: UpstreamRuntime;
+  deps: RuntimeDeps;
+}

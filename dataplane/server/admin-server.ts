@@ -1,0 +1,70 @@
+/**
+ * The admin port (never exposed by the public Service): PUT /config (bearer token), GET /config,
+ * /healthz, /readyz, /metrics. A rejected snapshot answers 422 with errors naming route ids and
+ * fields, and the running configuration stays.
+ */
+import { timingSafeEqual, createHash } from 'node:crypto';
+import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
+import type { ErrorCode } from '../errors/codes.ts';
+import { problem } from '../errors/problem.ts';
+import type { Metrics } from '../observability/metrics.ts';
+import type { RuntimeHolder } from '../runtime/holder.ts';
+
+export interface AdminOptions {
+  token: string;
+  maxConfigBytes: number;
+}
+
+const digest = (s: string) => createHash('sha256').update(s).digest();
+
+function sendError(reply: FastifyReply, code: ErrorCode, detail?: string, extra?: Record<string, unknown>) {
+  const body = problem(code, detail, extra);
+  return reply.code(body.status).type('application/problem+json').send(body);
+}
+
+export function createAdminServer(
+  holder: RuntimeHolder,
+  metrics: Metrics,
+  opts: AdminOptions,
+): FastifyInstance {
+  const app = Fastify({ logger: false, bodyLimit: opts.maxConfigBytes, forceCloseConnections: true });
+  const want = digest(`Bearer ${opts.token}`);
+  const authorized = (header: string | undefined) =>
+    header !== undefined && timingSafeEqual(digest(header), want);
+
+  app.setErrorHandler((err: { statusCode?: number; message: string }, _request, reply) => {
+    const status = err.statusCode ?? 500;
+    if (status === 413) return sendError(reply, 'SLC_ERR_BODY_TOO_LARGE', err.message);
+    if (status >= 400 && status < 500) return sendError(reply, 'SLC_ERR_BAD_REQUEST', err.message);
+    return sendError(reply, 'SLC_ERR_INTERNAL');
+  });
+
+  app.put('/config', async (request, reply) => {
+    if (!authorized(request.headers.authorization)) {
+      reply.header('www-authenticate', 'Bearer realm="sluice-admin"');
+      return sendError(reply, 'SLC_ERR_UNAUTHORIZED', 'PUT /config needs the admin bearer token');
+    }
+    const outcome = holder.apply(request.body);
+    if (outcome.result === 'rejected')
+      return sendError(
+        reply,
+        'SLC_ERR_CONFIG_INVALID',
+        'the snapshot was not applied; the running configuration stays',
+        {
+          errors: outcome.errors,
+          hash: holder.hash,
+        },
+      );
+    return { result: outcome.result, hash: outcome.hash };
+  });
+  app.get('/config', async () => ({ hash: holder.hash }));
+  app.get('/healthz', async () => ({ status: 'ok' }));
+  app.get('/readyz', async (_request, reply) =>
+    holder.current ? { status: 'ready', hash: holder.hash } : sendError(reply, 'SLC_ERR_NOT_READY'),
+  );
+  app.get('/metrics', async (_request, reply) => {
+    reply.type(metrics.registry.contentType);
+    return metrics.registry.metrics();
+  });
+  return app;
+}

@@ -1,0 +1,80 @@
+/**
+ * The entry of every proxied request: one reading of the target and the headers, one route
+ * lookup on the runtime current at arrival, then the route's chain. Errors found here are the
+ * gateway's own and never reach an upstream.
+ */
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { BlockList } from 'node:net';
+import type { ErrorCode } from '../errors/codes.ts';
+import { sendProblem } from '../errors/problem.ts';
+import type { Metrics } from '../observability/metrics.ts';
+import { RequestContext } from '../pipeline/context.ts';
+import { runChain } from '../pipeline/run-chain.ts';
+import type { RuntimeHolder } from '../runtime/holder.ts';
+import { readIngressHeaders, setForwardingHeaders } from './ingress-headers.ts';
+import { normalizeTarget } from './normalize-path.ts';
+
+export interface IngressOptions {
+  /** Peers whose X-Forwarded-* / Forwarded headers are kept and extended; null = none. */
+  trustedProxies: BlockList | null;
+  maxBodyBytes: number;
+  proto: 'http' | 'https';
+}
+
+const REQUEST_ID = /^[\x21-\x7e]{1,200}$/;
+
+/** Reads a request up to a matched route; on failure answers with a problem and returns null. */
+export function ingress(
+  req: IncomingMessage,
+  res: ServerResponse,
+  holder: RuntimeHolder,
+  opts: IngressOptions,
+  metrics: Metrics,
+): RequestContext | null {
+  const startNs = process.hrtime.bigint();
+  const fail = (code: ErrorCode, detail?: string, close = false): null => {
+    sendProblem(res, code, { detail, requestId: randomUUID(), close });
+    metrics.request('(none)', req.method ?? '', res.statusCode, startNs);
+    return null;
+  };
+  // HTTP/1.0 and 1.1 only: llhttp also reads HTTP/0.9 and other versions, which peers could read differently.
+  if (req.httpVersionMajor !== 1 || req.httpVersionMinor > 1)
+    return fail('SLC_ERR_BAD_REQUEST', `HTTP version ${req.httpVersion} is not accepted`, true);
+  const rt = holder.current;
+  if (rt === null) return fail('SLC_ERR_NOT_READY');
+  const target = normalizeTarget(req.url ?? '');
+  if ('error' in target) return fail('SLC_ERR_BAD_PATH', target.error);
+  const peer = req.socket.remoteAddress ?? '';
+  const trusted = opts.trustedProxies !== null && peer !== '' && isTrusted(opts.trustedProxies, peer);
+  const ing = readIngressHeaders(req, trusted);
+  if ('error' in ing) return fail('SLC_ERR_BAD_HEADER', ing.error, true);
+  if (ing.transferEncoding && req.httpVersionMinor === 0)
+    return fail('SLC_ERR_BAD_REQUEST', 'Transfer-Encoding is not allowed in HTTP/1.0', true);
+  const method = req.method as string;
+  const cl = ing.headers['content-length'];
+  if (cl !== undefined && Number(cl) > opts.maxBodyBytes)
+    return fail('SLC_ERR_BODY_TOO_LARGE', `the limit is ${opts.maxBodyBytes} bytes`, true);
+  const route = rt.matcher.match(target.path, method, ing.host, ing.headers);
+  if (route === null) return fail('SLC_ERR_ROUTE_NOT_FOUND');
+  const given = ing.headers['x-request-id'];
+  const requestId = given !== undefined && REQUEST_ID.test(given) ? given : randomUUID();
+  ing.headers['x-request-id'] = requestId;
+  setForwardingHeaders(ing.headers, peer, opts.proto, ing.rawHost);
+  const ctx = new RequestContext(req, res, route, target.path, target.query, ing.headers, requestId, startNs);
+  ctx.hasBody = ing.hasBody;
+  ctx.chunked = ing.hasBody && cl === undefined;
+  return ctx;
+}
+
+function isTrusted(list: BlockList, peer: string): boolean {
+  const v4 = peer.startsWith('::ffff:') ? peer.slice(7) : peer;
+  return list.check(v4, v4.includes(':') ? 'ipv6' : 'ipv4');
+}
+
+export function createRequestHandler(holder: RuntimeHolder, opts: IngressOptions, metrics: Metrics) {
+  return (req: IncomingMessage, res: ServerResponse): void => {
+    const ctx = ingress(req, res, holder, opts, metrics);
+    if (ctx !== null) runChain(ctx);
+  };
+}

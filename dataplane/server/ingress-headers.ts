@@ -1,0 +1,107 @@
+/**
+ * The gateway owns its headers (ARCHITECTURE §6.1 rule 3). At ingress, before any plugin runs:
+ * hop-by-hop headers and every header named in Connection are dropped, client copies of
+ * gateway-owned headers are removed (X-Forwarded-* and Forwarded unless the peer is a trusted
+ * proxy, X-Sluice-* always), names with "_" that alias a gateway-owned name are refused, and
+ * a second Host is refused. What is left becomes the upstream request's headers; the gateway's
+ * own headers are set afterwards, so no client header can remove them.
+ */
+import type { IncomingMessage } from 'node:http';
+
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'proxy-authorization',
+  'proxy-authenticate',
+  'http2-settings',
+  // Node's server has already answered "Expect: 100-continue"; undici refuses to send it on.
+  'expect',
+]);
+const FORWARDING = new Set([
+  'x-forwarded-for',
+  'x-forwarded-proto',
+  'x-forwarded-host',
+  'x-forwarded-port',
+  'forwarded',
+]);
+
+export function isGatewayOwned(lowerName: string): boolean {
+  return FORWARDING.has(lowerName) || lowerName === 'x-real-ip' || lowerName.startsWith('x-sluice-');
+}
+
+export interface IngressHeaders {
+  /** Lower-case names; what the upstream will receive (plugins may edit it). */
+  headers: Record<string, string>;
+  /** Host header, lower-case, without port ('' when absent). */
+  host: string;
+  /** The Host header as sent (with port), for X-Forwarded-Host. */
+  rawHost: string;
+  /** Whether the request has a body (Content-Length above 0, or Transfer-Encoding). */
+  hasBody: boolean;
+  transferEncoding: boolean;
+}
+
+export function readIngressHeaders(
+  req: IncomingMessage,
+  trustedPeer: boolean,
+): IngressHeaders | { error: string } {
+  const raw = req.rawHeaders;
+  const headers: Record<string, string> = {};
+  let rawHost = '';
+  let connection: string | undefined;
+  let hasBody = false;
+  let transferEncoding = false;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i].toLowerCase();
+    const value = raw[i + 1];
+    if (name === 'host') {
+      if (rawHost) return { error: 'more than one Host header' };
+      rawHost = value;
+      continue;
+    }
+    if (HOP_BY_HOP.has(name)) {
+      if (name === 'connection') connection = connection ? `${connection},${value}` : value;
+      else if (name === 'transfer-encoding') hasBody = transferEncoding = true;
+      continue;
+    }
+    if (name === 'content-length' && value !== '0') hasBody = true;
+    if (name.includes('_') && isGatewayOwned(name.replaceAll('_', '-')))
+      return { error: `header ${JSON.stringify(raw[i])} aliases a header the gateway sets` };
+    if (isGatewayOwned(name) && !(trustedPeer && FORWARDING.has(name))) continue;
+    const prev = headers[name];
+    headers[name] = prev === undefined ? value : `${prev}${name === 'cookie' ? '; ' : ', '}${value}`;
+  }
+  if (connection) {
+    for (const token of connection.split(',')) delete headers[token.trim().toLowerCase()];
+  }
+  const colon = rawHost.lastIndexOf(':');
+  const host = (colon > rawHost.lastIndexOf(']') ? rawHost.slice(0, colon) : rawHost).toLowerCase();
+  return { headers, host, rawHost, hasBody, transferEncoding };
+}
+
+/** Sets X-Forwarded-For/-Proto/-Host and Forwarded, extending trusted incoming values. */
+export function setForwardingHeaders(
+  headers: Record<string, string>,
+  peer: string,
+  proto: 'http' | 'https',
+  rawHost: string,
+): void {
+  const ip = peer.startsWith('::ffff:') ? peer.slice(7) : peer;
+  const xff = headers['x-forwarded-for'];
+  headers['x-forwarded-for'] = xff ? `${xff}, ${ip}` : ip;
+  headers['x-forwarded-proto'] ??= proto;
+  if (rawHost) headers['x-forwarded-host'] ??= rawHost;
+  const node = ip.includes(':') ? `"[${ip}]"` : ip;
+  const host =
+    rawHost && /^[A-Za-z0-9.\-:[\]]+$/.test(rawHost)
+      ? `;host=${rawHost.includes(':') ? `"${rawHost}"` : rawHost}`
+      : '';
+  const element = `for=${node}${host};proto=${proto}`;
+  const fwd = headers.forwarded;
+  headers.forwarded = fwd ? `${fwd}, ${element}` : element;
+}

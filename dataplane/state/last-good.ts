@@ -1,0 +1,42 @@
+/**
+ * The last good snapshot on disk, so a restarted data plane serves before any controller
+ * answers. Written atomically (temp file + rename); writes are serialized, the newest wins.
+ */
+import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Snapshot } from '../config/route-table.ts';
+
+const FILE = 'last-good-snapshot.json';
+
+export class LastGood {
+  readonly #dir: string;
+  #chain: Promise<void> = Promise.resolve();
+
+  constructor(dir: string) {
+    this.#dir = dir;
+  }
+
+  async load(): Promise<unknown | null> {
+    try {
+      return JSON.parse(await readFile(join(this.#dir, FILE), 'utf8'));
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+      throw err;
+    }
+  }
+
+  save(snapshot: Snapshot): Promise<void> {
+    this.#chain = this.#chain.then(async () => {
+      await mkdir(this.#dir, { recursive: true });
+      const tmp = join(this.#dir, `${FILE}.${process.pid}.tmp`);
+      await writeFile(tmp, JSON.stringify(snapshot));
+      await rename(tmp, join(this.#dir, FILE));
+    });
+    return this.#chain;
+  }
+
+  /** Resolves when every save so far has reached the disk. */
+  flushed(): Promise<void> {
+    return this.#chain;
+  }
+}

@@ -1,0 +1,35 @@
+/** Maps an undici (or socket) error to the problem the client gets. */
+import type { ErrorCode } from '../errors/codes.ts';
+
+const TIMEOUTS = new Set([
+  'UND_ERR_CONNECT_TIMEOUT',
+  'UND_ERR_HEADERS_TIMEOUT',
+  'UND_ERR_BODY_TIMEOUT',
+  'ETIMEDOUT',
+]);
+const UNREACHABLE = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EPIPE',
+  'UND_ERR_SOCKET',
+  'UND_ERR_CLOSED',
+  'UND_ERR_DESTROYED',
+]);
+
+export class BodyTooLargeError extends Error {
+  readonly code = 'SLC_BODY_TOO_LARGE';
+}
+
+export function upstreamErrorCode(err: unknown): ErrorCode {
+  if (err instanceof BodyTooLargeError) return 'SLC_ERR_BODY_TOO_LARGE';
+  const code = (err as { code?: string } | null)?.code ?? '';
+  if (TIMEOUTS.has(code)) return 'SLC_ERR_UPSTREAM_TIMEOUT';
+  if (UNREACHABLE.has(code)) return 'SLC_ERR_UPSTREAM_UNAVAILABLE';
+  if (code.startsWith('HPE_') || code === 'UND_ERR_RES_CONTENT_LENGTH_MISMATCH' || code === 'UND_ERR_INFO')
+    return 'SLC_ERR_UPSTREAM_BAD_RESPONSE';
+  return 'SLC_ERR_UPSTREAM_UNAVAILABLE';
+}

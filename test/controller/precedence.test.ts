@@ -1,0 +1,80 @@
+import { describe, expect, it } from 'vitest';
+import type { Ranked } from '../../controller/compile/draft.ts';
+import { comparePrecedence } from '../../controller/compile/precedence.ts';
+import type { RouteMatch } from '../../dataplane/config/route-table.ts';
+
+function ranked(
+  path: string,
+  extra: Partial<RouteMatch> & { type?: 'Exact' | 'Prefix' } = {},
+  rest: Partial<Ranked> = {},
+): Ranked {
+  const { type = 'Prefix', ...match } = extra;
+  return {
+    match: { path: { type, value: path }, ...match },
+    createdMs: undefined,
+    namespace: 'default',
+    name: 'r',
+    routeName: 'r',
+    matchIndex: 0,
+    ...rest,
+  };
+}
+
+/** a must sort before b, and the comparator must say so from both sides. */
+function expectFirst(a: Ranked, b: Ranked) {
+  expect(comparePrecedence(a, b)).toBeLessThan(0);
+  expect(comparePrecedence(b, a)).toBeGreaterThan(0);
+}
+
+describe('comparePrecedence', () => {
+  it('rule 1: Exact before Prefix, even a longer prefix', () => {
+    expectFirst(ranked('/a', { type: 'Exact' }), ranked('/a/much/longer/prefix'));
+  });
+
+  it('rule 2: longer path first', () => {
+    expectFirst(ranked('/api/v2'), ranked('/api'));
+    expectFirst(ranked('/api'), ranked('/'));
+  });
+
+  it('rule 3: hosts before any host, before rules 4 and 5', () => {
+    expectFirst(
+      ranked('/a', { hosts: ['x.example'] }),
+      ranked('/a', { headers: [{ name: 'h', value: '1' }], methods: ['GET'] }),
+    );
+  });
+
+  it('rule 4: more header matches first, before rule 5', () => {
+    const two = [
+      { name: 'a', value: '1' },
+      { name: 'b', value: '2' },
+    ];
+    expectFirst(ranked('/a', { headers: two }), ranked('/a', { headers: [two[0]], methods: ['GET'] }));
+    expectFirst(ranked('/a', { headers: [two[0]] }), ranked('/a'));
+  });
+
+  it('rule 5: methods before any method', () => {
+    expectFirst(ranked('/a', { methods: ['GET'] }), ranked('/a'));
+  });
+
+  it('rule 6: older creationTimestamp first; missing last', () => {
+    expectFirst(ranked('/a', {}, { createdMs: 1, name: 'z' }), ranked('/a', {}, { createdMs: 2, name: 'a' }));
+    expectFirst(ranked('/a', {}, { createdMs: 5, name: 'z' }), ranked('/a', {}, { name: 'a' }));
+  });
+
+  it('rule 7: namespace, name, route name, match index, in code-unit order', () => {
+    expectFirst(
+      ranked('/a', {}, { namespace: 'a', name: 'z' }),
+      ranked('/a', {}, { namespace: 'b', name: 'a' }),
+    );
+    expectFirst(ranked('/a', {}, { name: 'B' }), ranked('/a', {}, { name: 'a' })); // not locale order
+    expectFirst(
+      ranked('/a', {}, { routeName: 'a', matchIndex: 9 }),
+      ranked('/a', {}, { routeName: 'b', matchIndex: 0 }),
+    );
+    expectFirst(ranked('/a', {}, { matchIndex: 2 }), ranked('/a', {}, { matchIndex: 10 }));
+  });
+
+  it('is a total order: only the same entry compares equal', () => {
+    expect(comparePrecedence(ranked('/a'), ranked('/a'))).toBe(0);
+  });
+});

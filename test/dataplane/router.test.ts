@@ -1,0 +1,93 @@
+import { describe, expect, it } from 'vitest';
+import type { Route } from '../../dataplane/config/route-table.ts';
+import { hostMatcher, RouteMatcher } from '../../dataplane/runtime/router.ts';
+import type { RuntimeRoute } from '../../dataplane/runtime/runtime-route.ts';
+import { route } from '../helpers/tables.ts';
+
+// The matcher relies on table order for precedence (the controller sorts); these tests
+// give it tables in precedence order and check the fallback between nodes.
+function rt(entry: Route): RuntimeRoute {
+  const m = entry.match;
+  return {
+    id: entry.id,
+    entry,
+    methods: m.methods ? new Set(m.methods) : null,
+    hosts: m.hosts ? hostMatcher(m.hosts) : null,
+    headers: m.headers ? m.headers.map((h) => [h.name, h.value] as const) : null,
+  } as RuntimeRoute;
+}
+
+function matcher(...routes: Route[]) {
+  const m = new RouteMatcher(routes.map(rt));
+  return (path: string, method = 'GET', host = 'example.com', headers: Record<string, string> = {}) =>
+    m.match(path, method, host, headers)?.entry.source.name ?? null;
+}
+
+describe('RouteMatcher', () => {
+  it('matches prefixes on segment boundaries', () => {
+    const m = matcher(route('charges', 'u', '/charges'));
+    expect(m('/charges')).toBe('charges');
+    expect(m('/charges/')).toBe('charges');
+    expect(m('/charges/ch_1/refunds')).toBe('charges');
+    expect(m('/chargesx')).toBeNull();
+    expect(m('/')).toBeNull();
+  });
+
+  it('exact routes match only the path itself', () => {
+    const m = matcher(route('exact', 'u', '/health', { type: 'Exact' }));
+    expect(m('/health')).toBe('exact');
+    expect(m('/health/')).toBeNull();
+    expect(m('/health/x')).toBeNull();
+  });
+
+  it('the longest prefix wins and shorter prefixes are the fallback', () => {
+    const m = matcher(
+      route('v2', 'u', '/api/v2', {
+        match: { path: { type: 'Prefix', value: '/api/v2' }, headers: [{ name: 'x-beta', value: '1' }] },
+      }),
+      route('api', 'u', '/api'),
+      route('root', 'u', '/'),
+    );
+    expect(m('/api/v2/items', 'GET', 'h', { 'x-beta': '1' })).toBe('v2');
+    expect(m('/api/v2/items')).toBe('api');
+    expect(m('/api/v1')).toBe('api');
+    expect(m('/other')).toBe('root');
+    expect(m('/')).toBe('root');
+  });
+
+  it('an exact route falls back to prefixes above it when its method does not match', () => {
+    const m = matcher(
+      route('exact', 'u', '/charges', {
+        type: 'Exact',
+        match: { path: { type: 'Exact', value: '/charges' }, methods: ['POST'] },
+      }),
+      route('prefix', 'u', '/charges'),
+    );
+    expect(m('/charges', 'POST')).toBe('exact');
+    expect(m('/charges', 'GET')).toBe('prefix');
+  });
+
+  it('matches hosts exactly or by one-label wildcard', () => {
+    const m = matcher(
+      route('api', 'u', '/', { match: { path: { type: 'Prefix', value: '/' }, hosts: ['api.example.com'] } }),
+      route('tenants', 'u', '/', {
+        match: { path: { type: 'Prefix', value: '/' }, hosts: ['*.tenants.example.com'] },
+      }),
+    );
+    expect(m('/x', 'GET', 'api.example.com')).toBe('api');
+    expect(m('/x', 'GET', 'acme.tenants.example.com')).toBe('tenants');
+    expect(m('/x', 'GET', 'a.b.tenants.example.com')).toBeNull();
+    expect(m('/x', 'GET', 'tenants.example.com')).toBeNull();
+  });
+
+  it('keeps ":" in paths literal (not a find-my-way parameter)', () => {
+    const m = matcher(
+      route('colon', 'u', '/v1/items:batch', { type: 'Exact' }),
+      route('param', 'u', '/v2/:id'),
+    );
+    expect(m('/v1/items:batch')).toBe('colon');
+    expect(m('/v1/items:other')).toBeNull();
+    expect(m('/v2/:id/x')).toBe('param');
+    expect(m('/v2/abc')).toBeNull();
+  });
+});

@@ -1,0 +1,88 @@
+/** Real servers on loopback for tests: an echo upstream that records what it received, and the data plane. */
+import { once } from 'node:events';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { startDataPlane, type DataPlane, type DataPlaneOptions } from '../../dataplane/main.ts';
+import { createLogger } from '../../dataplane/observability/log.ts';
+
+export interface Seen {
+  method: string;
+  url: string;
+  headers: IncomingMessage['headers'];
+  rawHeaders: string[];
+  body: string;
+}
+
+export interface Upstream {
+  url: string;
+  port: number;
+  seen: Seen[];
+  server: Server;
+  close(): Promise<void>;
+}
+
+/**
+ * An upstream that answers 200 with JSON {method, url, headers, body} and records each request.
+ * `respond` may take over (for slow, failing or odd responses).
+ */
+export async function startUpstream(
+  respond?: (
+    req: IncomingMessage,
+    res: import('node:http').ServerResponse,
+    body: string,
+  ) => boolean | undefined,
+): Promise<Upstream> {
+  const seen: Seen[] = [];
+  const server = createServer(async (req, res) => {
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    const body = Buffer.concat(chunks).toString();
+    seen.push({
+      method: req.method ?? '',
+      url: req.url ?? '',
+      headers: req.headers,
+      rawHeaders: req.rawHeaders,
+      body,
+    });
+    if (respond?.(req, res, body)) return;
+    const out = JSON.stringify({ method: req.method, url: req.url, headers: req.headers, body });
+    res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(out) });
+    res.end(out);
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const port = (server.address() as AddressInfo).port;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    port,
+    seen,
+    server,
+    close: () => {
+      server.closeAllConnections();
+      return new Promise((r) => server.close(() => r()));
+    },
+  };
+}
+
+/** A data plane on free loopback ports, quiet, no state dir unless given. */
+export function startTestDataPlane(opts: Partial<DataPlaneOptions> = {}): Promise<DataPlane> {
+  return startDataPlane({
+    host: '127.0.0.1',
+    proxyPort: 0,
+    adminPort: 0,
+    adminToken: 'test-admin-token',
+    accessLog: false,
+    drainTimeoutMs: 2_000,
+    log: createLogger('silent'),
+    ...opts,
+  });
+}
+
+/** A port nobody listens on (bound, then released). */
+export async function freePort(): Promise<number> {
+  const s = createServer().listen(0, '127.0.0.1');
+  await once(s, 'listening');
+  const port = (s.address() as AddressInfo).port;
+  await new Promise((r) => s.close(r));
+  return port;
+}

@@ -1,0 +1,45 @@
+/** Route tables written by hand for data-plane tests (the controller's output is tested by the golden files). */
+import { tableHash } from '../../dataplane/config/canonical-json.ts';
+import type {
+  PluginInstance,
+  Route,
+  RouteTable,
+  Snapshot,
+  Upstream,
+} from '../../dataplane/config/route-table.ts';
+
+export function upstream(id: string, url: string, timeouts: Partial<Upstream['timeouts']> = {}): Upstream {
+  return { id, url, timeouts: { connectMs: 2_000, responseMs: 10_000, idleMs: 10_000, ...timeouts } };
+}
+
+export function route(
+  name: string,
+  upstreamId: string,
+  path: string,
+  opts: Partial<Omit<Route, 'id' | 'source' | 'handler'>> & { type?: 'Exact' | 'Prefix' } = {},
+): Route {
+  const { type = 'Prefix', match, ...rest } = opts;
+  return {
+    id: `route/test/${name}/${name}/0`,
+    source: { kind: 'GatewayRoute', namespace: 'test', name, generation: 1 },
+    match: { path: { type, value: path }, ...match },
+    stripPrefix: false,
+    plugins: [],
+    handler: { type: 'proxy', upstream: upstreamId },
+    ...rest,
+  };
+}
+
+export function transformer(name: string, config: Record<string, unknown>): PluginInstance {
+  return {
+    id: `plugin/test/${name}`,
+    name: 'request-transformer',
+    config,
+    source: { kind: 'GatewayPlugin', namespace: 'test', name, generation: 1 },
+  };
+}
+
+export function snapshot(routes: Route[], upstreams: Upstream[]): Snapshot {
+  const table: RouteTable = { version: 1, routes, upstreams };
+  return { hash: tableHash(table), table };
+}

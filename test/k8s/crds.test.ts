@@ -1,0 +1,161 @@
+/**
+ * The generated CRDs against a real API server (from KUBECONFIG: kapi, kind or a cluster): they
+ * install, every object in examples/ applies, and the server itself refuses invalid objects with
+ * an error naming the field.
+ *
+ * To add a rejection case, add test/k8s/fixtures/invalid-<case>.yaml: one object without a
+ * namespace, headed by `# expect: <text>` lines, each a piece of text the error must contain.
+ */
+import { execFile } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { parseAllDocuments } from 'yaml';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { GatewayRouteSpec } from '../../controller/api/gateway-route.ts';
+
+const ROOT = join(import.meta.dirname, '..', '..');
+const FIXTURES = join(import.meta.dirname, 'fixtures');
+// A fixed namespace, emptied first: re-runs are idempotent, and nothing waits on a namespace
+// in Terminating (kapi never finishes deleting one).
+const NS = 'sluice-test-crds';
+const CRDS = ['crd/gatewayroutes.sluice.dev', 'crd/gatewayplugins.sluice.dev'];
+
+interface Result {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+function kubectlOnce(args: string[], input = ''): Promise<Result> {
+  return new Promise((resolve) => {
+    const child = execFile('kubectl', args, { timeout: 30_000 }, (err, stdout, stderr) => {
+      // err.code is a string when kubectl could not run at all (ENOENT): keep its message.
+      resolve({ code: err ? Number(err.code) || 1 : 0, stdout, stderr: stderr || (err?.message ?? '') });
+    });
+    child.stdin?.end(input);
+  });
+}
+
+// Answers that go away by themselves just after a CRD is created: storage initializing (429),
+// discovery or OpenAPI not caught up yet.
+const TRANSIENT =
+  /TooManyRequests|storage is \(re\)initializing|doesn't have a resource type|could not find the requested resource|no matches for kind/;
+
+/** kubectl, retried while the answer is transient. */
+async function kubectl(args: string[], input?: string): Promise<Result> {
+  const deadline = Date.now() + 30_000;
+  for (let delay = 100; ; delay = Math.min(delay * 2, 2_000)) {
+    const r = await kubectlOnce(args, input);
+    if (r.code === 0 || !TRANSIENT.test(r.stderr) || Date.now() > deadline) return r;
+    await sleep(delay);
+  }
+}
+
+async function ok(args: string[], input?: string): Promise<string> {
+  const r = await kubectl(args, input);
+  if (r.code !== 0) throw new Error(`kubectl ${args.join(' ')} failed (${r.code}):\n${r.stderr}`);
+  return r.stdout;
+}
+
+/** The documents of a YAML file without metadata.namespace, so `-n` puts them in the test namespace. */
+function withoutNamespace(file: string): { yaml: string; objects: Array<{ kind: string; name: string }> } {
+  const docs = parseAllDocuments(readFileSync(file, 'utf8')).filter((d) => d.contents !== null);
+  for (const d of docs) d.deleteIn(['metadata', 'namespace']);
+  return {
+    yaml: docs.map((d) => d.toString()).join('---\n'),
+    objects: docs.map((d) => ({ kind: String(d.get('kind')), name: String(d.getIn(['metadata', 'name'])) })),
+  };
+}
+
+const examples = readdirSync(join(ROOT, 'examples'))
+  .filter((f) => /\.ya?ml$/.test(f))
+  .map((f) => withoutNamespace(join(ROOT, 'examples', f)));
+const exampleNames = (kind: string) =>
+  examples.flatMap((e) => e.objects.filter((o) => o.kind === kind).map((o) => o.name)).sort();
+
+const invalid = readdirSync(FIXTURES)
+  .filter((f) => /^invalid-.*\.yaml$/.test(f))
+  .sort()
+  .map((f) => {
+    const text = readFileSync(join(FIXTURES, f), 'utf8');
+    return { file: f, text, expected: [...text.matchAll(/^# expect: (.+)$/gm)].map((m) => m[1]) };
+  });
+
+describe('CRDs on a real API server', () => {
+  beforeAll(async () => {
+    if (!process.env.KUBECONFIG) throw new Error('KUBECONFIG must point at a cluster (kapi, kind...)');
+    // Server-side apply: no last-applied annotation, whose size limit big CRDs outgrow.
+    await ok(['apply', '--server-side', '--force-conflicts', '-f', join(ROOT, 'crds')]);
+    await ok(['wait', '--for=condition=Established', '--timeout=30s', ...CRDS]);
+    await ok(['apply', '-f', '-'], `apiVersion: v1\nkind: Namespace\nmetadata:\n  name: ${NS}\n`);
+    await ok(['delete', 'gatewayroutes,gatewayplugins', '--all', '-n', NS, '--ignore-not-found']);
+  });
+
+  afterAll(async () => {
+    if (process.env.KUBECONFIG) await kubectl(['delete', 'gatewayroutes,gatewayplugins', '--all', '-n', NS]);
+  });
+
+  it('applies every object in examples/ and lists them by short name', async () => {
+    for (const e of examples) await ok(['apply', '-n', NS, '--validate=strict', '-f', '-'], e.yaml);
+    const names = async (res: string) =>
+      (await ok(['get', res, '-n', NS, '-o', 'jsonpath={.items[*].metadata.name}']))
+        .split(' ')
+        .filter(Boolean)
+        .sort();
+    expect(await names('gwr')).toEqual(exampleNames('GatewayRoute'));
+    expect(await names('gwp')).toEqual(exampleNames('GatewayPlugin'));
+  });
+
+  it('shows the printer columns, conditions read through the status subresource', async () => {
+    const [route] = exampleNames('GatewayRoute');
+    const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+    const cond = (type: string, status: string) => ({
+      type,
+      status,
+      reason: 'Test',
+      message: 'set by test/k8s/crds.test.ts',
+      lastTransitionTime: now,
+    });
+    const patch = { status: { conditions: [cond('Accepted', 'True'), cond('Programmed', 'False')] } };
+    await ok([
+      'patch',
+      'gwr',
+      route,
+      '-n',
+      NS,
+      '--subresource=status',
+      '--type=merge',
+      '-p',
+      JSON.stringify(patch),
+    ]);
+    const [header, row] = (await ok(['get', 'gwr', route, '-n', NS])).trim().split('\n');
+    expect(header.split(/\s+/)).toEqual(['NAME', 'SERVICE', 'URL', 'ACCEPTED', 'PROGRAMMED', 'AGE']);
+    expect(row.split(/\s+/).slice(-3, -1)).toEqual(['True', 'False']); // from the end: URL may be empty
+    expect((await ok(['get', 'gwp', '-n', NS])).split('\n')[0].split(/\s+/)).toEqual([
+      'NAME',
+      'PLUGIN',
+      'ACCEPTED',
+      'AGE',
+    ]);
+  });
+
+  it.each(invalid)('refuses $file naming the field', async ({ text, expected }) => {
+    expect(expected.length).toBeGreaterThan(0);
+    // A real apply: the server, not kubectl, must refuse it (strict: unknown fields are errors).
+    const r = await kubectl(['apply', '-n', NS, '--validate=strict', '-f', '-'], text);
+    expect(r.code, r.stdout).not.toBe(0);
+    for (const e of expected) expect(r.stderr).toContain(e);
+  });
+
+  it('explains fields with their descriptions', async () => {
+    const want = GatewayRouteSpec.properties.service.properties.url.description!;
+    // OpenAPI publication can trail the Established condition: poll.
+    let out = '';
+    for (let i = 0; i < 50 && !out.replace(/\s+/g, ' ').includes(want); i++) {
+      if (i > 0) await sleep(200);
+      out = (await kubectl(['explain', 'gatewayroute.spec.service.url'])).stdout;
+    }
+    expect(out.replace(/\s+/g, ' ')).toContain(want);
+  });
+});
