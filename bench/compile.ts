@@ -24,6 +24,8 @@ import { createLogger } from '../dataplane/observability/log.ts';
 import { Metrics } from '../dataplane/observability/metrics.ts';
 import { buildRuntime } from '../dataplane/runtime/build-runtime.ts';
 import type { RuntimeDeps } from '../dataplane/runtime/runtime-route.ts';
+import { Background } from '../dataplane/runtime/background.ts';
+import { MemoryIdempotencyStore } from '../dataplane/stores/memory-idempotency-store.ts';
 import { PoolRegistry } from '../dataplane/upstream/pools.ts';
 
 const NS = 'bench';
@@ -146,6 +148,8 @@ export async function benchCompile(n: number, runs: number): Promise<CompileResu
     metrics: new Metrics({ processMetrics: false }),
     limits: { maxBodyBytes: 10 * 1024 * 1024 },
     accessLog: false,
+    stores: { idempotency: new MemoryIdempotencyStore() },
+    background: new Background(),
   };
   let pools = new PoolRegistry();
   return {

@@ -33,6 +33,12 @@ Options (run, dataplane):
   --max-body-bytes N       request body limit (default ${DEFAULTS.maxBodyBytes})
   --max-header-bytes N     request header limit (default ${DEFAULTS.maxHeaderBytes})
   --drain-timeout-ms N     on SIGTERM, time allowed for in-flight requests (default ${DEFAULTS.drainTimeoutMs})
+  --redis URL              shared state for every replica (idempotency records): redis://host:6379[/db],
+                           rediss://…, redis-sentinel://host:26379[,host…]/master, redis-cluster://host:7000[,host…]
+                           (or env SLUICE_REDIS_URL); without it, stores are in memory (one process)
+  --redis-timeout-ms N     deadline of one Redis round trip; past it idempotent requests get 503
+                           (default ${DEFAULTS.redisTimeoutMs})
+  --redis-prefix P         prefix of every Redis key (default ${DEFAULTS.redisPrefix})
 
 Signals: SIGTERM/SIGINT stop accepting, finish in-flight requests, exit 0. SIGHUP (run) re-reads the files.
 `;
@@ -62,6 +68,9 @@ function parse(argv: string[]) {
         'max-body-bytes': { type: 'string' },
         'max-header-bytes': { type: 'string' },
         'drain-timeout-ms': { type: 'string' },
+        redis: { type: 'string' },
+        'redis-timeout-ms': { type: 'string' },
+        'redis-prefix': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     });
@@ -105,6 +114,9 @@ function options(values: Values, stateDirDefault: string | null): Partial<DataPl
     maxBodyBytes: int(values, 'max-body-bytes', DEFAULTS.maxBodyBytes),
     maxHeaderBytes: int(values, 'max-header-bytes', DEFAULTS.maxHeaderBytes),
     drainTimeoutMs: int(values, 'drain-timeout-ms', DEFAULTS.drainTimeoutMs),
+    redisUrl: values.redis ?? (process.env.SLUICE_REDIS_URL || null),
+    redisTimeoutMs: int(values, 'redis-timeout-ms', DEFAULTS.redisTimeoutMs),
+    redisPrefix: values['redis-prefix'] ?? DEFAULTS.redisPrefix,
   };
 }
 

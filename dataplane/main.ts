@@ -12,7 +12,9 @@ import { createLogger } from './observability/log.ts';
 import { RuntimeHolder } from './runtime/holder.ts';
 import { createAdminServer } from './server/admin-server.ts';
 import { createProxyServer } from './server/proxy-server.ts';
+import { Background } from './runtime/background.ts';
 import { LastGood } from './state/last-good.ts';
+import { openStores, type Stores } from './stores/open-stores.ts';
 import { PoolRegistry } from './upstream/pools.ts';
 
 export interface DataPlaneOptions {
@@ -30,6 +32,12 @@ export interface DataPlaneOptions {
   maxBodyBytes: number;
   maxHeaderBytes: number;
   drainTimeoutMs: number;
+  /** Redis URL for shared state (idempotency records); null = in-memory stores (one process only). */
+  redisUrl: string | null;
+  /** Deadline of one Redis round trip; past it an idempotent request gets 503. */
+  redisTimeoutMs: number;
+  /** Key prefix in Redis (several gateways, or tests, can share one Redis). */
+  redisPrefix: string;
   /** A snapshot to start with (standalone mode); otherwise the last good one from stateDir. */
   initialSnapshot?: unknown;
   log?: Logger;
@@ -48,6 +56,9 @@ export const DEFAULTS: DataPlaneOptions = {
   maxBodyBytes: 10 * 1024 * 1024,
   maxHeaderBytes: 32 * 1024,
   drainTimeoutMs: 30_000,
+  redisUrl: null,
+  redisTimeoutMs: 1_000,
+  redisPrefix: 'sluice:',
 };
 
 export interface DataPlane {
@@ -57,6 +68,7 @@ export interface DataPlane {
   holder: RuntimeHolder;
   metrics: Metrics;
   log: Logger;
+  stores: Stores;
   /** Stops accepting, lets in-flight requests finish (bounded by drainTimeoutMs), closes pools. */
   close(): Promise<void>;
 }
@@ -81,9 +93,18 @@ export async function startDataPlane(partial: Partial<DataPlaneOptions>): Promis
   const metrics = new Metrics();
   const pools = new PoolRegistry();
   const lastGood = o.stateDir ? new LastGood(o.stateDir) : null;
+  const stores = await openStores(o, metrics, log);
+  const background = new Background();
   const holder = new RuntimeHolder(
     pools,
-    { log, metrics, limits: { maxBodyBytes: o.maxBodyBytes }, accessLog: o.accessLog },
+    {
+      log,
+      metrics,
+      limits: { maxBodyBytes: o.maxBodyBytes },
+      accessLog: o.accessLog,
+      stores,
+      background,
+    },
     (s) => {
       log.info({ hash: s.hash, routes: s.table.routes.length }, 'configuration applied');
       lastGood?.save(s).catch((err) => log.error({ err }, 'could not persist the last good snapshot'));
@@ -129,13 +150,20 @@ export async function startDataPlane(partial: Partial<DataPlaneOptions>): Promis
     holder,
     metrics,
     log,
+    stores,
     close() {
       closing ??= (async () => {
         const drain = proxy.close();
         const timer = new Promise<void>((r) => setTimeout(r, o.drainTimeoutMs).unref());
         await Promise.race([drain, timer]);
         proxy.server.closeAllConnections();
+        // Accepted asynchronous operations finish and store their result, within the same bound.
+        await Promise.race([
+          background.drain(),
+          new Promise<void>((r) => setTimeout(r, o.drainTimeoutMs).unref()),
+        ]);
         await admin.close();
+        await stores.close();
         await pools.closeAll();
         await lastGood?.flushed();
         log.flush?.();

@@ -9,7 +9,7 @@ import type { Upstream } from '../../dataplane/config/route-table.ts';
 import { refKey } from '../source/resource-set.ts';
 import { type Diagnostic, invalid } from '../validate/diagnostic.ts';
 import type { ModelRoute } from '../validate/model.ts';
-import { MAX_TIMEOUT_MS, parseDuration } from './duration.ts';
+import { MAX_TIMEOUT_MS, parseDuration } from '../../dataplane/config/duration.ts';
 import { type Pass, rejectObjects } from './draft.ts';
 
 export const DEFAULT_TIMEOUTS: Upstream['timeouts'] = {

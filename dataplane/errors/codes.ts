@@ -15,6 +15,23 @@ export const ERRORS = {
   SLC_ERR_UNAUTHORIZED: { status: 401, title: 'Authentication is required' },
   SLC_ERR_CONFIG_INVALID: { status: 422, title: 'The configuration is invalid' },
   SLC_ERR_BAD_REQUEST: { status: 400, title: 'The request is malformed' },
+  SLC_ERR_IDEMPOTENCY_KEY_MISSING: { status: 400, title: 'This route requires an Idempotency-Key header' },
+  SLC_ERR_IDEMPOTENCY_KEY_INVALID: { status: 400, title: 'The Idempotency-Key header is not acceptable' },
+  SLC_ERR_JSON_DUPLICATE_KEY: { status: 400, title: 'The JSON body has a duplicate key' },
+  SLC_ERR_IDENTITY_REQUIRED: { status: 401, title: 'An idempotency key needs an identified caller' },
+  SLC_ERR_OPERATION_NOT_FOUND: { status: 404, title: 'No operation with this key for this caller' },
+  SLC_ERR_IDEMPOTENCY_IN_PROGRESS: {
+    status: 409,
+    title: 'A request with this Idempotency-Key is still in progress',
+  },
+  SLC_ERR_IDEMPOTENCY_KEY_REUSED: {
+    status: 422,
+    title: 'This Idempotency-Key was used for a different request',
+  },
+  SLC_ERR_IDEMPOTENCY_STORE_UNAVAILABLE: {
+    status: 503,
+    title: 'The idempotency store is unavailable; nothing was executed',
+  },
 } as const satisfies Record<string, { status: number; title: string }>;
 
 export type ErrorCode = keyof typeof ERRORS;

@@ -8,6 +8,19 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 const NS_PER_S = 1e9;
 
+const IDEMPOTENCY_OUTCOMES = [
+  'executed',
+  'replayed',
+  'conflict',
+  'mismatch',
+  'takeover',
+  'accepted',
+  'rejected_key',
+  'store_error',
+  'lease_lost',
+] as const;
+export type IdempotencyOutcome = (typeof IDEMPOTENCY_OUTCOMES)[number];
+
 export class Metrics {
   readonly registry = new Registry();
   readonly #requests = new Counter({
@@ -42,6 +55,21 @@ export class Metrics {
     labelNames: ['result'] as const,
     registers: [this.registry],
   });
+  readonly #idempotency = new Counter({
+    name: 'sluice_idempotency_requests_total',
+    help:
+      'Requests with an Idempotency-Key, by route id and outcome: executed, replayed, conflict (409), mismatch (422), ' +
+      'takeover (a lapsed lease), accepted (202), rejected_key (400/401), store_error (503), lease_lost.',
+    labelNames: ['route', 'outcome'] as const,
+    registers: [this.registry],
+  });
+  readonly #storeLatency = new Histogram({
+    name: 'sluice_store_operation_seconds',
+    help: 'Time of one store round trip (Redis or memory), by store, operation and result (ok, error).',
+    labelNames: ['store', 'op', 'result'] as const,
+    buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+    registers: [this.registry],
+  });
   readonly #children = new Map<string, [{ inc(): void }, { observe(v: number): void }]>();
   readonly #upstreamChildren = new Map<string, { observe(v: number): void }>();
 
@@ -71,6 +99,17 @@ export class Metrics {
     c.observe(Number(process.hrtime.bigint() - startNs) / NS_PER_S);
   }
 
+  readonly #idempotencyRoutes = new Set<string>();
+
+  idempotency(route: string, outcome: IdempotencyOutcome): void {
+    this.#idempotencyRoutes.add(route);
+    this.#idempotency.labels(route, outcome).inc();
+  }
+
+  storeOperation(store: string, op: string, seconds: number, ok: boolean): void {
+    this.#storeLatency.labels(store, op, ok ? 'ok' : 'error').observe(seconds);
+  }
+
   configHash(hash: string): void {
     this.#configInfo.reset();
     this.#configInfo.labels(hash).set(1);
@@ -84,6 +123,11 @@ export class Metrics {
       this.#children.delete(key);
       this.#requests.remove(route, method, cls);
       this.#latency.remove(route, method, cls);
+    }
+    for (const route of this.#idempotencyRoutes) {
+      if (routeIds.has(route)) continue;
+      this.#idempotencyRoutes.delete(route);
+      for (const outcome of IDEMPOTENCY_OUTCOMES) this.#idempotency.remove(route, outcome);
     }
     for (const id of this.#upstreamChildren.keys()) {
       if (upstreamIds.has(id)) continue;

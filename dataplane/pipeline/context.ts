@@ -1,5 +1,6 @@
 /** The state of one request as it moves through the chain. One object per request, plain fields. */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Writable } from 'node:stream';
 import type { RuntimeRoute } from '../runtime/runtime-route.ts';
 
 /** Who is calling: set by the authenticate phase (later issues), read by rate limits and idempotency. */
@@ -30,6 +31,10 @@ export class RequestContext {
   /** Whether the request has a body, and whether it is chunked (no Content-Length to check up front). */
   hasBody = false;
   chunked = false;
+  /** The request body, when a plugin had to read it first (idempotency fingerprint): the upstream gets these bytes. */
+  body: Buffer | null = null;
+  /** Set by a plugin that must see the response as it goes to the client (idempotency records it). */
+  tap: ResponseTap | null = null;
 
   constructor(
     req: IncomingMessage,
@@ -57,3 +62,11 @@ export class RequestContext {
 export type RequestHook = (ctx: RequestContext) => void | Promise<void>;
 /** A response hook edits the upstream's response headers before they are written. */
 export type ResponseHook = (ctx: RequestContext, headers: Record<string, string | string[]>) => void;
+
+/** Sees an upstream response on its way to the client. */
+export interface ResponseTap {
+  /** Status and headers as written to the client; returns where the body goes (it must pass it on to res). */
+  start(status: number, headers: Record<string, string | string[]>, res: ServerResponse): Writable;
+  /** The upstream call failed, before or after the response started. */
+  fail(err: unknown): void;
+}

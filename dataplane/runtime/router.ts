@@ -12,10 +12,11 @@ type Node = { candidates: RuntimeRoute[] };
 
 const M = 'GET';
 
-/** Whether a prefix route with this value matches every path under the node key. */
-function segmentPrefixOf(prefix: string, path: string): boolean {
-  if (prefix === '/') return true;
-  return path === prefix || path.startsWith(`${prefix}/`);
+/** "/a/b" → "/a" → "/": the paths whose Prefix routes cover a path, on segment boundaries. */
+function parentOf(path: string): string | null {
+  if (path === '/') return null;
+  const slash = path.lastIndexOf('/');
+  return slash === 0 ? '/' : path.slice(0, slash);
 }
 
 export class RouteMatcher {
@@ -26,27 +27,28 @@ export class RouteMatcher {
   });
 
   constructor(routes: RuntimeRoute[]) {
-    const exactKeys = new Set<string>();
-    const prefixKeys = new Set<string>();
+    const order = new Map(routes.map((r, i) => [r, i]));
+    const exact = new Map<string, RuntimeRoute[]>();
+    const prefix = new Map<string, RuntimeRoute[]>();
     for (const r of routes) {
       const { type, value } = r.entry.match.path;
-      exactKeys.add(value);
-      if (type === 'Prefix') prefixKeys.add(value);
+      const by = type === 'Exact' ? exact : prefix;
+      const list = by.get(value);
+      if (list === undefined) by.set(value, [r]);
+      else list.push(r);
     }
-    for (const key of exactKeys) {
-      const candidates = routes.filter((r) => {
-        const p = r.entry.match.path;
-        return p.type === 'Exact' ? p.value === key : segmentPrefixOf(p.value, key);
-      });
-      this.#on(key, candidates);
-    }
-    for (const key of prefixKeys) {
-      const candidates = routes.filter((r) => {
-        const p = r.entry.match.path;
-        return p.type === 'Prefix' && segmentPrefixOf(p.value, key);
-      });
-      this.#on(key === '/' ? '/*' : `${key}/*`, candidates);
-    }
+    // The candidates of a node are found by walking up its ancestors (a few segments), not by
+    // scanning every route: building stays linear in the number of routes.
+    const covering = (key: string, withExact: boolean): RuntimeRoute[] => {
+      const out = withExact ? [...(exact.get(key) ?? [])] : [];
+      for (let p: string | null = key; p !== null; p = parentOf(p)) {
+        const list = prefix.get(p);
+        if (list !== undefined) out.push(...list);
+      }
+      return out.sort((a, b) => order.get(a)! - order.get(b)!);
+    };
+    for (const key of new Set([...exact.keys(), ...prefix.keys()])) this.#on(key, covering(key, true));
+    for (const key of prefix.keys()) this.#on(key === '/' ? '/*' : `${key}/*`, covering(key, false));
   }
 
   #on(path: string, candidates: RuntimeRoute[]): void {

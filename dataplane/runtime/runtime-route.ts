@@ -3,7 +3,9 @@ import type { Logger } from 'pino';
 import type { Route } from '../config/route-table.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import type { RequestContext, RequestHook, ResponseHook } from '../pipeline/context.ts';
+import type { IdempotencyStore } from '../stores/idempotency-store.ts';
 import type { UpstreamRuntime } from '../upstream/pools.ts';
+import type { Background } from './background.ts';
 
 export interface Limits {
   maxBodyBytes: number;
@@ -15,6 +17,9 @@ export interface RuntimeDeps {
   limits: Limits;
   /** Write one log line per request. */
   accessLog: boolean;
+  /** Shared state: Redis in a cluster, memory in standalone mode. */
+  stores: { idempotency: IdempotencyStore };
+  background: Background;
 }
 
 export interface RuntimeRoute {

@@ -33,3 +33,22 @@ export function upstreamErrorCode(err: unknown): ErrorCode {
     return 'SLC_ERR_UPSTREAM_BAD_RESPONSE';
   return 'SLC_ERR_UPSTREAM_UNAVAILABLE';
 }
+
+// Failures that happen before a single byte of the request leaves: the upstream cannot have acted on it.
+const NOT_SENT = new Set([
+  'ECONNREFUSED',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'SLC_BODY_TOO_LARGE',
+]);
+
+/**
+ * Whether the upstream may have received (and acted on) the request. Only failures known to
+ * come before sending say no; a reset, a timeout after sending or a cut response say maybe.
+ */
+export function mayHaveReachedUpstream(err: unknown): boolean {
+  return !NOT_SENT.has((err as { code?: string } | null)?.code ?? '');
+}

@@ -45,11 +45,13 @@ async function* limited(req: IncomingMessage, max: number): AsyncGenerator<Buffe
 
 export function proxy(ctx: RequestContext): void {
   const up = ctx.route.upstream;
-  const body = ctx.hasBody
-    ? ctx.chunked
-      ? Readable.from(limited(ctx.req, ctx.route.deps.limits.maxBodyBytes), { objectMode: false })
-      : ctx.req
-    : null;
+  const body =
+    ctx.body ??
+    (ctx.hasBody
+      ? ctx.chunked
+        ? Readable.from(limited(ctx.req, ctx.route.deps.limits.maxBodyBytes), { objectMode: false })
+        : ctx.req
+      : null);
   const upstreamStart = process.hrtime.bigint();
   up.pool.stream(
     {
@@ -72,10 +74,11 @@ export function proxy(ctx: RequestContext): void {
       if (hooks !== null) for (const h of hooks) h(ctx, out);
       out['x-request-id'] = ctx.requestId;
       ctx.res.writeHead(statusCode, out);
-      return ctx.res;
+      return ctx.tap === null ? ctx.res : ctx.tap.start(statusCode, out, ctx.res);
     },
     (err) => {
       if (err) {
+        ctx.tap?.fail(err);
         const code = upstreamErrorCode(err);
         if (!ctx.res.headersSent) {
           ctx.status = 0;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseDuration } from '../../controller/compile/duration.ts';
+import { parseDuration } from '../../dataplane/config/duration.ts';
 
 describe('parseDuration', () => {
   it.each([

@@ -43,3 +43,12 @@ export function snapshot(routes: Route[], upstreams: Upstream[]): Snapshot {
   const table: RouteTable = { version: 1, routes, upstreams };
   return { hash: tableHash(table), table };
 }
+
+export function idempotencyPlugin(name: string, config: Record<string, unknown> = {}): PluginInstance {
+  return {
+    id: `plugin/test/${name}`,
+    name: 'idempotency',
+    config,
+    source: { kind: 'GatewayPlugin', namespace: 'test', name, generation: 1 },
+  };
+}

@@ -3,10 +3,12 @@
  * validation of GatewayPlugin.config) and the data plane (validateRouteTable) read.
  */
 import type { TSchema } from '@sinclair/typebox';
+import { IdempotencyConfig } from './idempotency.ts';
 import { RequestTransformerConfig } from './request-transformer.ts';
 
 export const PLUGIN_SCHEMAS = {
   'request-transformer': RequestTransformerConfig,
+  idempotency: IdempotencyConfig,
 } as const satisfies Record<string, TSchema>;
 
 export type PluginName = keyof typeof PLUGIN_SCHEMAS;

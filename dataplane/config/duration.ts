@@ -1,4 +1,4 @@
-/** Kubernetes-style durations ("250ms", "5s", "1m30s") → milliseconds. */
+/** Kubernetes-style durations ("250ms", "5s", "1m30s") → milliseconds. Shared by the controller (upstream timeouts) and plugin configs. */
 
 const WHOLE = /^(?:[0-9]+(?:ms|h|m|s))+$/;
 // "ms" before "m", or "5ms" would read as five minutes and a stray "s".
@@ -15,3 +15,6 @@ export function parseDuration(text: string): number | undefined {
   for (const [, n, unit] of text.matchAll(PART)) ms += Number(n) * UNIT_MS[unit];
   return ms;
 }
+
+/** The JSON Schema pattern of a duration string, for config schemas. */
+export const DURATION_PATTERN = '^([0-9]+(ms|h|m|s))+$';

@@ -1,0 +1,88 @@
+/**
+ * One execution under a claimed record: holds the lease (renewed every third of it while the
+ * upstream call runs) and ends in exactly one of three ways:
+ *  - complete: the response is stored, COMPLETED, and replays begin;
+ *  - release: the request never reached the upstream (connection refused, …): no record is
+ *    left, the client may simply retry;
+ *  - abandon: the request may have reached the upstream but no complete response came back.
+ *    The record stays IN_PROGRESS, the lease is no longer renewed and lapses, and the next
+ *    request with the key takes over. The backend, which got the Idempotency-Key, is what can
+ *    make that second execution safe (spec §2.1 rule 3).
+ */
+import { mayHaveReachedUpstream } from '../../upstream/errors.ts';
+import type { IdempotencyStore, StoredResponse } from '../../stores/idempotency-store.ts';
+import type { RuntimeDeps } from '../../runtime/runtime-route.ts';
+
+export class Execution {
+  readonly #store: IdempotencyStore;
+  readonly #id: string;
+  readonly #owner: string;
+  readonly #routeId: string;
+  readonly #deps: RuntimeDeps;
+  #timer: NodeJS.Timeout | null;
+  #ended = false;
+
+  constructor(
+    store: IdempotencyStore,
+    id: string,
+    owner: string,
+    leaseMs: number,
+    routeId: string,
+    deps: RuntimeDeps,
+  ) {
+    this.#store = store;
+    this.#id = id;
+    this.#owner = owner;
+    this.#routeId = routeId;
+    this.#deps = deps;
+    this.#timer = setInterval(() => this.#renew(leaseMs), Math.max(Math.floor(leaseMs / 3), 10));
+    this.#timer.unref();
+  }
+
+  #renew(leaseMs: number): void {
+    this.#store.renew(this.#id, this.#owner, leaseMs).then(
+      (held) => {
+        if (held || this.#ended) return;
+        this.#stop();
+        this.#deps.metrics.idempotency(this.#routeId, 'lease_lost');
+        this.#deps.log.warn(
+          { route: this.#routeId },
+          'idempotency: the record is no longer ours (lease lost)',
+        );
+      },
+      (err) => this.#deps.log.warn({ err, route: this.#routeId }, 'idempotency: could not renew the lease'),
+    );
+  }
+
+  #stop(): void {
+    if (this.#timer !== null) clearInterval(this.#timer);
+    this.#timer = null;
+  }
+
+  /** Stores the response; never rejects (a store failure is logged: the record then lapses like a crash). */
+  async complete(response: StoredResponse): Promise<void> {
+    if (this.#ended) return;
+    this.#ended = true;
+    this.#stop();
+    try {
+      const stored = await this.#store.complete(this.#id, this.#owner, response);
+      if (!stored) this.#deps.metrics.idempotency(this.#routeId, 'lease_lost');
+    } catch (err) {
+      this.#deps.metrics.idempotency(this.#routeId, 'store_error');
+      this.#deps.log.error({ err, route: this.#routeId }, 'idempotency: could not store the response');
+    }
+  }
+
+  /** The upstream call failed: release the record when it cannot have been acted on, else let the lease lapse. */
+  fail(err: unknown): void {
+    if (this.#ended) return;
+    this.#ended = true;
+    this.#stop();
+    if (mayHaveReachedUpstream(err)) return;
+    this.#store
+      .release(this.#id, this.#owner)
+      .catch((e) =>
+        this.#deps.log.warn({ err: e, route: this.#routeId }, 'idempotency: could not release the record'),
+      );
+  }
+}

@@ -1,0 +1,157 @@
+/**
+ * idempotency: the spec's Idempotency-Key mechanism (§1.6, §2.1, §3, §4.2, §4.3, §7, §8), just
+ * before the upstream. Per request with a key, in the spec's order (§4.2):
+ *   validate the key (400) and find the caller (401) → read the body and fingerprint it →
+ *   claim the record (one store round trip) →
+ *     claimed / taken over: execute, record the response, COMPLETED
+ *     found, other fingerprint: 422, nothing runs (in any state)
+ *     found, COMPLETED: replay the stored response, the upstream is not called
+ *     found, IN_PROGRESS: 409 with Retry-After; or wait for it (inProgress.mode wait); or,
+ *       for an asynchronous route, 202 again.
+ * Concurrent requests with one key race on the atomic claim: exactly one executes, the others
+ * read what it wrote (§4.2 rule 6). Anything the gateway answers before the claim leaves no
+ * record. The store failing means 503: never an execution without a record.
+ */
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { IdempotencyConfig } from '../../config/plugins/idempotency.ts';
+import { answerProblem } from '../../pipeline/answer.ts';
+import type { RequestContext } from '../../pipeline/context.ts';
+import { readBody } from '../../pipeline/read-body.ts';
+import type { RuntimeDeps } from '../../runtime/runtime-route.ts';
+import type { ClaimResult, IdempotencyStore } from '../../stores/idempotency-store.ts';
+import { BodyTooLargeError } from '../../upstream/errors.ts';
+import type { Plugin } from '../types.ts';
+import { Execution } from './execution.ts';
+import { fingerprint } from './fingerprint.ts';
+import { readIdempotencyKey } from './key.ts';
+import { lookupOperation, runInBackground } from './operations.ts';
+import { RecordResponse } from './record-response.ts';
+import { accepted, replay } from './replay.ts';
+import { callerScope, recordId } from './scope.ts';
+import { compileSettings, type Settings } from './settings.ts';
+
+export const idempotency: Plugin<IdempotencyConfig> = {
+  phase: 'idempotency',
+  create(config, deps) {
+    const s = compileSettings(config);
+    const store = deps.stores.idempotency;
+    return {
+      onRequest(ctx: RequestContext) {
+        if (!s.methods.has(ctx.method)) {
+          const lookup = s.operationsPrefix !== null && (ctx.method === 'GET' || ctx.method === 'HEAD');
+          return lookup && ctx.path.startsWith(s.operationsPrefix!)
+            ? lookupOperation(ctx, s, store)
+            : undefined;
+        }
+        const k = readIdempotencyKey(ctx.req.rawHeaders, s.minKey, s.maxKey);
+        if ('missing' in k) {
+          if (!s.required) return;
+          deps.metrics.idempotency(ctx.route.id, 'rejected_key');
+          return answerProblem(ctx, 'SLC_ERR_IDEMPOTENCY_KEY_MISSING');
+        }
+        if ('error' in k) {
+          deps.metrics.idempotency(ctx.route.id, 'rejected_key');
+          return answerProblem(ctx, 'SLC_ERR_IDEMPOTENCY_KEY_INVALID', { detail: k.error });
+        }
+        const scope = callerScope(ctx);
+        if (scope === null) {
+          deps.metrics.idempotency(ctx.route.id, 'rejected_key');
+          return answerProblem(ctx, 'SLC_ERR_IDENTITY_REQUIRED', {
+            detail: 'requests with an Idempotency-Key must identify their caller (Authorization)',
+          });
+        }
+        return withKey(ctx, s, store, deps, k.key, scope);
+      },
+    };
+  },
+};
+
+async function withKey(
+  ctx: RequestContext,
+  s: Settings,
+  store: IdempotencyStore,
+  deps: RuntimeDeps,
+  key: string,
+  scope: string,
+): Promise<void> {
+  let body: Buffer;
+  try {
+    body = await readBody(ctx.req, deps.limits.maxBodyBytes);
+  } catch (err) {
+    if (err instanceof BodyTooLargeError)
+      return answerProblem(ctx, 'SLC_ERR_BODY_TOO_LARGE', { close: true });
+    throw err;
+  }
+  const fp = fingerprint({
+    method: ctx.method,
+    routeId: ctx.route.id,
+    path: ctx.path,
+    query: ctx.query,
+    headers: ctx.req.headers,
+    fingerprintHeaders: s.fingerprintHeaders,
+    body,
+  });
+  if ('error' in fp) return answerProblem(ctx, 'SLC_ERR_JSON_DUPLICATE_KEY', { detail: fp.error });
+  const id = recordId(scope, key);
+  const owner = randomUUID();
+  const claim = () =>
+    store.claim({ id, fingerprint: fp.fingerprint, owner, ttlMs: s.ttlMs, leaseMs: s.leaseMs });
+
+  let result: ClaimResult;
+  try {
+    result = await claim();
+    // inProgress.mode wait: poll (25 ms doubling to 250 ms) until the record completes, lapses or the wait ends.
+    for (
+      let pause = 25, until = Date.now() + s.waitMs;
+      waiting(result, fp.fingerprint) && Date.now() < until;
+    ) {
+      await sleep(Math.min(pause, until - Date.now()));
+      pause = Math.min(pause * 2, 250);
+      result = await claim();
+    }
+  } catch (err) {
+    deps.metrics.idempotency(ctx.route.id, 'store_error');
+    deps.log.warn({ err, route: ctx.route.id, requestId: ctx.requestId }, 'idempotency store unavailable');
+    return answerProblem(ctx, 'SLC_ERR_IDEMPOTENCY_STORE_UNAVAILABLE', {
+      headers: { 'retry-after': s.retryAfter },
+    });
+  }
+
+  if (result.outcome !== 'found') {
+    deps.metrics.idempotency(ctx.route.id, result.outcome === 'claimed' ? 'executed' : 'takeover');
+    const execution = new Execution(store, id, owner, s.leaseMs, ctx.route.id, deps);
+    if (s.operationsPrefix !== null) {
+      accepted(ctx, key, s.operationsPrefix, s.retryAfter);
+      deps.background.run(runInBackground(ctx, execution, body, s.maxResponseBytes));
+      return;
+    }
+    // Execute: the upstream phase sends these bytes and records its response.
+    ctx.body = body;
+    ctx.tap = new RecordResponse(execution, s.maxResponseBytes);
+    return;
+  }
+
+  const record = result.record;
+  if (record.fingerprint !== fp.fingerprint) {
+    deps.metrics.idempotency(ctx.route.id, 'mismatch');
+    return answerProblem(ctx, 'SLC_ERR_IDEMPOTENCY_KEY_REUSED', {
+      detail: 'the key was first used for a request with another method, path, query, headers or body',
+    });
+  }
+  if (record.state === 'COMPLETED') {
+    deps.metrics.idempotency(ctx.route.id, 'replayed');
+    return replay(ctx, record.response!);
+  }
+  if (s.operationsPrefix !== null) {
+    deps.metrics.idempotency(ctx.route.id, 'accepted');
+    return accepted(ctx, key, s.operationsPrefix, s.retryAfter);
+  }
+  deps.metrics.idempotency(ctx.route.id, 'conflict');
+  answerProblem(ctx, 'SLC_ERR_IDEMPOTENCY_IN_PROGRESS', { headers: { 'retry-after': s.retryAfter } });
+}
+
+/** Still running under someone else's lease, for the same request: worth waiting for. */
+function waiting(r: ClaimResult, fingerprint: string): boolean {
+  return r.outcome === 'found' && r.record.state === 'IN_PROGRESS' && r.record.fingerprint === fingerprint;
+}

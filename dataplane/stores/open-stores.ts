@@ -1,0 +1,50 @@
+/**
+ * The stores a data plane runs with: Redis when a URL is given (shared by every replica),
+ * otherwise in memory (standalone mode: one process, nothing shared, nothing kept).
+ */
+import type { Logger } from 'pino';
+import type { Metrics } from '../observability/metrics.ts';
+import type { IdempotencyStore } from './idempotency-store.ts';
+import { MemoryIdempotencyStore } from './memory-idempotency-store.ts';
+import { RedisCaller, createRedisClient } from './redis-connection.ts';
+import { RedisIdempotencyStore, defineIdempotencyScripts } from './redis-idempotency-store.ts';
+
+export interface Stores {
+  kind: 'redis' | 'memory';
+  idempotency: IdempotencyStore;
+  close(): Promise<void>;
+}
+
+export interface StoreOptions {
+  redisUrl: string | null;
+  redisTimeoutMs: number;
+  redisPrefix: string;
+}
+
+export async function openStores(o: StoreOptions, metrics: Metrics, log: Logger): Promise<Stores> {
+  if (o.redisUrl === null) {
+    const idempotency = new MemoryIdempotencyStore();
+    return { kind: 'memory', idempotency, close: () => idempotency.close() };
+  }
+  const client = createRedisClient(o.redisUrl);
+  defineIdempotencyScripts(client);
+  let lastError = '';
+  const caller = new RedisCaller(client, {
+    timeoutMs: o.redisTimeoutMs,
+    observe: (op, seconds, ok) => metrics.storeOperation('redis', op, seconds, ok),
+    onError: (err) => {
+      // ioredis repeats the same error at every reconnect attempt: log each new one once.
+      if (err.message === lastError) return;
+      lastError = err.message;
+      log.warn({ err: err.message }, 'redis');
+    },
+  });
+  client.on('ready', () => {
+    lastError = '';
+    log.info('redis connected');
+  });
+  if (!(await caller.ready(5_000)))
+    log.warn('redis is not reachable yet: idempotent requests get 503 until it is; other routes are served');
+  const idempotency = new RedisIdempotencyStore(caller, `${o.redisPrefix}idem:`);
+  return { kind: 'redis', idempotency, close: () => caller.close() };
+}

@@ -1,0 +1,75 @@
+/**
+ * Redis for tests. `sharedRedisUrl` is the machine's server (127.0.0.1:6379); each test takes
+ * its own key prefix there. Fault tests start a private `redis-server` on a free port, which
+ * they can pause (SIGSTOP), resume and kill without disturbing anyone else.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Redis } from 'ioredis';
+import { freePort } from './servers.ts';
+
+export const sharedRedisUrl = process.env.SLUICE_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+/** A key prefix no other test uses. */
+export const uniquePrefix = (what = 'test') => `sluice-test:${what}:${randomBytes(6).toString('hex')}:`;
+
+export interface PrivateRedis {
+  url: string;
+  port: number;
+  process: ChildProcess;
+  pause(): void;
+  resume(): void;
+  stop(): Promise<void>;
+}
+
+export async function startPrivateRedis(args: string[] = []): Promise<PrivateRedis> {
+  const port = await freePort();
+  const child = spawn(
+    'redis-server',
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...args],
+    { stdio: 'ignore' },
+  );
+  const probe = new Redis({ port, lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0 });
+  for (let i = 0; ; i++) {
+    try {
+      await probe.connect();
+      await probe.ping();
+      break;
+    } catch {
+      probe.disconnect();
+      if (i > 100 || child.exitCode !== null) throw new Error(`redis-server on port ${port} did not start`);
+      await sleep(50);
+    }
+  }
+  probe.disconnect();
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    port,
+    process: child,
+    pause: () => child.kill('SIGSTOP'),
+    resume: () => child.kill('SIGCONT'),
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill('SIGCONT');
+      child.kill('SIGKILL');
+      await once(child, 'exit');
+    },
+  };
+}
+
+/** Deletes every key under a prefix (SCAN, not KEYS). */
+export async function dropPrefix(url: string, prefix: string): Promise<void> {
+  const r = new Redis(url);
+  try {
+    let cursor = '0';
+    do {
+      const [next, keys] = await r.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
+      cursor = next;
+      if (keys.length) await r.del(...keys);
+    } while (cursor !== '0');
+  } finally {
+    r.disconnect();
+  }
+}
