@@ -4,6 +4,7 @@
  * real CLI (so what runs is exactly what a user runs). Ctrl-C stops both.
  */
 import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { startSampleUpstreams } from './upstreams.ts';
 
@@ -34,6 +35,8 @@ const gateway = spawn(
 );
 
 const gw = `http://127.0.0.1:${port}`;
+// A fresh key per run: the demo's records live in memory, but a user may point it at Redis (SLUICE_REDIS_URL).
+const KEY = randomUUID();
 for (let i = 0; i < 100; i++) {
   const ok = await fetch(`http://127.0.0.1:${adminPort}/readyz`).then(
     (r) => r.ok,
@@ -51,6 +54,14 @@ Sample upstreams: charges :3001, users :3002, orders :3003, preferences :3004
 Try:
   curl -i -X POST ${gw}/charges -H 'content-type: application/json' -d '{"amount":100,"currency":"EUR"}'
   curl -i ${gw}/charges/ch_1
+
+  # Idempotency: run this twice; the second answer is the first one replayed (Idempotent-Replayed: true)
+  curl -i -X POST ${gw}/charges -H 'Authorization: Bearer demo-client' -H 'Idempotency-Key: ${KEY}' \\
+       -H 'content-type: application/json' -d '{"amount":250,"currency":"EUR"}'
+  # the same key with another body: 422, nothing runs
+  curl -i -X POST ${gw}/charges -H 'Authorization: Bearer demo-client' -H 'Idempotency-Key: ${KEY}' \\
+       -H 'content-type: application/json' -d '{"amount":999,"currency":"EUR"}'
+
   curl -s ${gw}/users/42
   curl -s ${gw}/orders/42
   curl -s ${gw}/preferences/42

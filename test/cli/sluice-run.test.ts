@@ -3,6 +3,7 @@
  * bad files, SIGHUP reloads and SIGTERM draining.
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -136,6 +137,34 @@ describe('sluice run on the demo configuration', () => {
     expect(await curl(`${gw.admin}/metrics`)).toContain(
       'sluice_requests_total{route="route/default/charges/charges/0"',
     );
+  });
+
+  it('serves the demo idempotency lines: the retry is replayed, another body under the key is 422', async () => {
+    const key = randomUUID();
+    const post = (body: string) =>
+      curl(
+        '-i',
+        '-X',
+        'POST',
+        `${gw.proxy}/charges`,
+        '-H',
+        'Authorization: Bearer demo-client',
+        '-H',
+        `Idempotency-Key: ${key}`,
+        '-H',
+        'content-type: application/json',
+        '-d',
+        body,
+      );
+    const first = await post('{"amount":250,"currency":"EUR"}');
+    const again = await post('{"amount":250,"currency":"EUR"}');
+    expect(first).toMatch(/^HTTP\/1\.1 201/);
+    expect(first).not.toMatch(/idempotent-replayed/i);
+    expect(again).toMatch(/^HTTP\/1\.1 201/);
+    expect(again).toMatch(/idempotent-replayed: true/i);
+    const body = (r: string) => r.slice(r.indexOf('\r\n\r\n') + 4);
+    expect(body(again)).toBe(body(first));
+    expect(await post('{"amount":999,"currency":"EUR"}')).toMatch(/^HTTP\/1\.1 422/);
   });
 
   it('logs one JSON access line per request, with the request id and no credentials', async () => {

@@ -1,0 +1,165 @@
+/** The pure parts of the idempotency plugin: key parsing, canonical JSON bodies, fingerprints, scopes. */
+import { describe, expect, it } from 'vitest';
+import {
+  canonicalJsonBody,
+  findDuplicateKey,
+  isJsonContentType,
+} from '../../dataplane/plugins/idempotency/canonical-body.ts';
+import { fingerprint } from '../../dataplane/plugins/idempotency/fingerprint.ts';
+import { readIdempotencyKey } from '../../dataplane/plugins/idempotency/key.ts';
+import { recordId } from '../../dataplane/plugins/idempotency/scope.ts';
+import { compileSettings } from '../../dataplane/plugins/idempotency/settings.ts';
+
+const K = '0123456789abcdef0123456789abcdef'; // 32
+
+describe('readIdempotencyKey', () => {
+  const read = (...values: string[]) =>
+    readIdempotencyKey(values.flatMap((v) => ['Idempotency-Key', v]).concat(['Host', 'a']), 32, 64);
+  it.each([
+    [K, K],
+    [`  ${K}  `, K],
+    [`"${K}"`, K],
+    [`"${K}\\"x"`, `${K}"x`],
+    ['550e8400-e29b-41d4-a716-446655440000', '550e8400-e29b-41d4-a716-446655440000'],
+    ['k'.repeat(64), 'k'.repeat(64)],
+  ])('accepts %j as %j', (value, key) => {
+    expect(read(value)).toEqual({ key });
+  });
+  it.each([
+    ['31 characters', K.slice(1)],
+    ['65 characters', 'k'.repeat(65)],
+    ['a space', `${K} x`],
+    ['a comma', `${K},x`],
+    ['a semicolon', `${K};x`],
+    ['a backslash', `${K}\\x`],
+    ['a bad escape in a quoted string', `"${K}\\x"`],
+    ['a control character', `${K}\u0001`],
+    ['non-ASCII', `${K}é`],
+    ['a quote inside a bare token', `${K}"`],
+  ])('refuses a key with %s', (_what, value) => {
+    expect(read(value)).toHaveProperty('error');
+  });
+  it('refuses two header lines, even with the same value', () => {
+    expect(read(K, K)).toEqual({ error: 'Idempotency-Key must be sent once' });
+  });
+  it('reports a missing header', () => {
+    expect(readIdempotencyKey(['Host', 'a'], 32, 64)).toEqual({ missing: true });
+  });
+});
+
+describe('canonical JSON bodies (RFC 8785)', () => {
+  it.each([
+    ['{"b":1,"a":2}', '{"a":2,"b":1}'],
+    [' { "a" : [ 1 , 2.50 , 1e3 ] } ', '{"a":[1,2.5,1000]}'],
+    ['{"a":{"z":null,"y":"\\u0041"}}', '{"a":{"y":"A","z":null}}'],
+    ['{"\\u00e9":1,"e":2}', '{"e":2,"é":1}'],
+  ])('%s → %s', (input, out) => {
+    expect(canonicalJsonBody(input)).toEqual({ text: out });
+  });
+  it.each([
+    ['{"a":1,"a":2}', 'a'],
+    ['{"x":{"a":1,"b":{"c":1},"a":3}}', 'a'],
+    ['[{"k":1},{"k":2,"k":3}]', 'k'],
+    ['{"a":1,"\\u0061":2}', 'a'],
+  ])('finds the duplicate key in %s', (input, dup) => {
+    expect(canonicalJsonBody(input)).toEqual({ duplicate: dup });
+  });
+  it('does not confuse keys in sibling objects, array items or string contents', () => {
+    expect(findDuplicateKey('[{"a":1},{"a":2}]')).toBeNull();
+    expect(findDuplicateKey('{"a":"{\\"a\\":1}","b":{"a":1}}')).toBeNull();
+    expect(findDuplicateKey('{"a":["a","a"],"b":"a,a"}')).toBeNull();
+  });
+  it('reports invalid JSON as such', () => {
+    expect(canonicalJsonBody('{"a":')).toEqual({ invalid: true });
+  });
+  it.each([
+    ['application/json', true],
+    ['application/json; charset=utf-8', true],
+    ['Application/Problem+JSON', true],
+    ['text/json', false],
+    ['application/jsonx', false],
+    [undefined, false],
+  ])('%s is JSON: %s', (ct, yes) => {
+    expect(isJsonContentType(ct)).toBe(yes);
+  });
+});
+
+describe('fingerprint', () => {
+  const base = {
+    method: 'POST',
+    routeId: 'route/default/charges/create/0',
+    path: '/charges',
+    query: 'b=2&a=1',
+    headers: {
+      'content-type': 'application/json',
+      authorization: 'Bearer a',
+      'user-agent': 'x',
+      'x-other': '1',
+    },
+    fingerprintHeaders: ['authorization', 'user-agent'],
+    body: Buffer.from('{"amount":100,"currency":"EUR"}'),
+  };
+  const fp = (change: Partial<typeof base> = {}) => {
+    const r = fingerprint({ ...base, ...change });
+    if (!('fingerprint' in r)) throw new Error(r.error);
+    return r.fingerprint;
+  };
+  it('is 64 hex characters (spec §8)', () => {
+    expect(fp()).toMatch(/^[0-9a-f]{64}$/);
+  });
+  it('ignores query order, JSON key order and white space, and headers not listed', () => {
+    expect(fp({ query: 'a=1&b=2' })).toBe(fp());
+    expect(fp({ body: Buffer.from('{ "currency":"EUR", "amount":100 }') })).toBe(fp());
+    expect(fp({ headers: { ...base.headers, 'x-other': '2' } })).toBe(fp());
+  });
+  it.each([
+    ['method', { method: 'PATCH' }],
+    ['route', { routeId: 'route/default/charges/create/1' }],
+    ['path', { path: '/charges/1' }],
+    ['query', { query: 'a=1&b=3' }],
+    ['content type', { headers: { ...base.headers, 'content-type': 'application/x-www-form-urlencoded' } }],
+    ['a listed header', { headers: { ...base.headers, 'user-agent': 'y' } }],
+    [
+      'a listed header going missing',
+      { headers: { 'content-type': 'application/json', authorization: 'Bearer a' } },
+    ],
+    ['the body', { body: Buffer.from('{"amount":101,"currency":"EUR"}') }],
+  ])('changes with the %s', (_what, change) => {
+    expect(fp(change as Partial<typeof base>)).not.toBe(fp());
+  });
+  it('hashes non-JSON bodies (and invalid JSON) as bytes', () => {
+    const text = { headers: { ...base.headers, 'content-type': 'text/plain' } };
+    expect(fp({ ...text, body: Buffer.from('a b') })).not.toBe(fp({ ...text, body: Buffer.from('a  b') }));
+    expect(fp({ body: Buffer.from('{"a":') })).not.toBe(fp({ body: Buffer.from('{"a": ') }));
+  });
+  it('refuses a JSON body with a duplicate key', () => {
+    expect(fingerprint({ ...base, body: Buffer.from('{"a":1,"a":1}') })).toHaveProperty('error');
+  });
+});
+
+describe('record ids and settings', () => {
+  it('a record id depends on scope and key and shows neither', () => {
+    const id = recordId('authorization\nabc', K);
+    expect(id).toMatch(/^[0-9a-f]{64}$/);
+    expect(id).not.toContain(K);
+    expect(recordId('authorization\nabd', K)).not.toBe(id);
+    expect(recordId('authorization\nabc', `${K}x`)).not.toBe(id);
+  });
+  it('fills in the spec defaults', () => {
+    expect(compileSettings({})).toMatchObject({
+      minKey: 32,
+      maxKey: 64,
+      ttlMs: 86_400_000,
+      leaseMs: 10_000,
+      waitMs: 0,
+      fingerprintHeaders: ['authorization', 'user-agent'],
+      maxResponseBytes: 1_048_576,
+      operationsPrefix: null,
+    });
+    expect([...compileSettings({}).methods]).toEqual(['POST', 'PATCH']);
+  });
+  it('refuses min above max and leases under 100ms', () => {
+    expect(() => compileSettings({ keyLength: { min: 40, max: 39 } })).toThrow(/keyLength/);
+    expect(() => compileSettings({ lease: '50ms' })).toThrow(/lease/);
+  });
+});
