@@ -32,6 +32,7 @@ export async function startPrivateRedis(args: string[] = []): Promise<PrivateRed
     { stdio: 'ignore' },
   );
   const probe = new Redis({ port, lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0 });
+  probe.on('error', () => {}); // refused until the server listens: expected while polling
   for (let i = 0; ; i++) {
     try {
       await probe.connect();
