@@ -91,3 +91,49 @@ describe('RouteMatcher', () => {
     expect(m('/v2/abc')).toBeNull();
   });
 });
+
+describe('RouteMatcher against a brute-force reference', () => {
+  // A seeded generator (mulberry32): the same tables every run, so a failure is reproducible.
+  function rng(seed: number) {
+    return () => {
+      seed = (seed + 0x6d2b79f5) | 0;
+      let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+      t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    };
+  }
+  const SEGMENTS = ['a', 'b', 'ab', 'c:d', 'x'];
+
+  it('picks the first route in table order that matches, for 200 random tables', () => {
+    const rand = rng(42);
+    const pick = <T>(xs: readonly T[]) => xs[Math.floor(rand() * xs.length)];
+    const randomPath = (max: number) => {
+      const n = Math.floor(rand() * (max + 1));
+      return n === 0 ? '/' : `/${Array.from({ length: n }, () => pick(SEGMENTS)).join('/')}`;
+    };
+    for (let t = 0; t < 200; t++) {
+      const routes = Array.from({ length: 1 + Math.floor(rand() * 12) }, (_, i) => {
+        const r = route(`r${i}`, 'u', randomPath(3), { type: rand() < 0.3 ? 'Exact' : 'Prefix' });
+        if (rand() < 0.3) r.match.methods = ['POST'];
+        return r;
+      });
+      const m = matcher(...routes);
+      const reference = (path: string, method: string) =>
+        routes.find((r) => {
+          const p = r.match.path;
+          const pathOk =
+            p.type === 'Exact'
+              ? p.value === path
+              : p.value === '/' || path === p.value || path.startsWith(`${p.value}/`);
+          return pathOk && (!r.match.methods || r.match.methods.includes(method));
+        })?.source.name ?? null;
+      for (let q = 0; q < 30; q++) {
+        const path = randomPath(4) + (rand() < 0.2 ? '/' : '');
+        const method = rand() < 0.5 ? 'GET' : 'POST';
+        expect(m(path.replace('//', '/'), method), `table ${t}, ${method} ${path}`).toBe(
+          reference(path.replace('//', '/'), method),
+        );
+      }
+    }
+  });
+});
