@@ -69,6 +69,28 @@ describe('canonical JSON bodies (RFC 8785)', () => {
     expect(findDuplicateKey('{"a":"{\\"a\\":1}","b":{"a":1}}')).toBeNull();
     expect(findDuplicateKey('{"a":["a","a"],"b":"a,a"}')).toBeNull();
   });
+  it.each([
+    ['9007199254740993', '9007199254740992'],
+    ['0.1000000000000000001', '0.1'],
+    ['1e400', '1e401'],
+    ['1e-400', '0'],
+    ['12345678901234567', '12345678901234568'],
+  ])('numbers a double cannot hold exactly are not canonicalized: %s vs %s', (a, b) => {
+    expect(canonicalJsonBody(`{"amount":${a}}`)).toEqual({ inexact: true });
+    // Either side then hashes as bytes: the two bodies never share a fingerprint.
+    expect(canonicalJsonBody(`{"amount":${a}}`)).not.toEqual({ text: `{"amount":${b}}` });
+  });
+  it.each(['123456789012345', '1.5e300', '-0.000000000000001', '100000000000000000000000', '0.0', '-0'])(
+    '%s is exact and canonicalized',
+    (n) => {
+      expect(canonicalJsonBody(`[${n}]`)).toHaveProperty('text');
+    },
+  );
+  it('a body nested too deep to walk is hashed as bytes, not a crash', () => {
+    const deep = `${'['.repeat(20_000)}1${']'.repeat(20_000)}`;
+    const r = canonicalJsonBody(deep);
+    expect('inexact' in r || 'invalid' in r).toBe(true);
+  });
   it('reports invalid JSON as such', () => {
     expect(canonicalJsonBody('{"a":')).toEqual({ invalid: true });
   });
@@ -131,6 +153,11 @@ describe('fingerprint', () => {
     const text = { headers: { ...base.headers, 'content-type': 'text/plain' } };
     expect(fp({ ...text, body: Buffer.from('a b') })).not.toBe(fp({ ...text, body: Buffer.from('a  b') }));
     expect(fp({ body: Buffer.from('{"a":') })).not.toBe(fp({ body: Buffer.from('{"a": ') }));
+  });
+  it('keeps apart JSON bodies whose numbers differ beyond double precision', () => {
+    expect(fp({ body: Buffer.from('{"amount":9007199254740993}') })).not.toBe(
+      fp({ body: Buffer.from('{"amount":9007199254740992}') }),
+    );
   });
   it('refuses a JSON body with a duplicate key', () => {
     expect(fingerprint({ ...base, body: Buffer.from('{"a":1,"a":1}') })).toHaveProperty('error');
