@@ -65,4 +65,11 @@ export interface IdempotencyStore {
 /** The store could not answer (down, too slow, overloaded): idempotent requests fail closed with 503. */
 export class StoreUnavailableError extends Error {
   override readonly name = 'StoreUnavailableError';
+  /** The command was sent and may still run (a deadline passed, the connection dropped): its effect is unknown. */
+  readonly mayHaveApplied: boolean;
+
+  constructor(message: string, opts: { cause?: unknown; mayHaveApplied?: boolean } = {}) {
+    super(message, { cause: opts.cause });
+    this.mayHaveApplied = opts.mayHaveApplied ?? false;
+  }
 }

@@ -131,7 +131,11 @@ export class RedisCaller<Commands> {
     return new Promise<T>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.#observe(op, seconds(), false);
-        reject(new StoreUnavailableError(`redis did not answer ${op} within ${timeoutMs} ms`));
+        reject(
+          new StoreUnavailableError(`redis did not answer ${op} within ${timeoutMs} ms`, {
+            mayHaveApplied: true,
+          }),
+        );
         this.#stalled(timeoutMs);
       }, timeoutMs);
       pending.then(
@@ -143,7 +147,12 @@ export class RedisCaller<Commands> {
         (err: Error) => {
           clearTimeout(timer);
           this.#observe(op, seconds(), false);
-          reject(new StoreUnavailableError(`redis ${op} failed: ${err.message}`, { cause: err }));
+          reject(
+            new StoreUnavailableError(`redis ${op} failed: ${err.message}`, {
+              cause: err,
+              mayHaveApplied: true,
+            }),
+          );
         },
       );
     });

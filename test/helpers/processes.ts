@@ -12,7 +12,6 @@
  * Also: reading a value from the Prometheus text of /metrics, and a process's resident memory.
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { once } from 'node:events';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';

@@ -9,6 +9,7 @@
  *    request with the key takes over. The backend, which got the Idempotency-Key, is what can
  *    make that second execution safe (spec §2.1 rule 3).
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { mayHaveReachedUpstream } from '../../upstream/errors.ts';
 import type { IdempotencyStore, StoredResponse } from '../../stores/idempotency-store.ts';
 import type { RuntimeDeps } from '../../runtime/runtime-route.ts';
@@ -59,17 +60,30 @@ export class Execution {
     this.#timer = null;
   }
 
-  /** Stores the response; never rejects (a store failure is logged: the record then lapses like a crash). */
+  /**
+   * Stores the response; never rejects. If the store fails, the client still gets its response
+   * and storing is retried in the background for COMPLETE_RETRY_MS: a retry that comes after
+   * the store is back then finds COMPLETED rather than a lapsed lease to take over.
+   */
   async complete(response: StoredResponse): Promise<void> {
     if (this.#ended) return;
     this.#ended = true;
     this.#stop();
+    const store = () => this.#store.complete(this.#id, this.#owner, response);
     try {
-      const stored = await this.#store.complete(this.#id, this.#owner, response);
-      if (!stored) this.#deps.metrics.idempotency(this.#routeId, 'lease_lost');
+      if (!(await store())) this.#deps.metrics.idempotency(this.#routeId, 'lease_lost');
     } catch (err) {
       this.#deps.metrics.idempotency(this.#routeId, 'store_error');
-      this.#deps.log.error({ err, route: this.#routeId }, 'idempotency: could not store the response');
+      this.#deps.log.error(
+        { err, route: this.#routeId },
+        'idempotency: could not store the response; retrying',
+      );
+      this.#deps.background.run(
+        keepTrying(store, COMPLETE_RETRY_MS).then((done) => {
+          if (!done)
+            this.#deps.log.error({ route: this.#routeId }, 'idempotency: gave up storing the response');
+        }),
+      );
     }
   }
 
@@ -85,4 +99,20 @@ export class Execution {
         this.#deps.log.warn({ err: e, route: this.#routeId }, 'idempotency: could not release the record'),
       );
   }
+}
+
+/** How long a response whose storing failed is retried (the store is usually back well before). */
+export const COMPLETE_RETRY_MS = 30_000;
+
+/** Runs a store operation again (100 ms doubling to 2 s) until it succeeds or `forMs` has passed. */
+export async function keepTrying(op: () => Promise<unknown>, forMs: number): Promise<boolean> {
+  const until = Date.now() + forMs;
+  for (let pause = 100; Date.now() < until; pause = Math.min(pause * 2, 2_000)) {
+    await sleep(Math.min(pause, Math.max(until - Date.now(), 0)));
+    try {
+      await op();
+      return true;
+    } catch {}
+  }
+  return false;
 }

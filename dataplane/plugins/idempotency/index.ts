@@ -19,10 +19,14 @@ import { answerProblem } from '../../pipeline/answer.ts';
 import type { RequestContext } from '../../pipeline/context.ts';
 import { readBody } from '../../pipeline/read-body.ts';
 import type { RuntimeDeps } from '../../runtime/runtime-route.ts';
-import type { ClaimResult, IdempotencyStore } from '../../stores/idempotency-store.ts';
+import {
+  type ClaimResult,
+  type IdempotencyStore,
+  StoreUnavailableError,
+} from '../../stores/idempotency-store.ts';
 import { BodyTooLargeError } from '../../upstream/errors.ts';
 import type { Plugin } from '../types.ts';
-import { Execution } from './execution.ts';
+import { Execution, keepTrying } from './execution.ts';
 import { fingerprint } from './fingerprint.ts';
 import { readIdempotencyKey } from './key.ts';
 import { lookupOperation, runInBackground } from './operations.ts';
@@ -113,6 +117,10 @@ async function withKey(
   } catch (err) {
     deps.metrics.idempotency(ctx.route.id, 'store_error');
     deps.log.warn({ err, route: ctx.route.id, requestId: ctx.requestId }, 'idempotency store unavailable');
+    // The claim may still run once the store answers (it was sent): take that record back, so
+    // the 503's "nothing ran, retry" holds and the key is not blocked for a lease.
+    if (err instanceof StoreUnavailableError && err.mayHaveApplied)
+      deps.background.run(keepTrying(() => store.release(id, owner), s.leaseMs));
     return answerProblem(ctx, 'SLC_ERR_IDEMPOTENCY_STORE_UNAVAILABLE', {
       headers: { 'retry-after': s.retryAfter },
     });
