@@ -45,9 +45,11 @@ golden: deps
 crds: deps
 	node scripts/gen-crds.ts
 
-## bench: the data plane against a bare node:http + undici proxy and direct, same run
+## bench: the data plane against a bare node:http + undici proxy and direct, same run; then the
+## idempotency plugin (first execution, replay) against a plain POST, on the machine's Redis
 bench: deps
 	node bench/run.ts
+	node bench/idempotency.ts
 
 clean:
 	rm -rf node_modules .tools .state

@@ -1,0 +1,471 @@
+/**
+ * `node bench/idempotency.ts`: the CPU price of the idempotency plugin (Redis store), as ratios to
+ * a plain proxied POST measured in the same run, and the Redis round trips it makes per request.
+ *
+ * One data plane (bench/bench-idempotency.yaml, --redis redis://127.0.0.1:6379, a random key
+ * prefix) runs alone on core 1 in front of bench/upstream.ts; the upstream, the load generator
+ * (wrk with a Lua script when on PATH, otherwise an undici loop in this process) and this script
+ * share core 0. Scenarios, each a warm-up then a measured run: `plain-post` (POST /charges, no
+ * plugin), `idem-first` (POST /idem/charges, a fresh Idempotency-Key per request: each executes)
+ * and `idem-replay` (1,000 keys executed beforehand, cycled: every request is a replay).
+ * It asserts nothing: it prints a table and writes bench/results/idempotency-<stamp>.json. The
+ * bench's Redis keys are deleted at the end; every process it started is stopped on exit.
+ * Env: BENCH_DURATION (10), BENCH_WARMUP (3), BENCH_CONNECTIONS (50), BENCH_LOADGEN (wrk|undici).
+ */
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import * as fs from 'node:fs';
+import { request } from 'node:http';
+import { createServer } from 'node:net';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Redis } from 'ioredis';
+import { Pool } from 'undici';
+import { CHARGE_BODY, CHARGE_REQUEST, GET_PATH, PORTS, POST_PATH } from './fixtures.ts';
+
+const BENCH = dirname(fileURLToPath(import.meta.url));
+const ROOT = resolve(BENCH, '..');
+const HZ = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout?.trim()) || 100;
+const PORT = 18205; // the proxy; PORTS (fixtures.ts) holds 18200–18204 and 18211
+const ADMIN = 18212;
+const REDIS_URL = 'redis://127.0.0.1:6379';
+const REPLAY_KEYS = 1000;
+const LOAD_CORE = 0; // this script, the upstream and the load generator
+const TARGET_CORE = 1; // the data plane alone
+const env = (name: string, fallback: number, min: number) => {
+  const n = Number(process.env[name] || fallback);
+  if (!Number.isInteger(n) || n < min) throw new Error(`${name}: a whole number >= ${min}`);
+  return n;
+};
+const onPath = (cmd: string) => spawnSync('sh', ['-c', `command -v ${cmd}`]).status === 0;
+const opts = {
+  duration: env('BENCH_DURATION', 10, 1),
+  warmup: env('BENCH_WARMUP', 3, 0),
+  connections: env('BENCH_CONNECTIONS', 50, 1),
+  loadgen: process.env.BENCH_LOADGEN || (onPath('wrk') ? 'wrk' : 'undici'),
+};
+const PIN = onPath('taskset') && cpus().length >= 2;
+const pinned = (core: number, argv: string[]) => (PIN ? ['taskset', '-c', String(core), ...argv] : argv);
+const RUN = randomBytes(6).toString('hex');
+const PREFIX = `bench-idem-${RUN}:`;
+const HEADERS = { 'content-type': 'application/json', authorization: 'Bearer bench', 'user-agent': 'bench' };
+const withKey = (key: string | null) => (key ? { ...HEADERS, 'idempotency-key': key } : HEADERS);
+
+type Scenario = { name: string; path: string; keys: 'none' | 'fresh' | 'replay' };
+const SCENARIOS: Scenario[] = [
+  { name: 'plain-post', path: POST_PATH, keys: 'none' },
+  { name: 'idem-first', path: `/idem${POST_PATH}`, keys: 'fresh' },
+  { name: 'idem-replay', path: `/idem${POST_PATH}`, keys: 'replay' },
+];
+// Keys of 40 characters. Fresh ones carry the load run's number: unique across warm-ups and runs.
+const replayKey = (i: number) => `replay-${RUN}-${String(i % REPLAY_KEYS).padStart(20, '0')}`;
+let loadRuns = 0;
+
+// ---------------------------------------------------------------- processes (as in run.ts)
+
+type Proc = { name: string; child: ChildProcess; log: string };
+const procs = new Set<Proc>();
+let loader: ChildProcess | null = null;
+/** Starts argv in its own process group, output to a log file. */
+function start(name: string, argv: string[], log: string): Proc {
+  const fd = fs.openSync(log, 'a');
+  const child = spawn(argv[0], argv.slice(1), {
+    cwd: ROOT,
+    env: { ...process.env, NODE_ENV: 'production' },
+    stdio: ['ignore', fd, fd],
+    detached: true,
+  });
+  fs.closeSync(fd);
+  const p = { name, child, log };
+  procs.add(p);
+  return p;
+}
+const running = (c: ChildProcess) => c.exitCode === null && c.signalCode === null;
+const killGroup = (c: ChildProcess, sig: NodeJS.Signals) => {
+  try {
+    if (c.pid !== undefined && running(c)) process.kill(-c.pid, sig);
+  } catch {} // already gone
+};
+/** TERM to each process group, KILL after 5 s. */
+async function stopAll(): Promise<void> {
+  loader?.kill('SIGKILL');
+  const stop = async (p: Proc) => {
+    killGroup(p.child, 'SIGTERM');
+    if (running(p.child)) await Promise.race([once(p.child, 'exit'), sleep(5_000)]);
+    killGroup(p.child, 'SIGKILL');
+    procs.delete(p);
+  };
+  await Promise.all([...procs].map(stop));
+}
+process.on('exit', () => {
+  loader?.kill('SIGKILL');
+  for (const p of procs) killGroup(p.child, 'SIGKILL');
+});
+for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const)
+  process.on(sig, () => {
+    process.stderr.write(`\nbench: ${sig}, stopping everything it started\n`);
+    stopAll()
+      .then(cleanRedis)
+      .finally(() => process.exit(130));
+  });
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms).unref());
+
+type Reply = { status: number; headers: Record<string, unknown>; body: string };
+function http(method: string, url: string, body: string | null, headers = {}): Promise<Reply> {
+  return new Promise((ok, fail) => {
+    const req = request(url, { method, agent: false, timeout: 5_000, headers }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () =>
+        ok({ status: res.statusCode!, headers: res.headers, body: String(Buffer.concat(chunks)) }),
+      );
+      res.on('error', fail);
+    });
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.on('error', fail);
+    req.end(body ?? undefined);
+  });
+}
+const post = (path: string, key: string | null = null) =>
+  http('POST', `http://127.0.0.1:${PORT}${path}`, CHARGE_REQUEST, withKey(key));
+
+async function waitReady(p: Proc, url: string): Promise<void> {
+  for (const deadline = Date.now() + 20_000; Date.now() < deadline && running(p.child); await sleep(100))
+    if ((await http('GET', url, null).catch(() => null))?.status === 200) return;
+  throw new Error(
+    `${p.name} did not answer GET ${url}; ${p.log}:\n${fs.readFileSync(p.log, 'utf8').slice(-2000)}`,
+  );
+}
+const portFree = (port: number) =>
+  new Promise<boolean>((r) => {
+    const s = createServer().once('error', () => r(false));
+    s.listen(port, '127.0.0.1', () => s.close(() => r(true)));
+  });
+
+// ---------------------------------------------------------------- CPU and counters
+
+/** utime+stime (all threads) of every process, by pid, with its parent (as in run.ts). */
+function processTable(): Map<number, { ppid: number; ticks: number }> {
+  const table = new Map<number, { ppid: number; ticks: number }>();
+  for (const pid of fs.readdirSync('/proc').filter((e) => /^\d+$/.test(e)))
+    try {
+      const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' '); // f[0] is field 3 (state)
+      table.set(Number(pid), { ppid: Number(f[1]), ticks: Number(f[11]) + Number(f[12]) });
+    } catch {} // exited meanwhile
+  return table;
+}
+/** CPU ticks of pid and all its descendants. */
+function treeTicks(table: ReturnType<typeof processTable>, pid: number | undefined): number {
+  let total = 0;
+  for (const queue = pid === undefined ? [] : [pid]; queue.length; ) {
+    const p = queue.pop()!;
+    total += table.get(p)?.ticks ?? 0;
+    for (const [child, info] of table) if (info.ppid === p) queue.push(child);
+  }
+  return total;
+}
+/** This process with its reaped children (wrk, once it has exited). */
+function selfTicks(): number {
+  const stat = fs.readFileSync('/proc/self/stat', 'utf8');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]);
+}
+/** Busy and total ticks of the whole machine (user nice system idle iowait irq softirq steal). */
+function machineTicks(): { busy: number; total: number } {
+  const v = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0].split(/\s+/).slice(1, 9).map(Number);
+  const total = v.reduce((a, b) => a + b, 0);
+  return { busy: total - v[3] - v[4], total };
+}
+const pgrep = spawnSync('pgrep', ['-f', 'redis-server.*:6379( |$)'], { encoding: 'utf8' }).stdout ?? '';
+const redisPid = Number(pgrep.split('\n')[0]) || undefined;
+
+/** Sums over the data plane's metrics that tell what its requests did. */
+async function counters() {
+  const text = (await http('GET', `http://127.0.0.1:${ADMIN}/metrics`, null)).body;
+  const sum = (name: string, label = '') => {
+    const re = new RegExp(`^${name}\\{[^}]*${label}[^}]*\\} (\\S+)$`, 'gm');
+    return [...text.matchAll(re)].reduce((a, m) => a + Number(m[1]), 0);
+  };
+  return {
+    redisOps: sum('sluice_store_operation_seconds_count', 'store="redis"'),
+    upstreamCalls: sum('sluice_upstream_response_seconds_count'),
+    replayed: sum('sluice_idempotency_requests_total', 'outcome="replayed"'),
+    executed: sum('sluice_idempotency_requests_total', 'outcome="executed"'),
+  };
+}
+
+// ---------------------------------------------------------------- load
+
+type Ms = number | null;
+type Load = { requests: number; seconds: number; p50ms: Ms; p99ms: Ms; non2xx: number; errors: number };
+
+function runLoad(work: string, s: Scenario, seconds: number): Promise<Load> {
+  const fresh = `fresh-${RUN}-${String(++loadRuns).padStart(2, '0')}-`;
+  return opts.loadgen === 'wrk' ? wrk(work, s, seconds, fresh) : undiciLoad(s, seconds, fresh);
+}
+
+async function wrk(work: string, s: Scenario, seconds: number, fresh: string): Promise<Load> {
+  const key = {
+    none: '',
+    fresh: `"${fresh}" .. string.format("%018d", n)`,
+    replay: `"replay-${RUN}-" .. string.format("%020d", n % ${REPLAY_KEYS})`,
+  }[s.keys];
+  const lua = join(work, `${s.name}.lua`);
+  fs.writeFileSync(
+    lua,
+    `wrk.method = "POST"\nwrk.body = [[${CHARGE_REQUEST}]]\n` +
+      Object.entries(HEADERS).reduce((a, [k, v]) => `${a}wrk.headers["${k}"] = "${v}"\n`, '') +
+      (key &&
+        `local n = -1\nrequest = function()\n  n = n + 1\n  wrk.headers["Idempotency-Key"] = ${key}\n` +
+          '  return wrk.format()\nend\n'),
+  );
+  // -t1: one Lua state, so its counter n makes every fresh key unique.
+  const cmd = `wrk -t1 -c${opts.connections} -d${seconds}s --latency --timeout 5s -s`.split(' ');
+  const argv = pinned(LOAD_CORE, [...cmd, lua, `http://127.0.0.1:${PORT}${s.path}`]);
+  const child = spawn(argv[0], argv.slice(1), { stdio: ['ignore', 'pipe', 'inherit'] });
+  loader = child;
+  let out = '';
+  child.stdout.on('data', (d: Buffer) => (out += d));
+  const [code] = await once(child, 'exit');
+  loader = null;
+  const done = /(\d+) requests in ([\d.]+)(us|ms|s|m)\b/.exec(out);
+  if (code !== 0 || !done) throw new Error(`wrk exited with ${code}:\n${out}`);
+  const ms = (v: string, unit: string) => Number(v) * { us: 1e-3, ms: 1, s: 1e3, m: 6e4 }[unit]!;
+  const pct = (p: string) => {
+    const m = new RegExp(`^\\s*${p}%\\s+([\\d.]+)(us|ms|s|m)`, 'm').exec(out);
+    return m ? ms(m[1], m[2]) : null;
+  };
+  const sock = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(out);
+  return {
+    requests: Number(done[1]),
+    seconds: ms(done[2], done[3]) / 1000,
+    p50ms: pct('50'),
+    p99ms: pct('99'),
+    non2xx: Number(/Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? 0),
+    errors: sock ? sock.slice(1).reduce((a, b) => a + Number(b), 0) : 0,
+  };
+}
+
+/** Without wrk: `connections` loops on one undici Pool, in this process (on core 0 when pinned). */
+async function undiciLoad(s: Scenario, seconds: number, fresh: string): Promise<Load> {
+  const pool = new Pool(`http://127.0.0.1:${PORT}`, { connections: opts.connections });
+  const lat: number[] = [];
+  const st = { n: 0, non2xx: 0, errors: 0 };
+  const t0 = performance.now();
+  const loop = async () => {
+    while (performance.now() - t0 < seconds * 1000) {
+      const i = st.n++;
+      const key = { none: null, fresh: fresh + String(i).padStart(18, '0'), replay: replayKey(i) }[s.keys];
+      const t = performance.now();
+      try {
+        const req = { path: s.path, method: 'POST', headers: withKey(key), body: CHARGE_REQUEST } as const;
+        const r = await pool.request(req);
+        await r.body.dump();
+        if (r.statusCode >= 300) st.non2xx++;
+        lat.push(performance.now() - t);
+      } catch {
+        st.errors++;
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: opts.connections }, loop));
+  const elapsed = (performance.now() - t0) / 1000;
+  await pool.close();
+  lat.sort((a, b) => a - b);
+  const at = (q: number) => (lat.length ? lat[Math.min(lat.length - 1, Math.floor(q * lat.length))] : null);
+  const { non2xx, errors } = st;
+  return { requests: lat.length, seconds: elapsed, p50ms: at(0.5), p99ms: at(0.99), non2xx, errors };
+}
+
+// ---------------------------------------------------------------- checks and measuring
+
+/** The upstream's exact body everywhere, replays marked as such; executes the replay set once. */
+async function verify(): Promise<void> {
+  const expect = async (what: string, reply: Promise<Reply>, replayed: boolean) => {
+    const { status, headers, body } = await reply;
+    const mark = headers['idempotent-replayed'];
+    if (status !== 200 || body !== CHARGE_BODY || (mark === 'true') !== replayed)
+      throw new Error(`${what}: status ${status}, idempotent-replayed ${mark}, body ${body.slice(0, 200)}`);
+  };
+  const idem = SCENARIOS[1].path;
+  await expect(`POST ${POST_PATH}`, post(POST_PATH), false);
+  await expect(`POST ${idem}, first`, post(idem, replayKey(0)), false);
+  await expect(`POST ${idem}, again`, post(idem, replayKey(0)), true);
+  for (let i = 1; i < REPLAY_KEYS; i += 25) {
+    const batch = Array.from({ length: Math.min(25, REPLAY_KEYS - i) }, (_, j) => i + j);
+    await Promise.all(batch.map((k) => expect(`replay key ${k}, first`, post(idem, replayKey(k)), false)));
+  }
+}
+
+async function measure(work: string, s: Scenario, sluice: Proc, upstream: Proc) {
+  if (opts.warmup > 0) {
+    process.stderr.write(`bench: ${s.name}: warm-up ${opts.warmup} s\n`);
+    await runLoad(work, s, opts.warmup);
+    await sleep(300); // requests cut off by the load generator finish before the counters are read
+  }
+  process.stderr.write(`bench: ${s.name}: measuring ${opts.duration} s\n`);
+  const c0 = await counters();
+  const [t0, self0, m0] = [processTable(), selfTicks(), machineTicks()];
+  const load = await runLoad(work, s, opts.duration);
+  const [t1, self1, m1] = [processTable(), selfTicks(), machineTicks()];
+  await sleep(300);
+  const c1 = await counters();
+  const ticks = (pid: number | undefined) => treeTicks(t1, pid) - treeTicks(t0, pid);
+  const [dp, up, redis] = [ticks(sluice.child.pid), ticks(upstream.child.pid), ticks(redisPid)];
+  const wall = (m1.total - m0.total) / cpus().length;
+  const foreign = m1.busy - m0.busy - dp - up - redis - (self1 - self0);
+  const per = (x: number) => (load.requests ? x / load.requests : Number.NaN);
+  const us = (t: number) => per((t / HZ) * 1e6);
+  const notes: string[] = [];
+  if (load.requests === 0) notes.push('no request completed');
+  if (load.non2xx) notes.push(`${load.non2xx} non-2xx`);
+  if (load.errors) notes.push(`${load.errors} socket errors`);
+  if (s.keys === 'replay' && c1.upstreamCalls > c0.upstreamCalls) notes.push('upstream called on replays');
+  if (!running(sluice.child)) notes.push('sluice exited');
+  return {
+    scenario: s.name,
+    path: s.path,
+    ...load,
+    rps: load.requests / load.seconds,
+    cpuUsPerReq: us(dp),
+    redisTripsPerReq: per(c1.redisOps - c0.redisOps),
+    upstreamCallsPerReq: per(c1.upstreamCalls - c0.upstreamCalls),
+    executed: c1.executed - c0.executed,
+    replayed: c1.replayed - c0.replayed,
+    redisCpuUsPerReq: redisPid ? us(redis) : null,
+    upstreamCpuUsPerReq: us(up),
+    foreignCpuPct: wall > 0 ? Math.max(0, (foreign / wall) * 100) : 0,
+    notes,
+    invalid: notes.length > 0,
+  };
+}
+type Row = Awaited<ReturnType<typeof measure>>;
+
+let cleaning: Promise<void> | null = null;
+/** Deletes the bench's records: SCAN MATCH <prefix>* + UNLINK (once; later calls wait for it). */
+const cleanRedis = () => (cleaning ??= deleteKeys());
+async function deleteKeys(): Promise<void> {
+  const redis = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 1 });
+  try {
+    await redis.connect();
+    let deleted = 0;
+    const scan = redis.scanStream({ match: `${PREFIX}*`, count: 1000 }) as AsyncIterable<string[]>;
+    for await (const keys of scan) if (keys.length) deleted += await redis.unlink(...keys);
+    process.stderr.write(`bench: deleted ${deleted} Redis keys ${PREFIX}*\n`);
+  } catch (err) {
+    process.stderr.write(`bench: could not delete the Redis keys ${PREFIX}*: ${(err as Error).message}\n`);
+  } finally {
+    redis.disconnect();
+  }
+}
+
+// ---------------------------------------------------------------- main
+
+const fmt = (n: number | null, digits = 1) => (n === null || Number.isNaN(n) ? '-' : n.toFixed(digits));
+function table(rows: Row[]): string {
+  const base = rows.find((r) => r.scenario === 'plain-post' && !r.invalid);
+  const x = (a: number, b: number | undefined) => (b === undefined ? '-' : `${fmt(a / b, 2)}×`);
+  const columns: [string, (r: Row) => string][] = [
+    ['scenario', (r) => r.scenario],
+    ['CPU µs/req', (r) => fmt(r.cpuUsPerReq)],
+    ['×plain', (r) => x(r.cpuUsPerReq, base?.cpuUsPerReq)],
+    ['req/s', (r) => fmt(r.rps, 0)],
+    ['×plain', (r) => x(r.rps, base?.rps)],
+    ['p50 ms', (r) => fmt(r.p50ms, 2)],
+    ['p99 ms', (r) => fmt(r.p99ms, 2)],
+    ['non-2xx', (r) => String(r.non2xx)],
+    ['errors', (r) => String(r.errors)],
+    ['redis trips/req', (r) => fmt(r.redisTripsPerReq, 2)],
+    ['upstream calls/req', (r) => fmt(r.upstreamCallsPerReq, 2)],
+    ['redis µs/req', (r) => fmt(r.redisCpuUsPerReq)],
+    ['foreign %', (r) => fmt(r.foreignCpuPct, 0)],
+    ['note', (r) => (r.invalid ? `INVALID: ${r.notes.join('; ')}` : '')],
+  ];
+  const cells = [columns.map(([h]) => h), ...rows.map((r) => columns.map(([, f]) => f(r)))];
+  const widths = columns.map((_, i) => Math.max(...cells.map((c) => c[i].length)));
+  const line = (c: string[]) =>
+    c.map((v, i) => (i === 0 || i === c.length - 1 ? v.padEnd(widths[i]) : v.padStart(widths[i]))).join('  ');
+  const rule = widths.map((w) => '-'.repeat(w)).join('  ');
+  return [line(cells[0]), rule, ...cells.slice(1).map(line)].map((l) => l.trimEnd()).join('\n');
+}
+
+async function main(): Promise<void> {
+  for (const port of [PORTS.upstream, PORT, ADMIN])
+    if (!(await portFree(port)))
+      throw new Error(`port ${port} on 127.0.0.1 is in use; the bench needs it free`);
+  if (PIN)
+    spawnSync('taskset', ['-a', '-p', '-c', String(LOAD_CORE), String(process.pid)], { stdio: 'ignore' });
+  const work = fs.mkdtempSync(join(tmpdir(), 'sluice-bench-idem-'));
+  const load0 = loadavg()[0];
+  process.stderr.write(
+    `bench: ${opts.loadgen}, ${opts.connections} connections, ${opts.warmup} s warm-up + ${opts.duration} s ` +
+      `per scenario; ${PIN ? 'pinned: sluice on core 1, load + upstream on core 0' : 'NOT pinned'}; ` +
+      `Redis prefix ${PREFIX}; redis-server pid ${redisPid ?? 'not found'}; logs in ${work}\n`,
+  );
+  const upArgv = [process.execPath, 'bench/upstream.ts', String(PORTS.upstream)];
+  const upstream = start('upstream', pinned(LOAD_CORE, upArgv), join(work, 'upstream.log'));
+  const args =
+    `bin/sluice.ts run -f bench/bench-idempotency.yaml --host 127.0.0.1 --port ${PORT} --admin-port ${ADMIN} ` +
+    `--admin-host 127.0.0.1 --no-access-log --log-level warn --drain-timeout-ms 2000 --redis ${REDIS_URL}`;
+  const argv = [
+    process.execPath,
+    ...args.split(' '),
+    '--redis-prefix',
+    PREFIX,
+    '--state-dir',
+    join(work, 'state'),
+  ];
+  const rows: Row[] = [];
+  try {
+    await waitReady(upstream, `http://127.0.0.1:${PORTS.upstream}${GET_PATH}`);
+    const sluice = start('sluice', pinned(TARGET_CORE, argv), join(work, 'sluice.log'));
+    await waitReady(sluice, `http://127.0.0.1:${PORT}${GET_PATH}`);
+    await verify();
+    for (const s of SCENARIOS) rows.push(await measure(work, s, sluice, upstream));
+  } finally {
+    await stopAll();
+    await cleanRedis();
+  }
+
+  const pinning = PIN ? '' : ', NOT pinned';
+  process.stdout.write(
+    [
+      `\nidempotency plugin (Redis store): ${opts.connections} connections, ${opts.duration} s measured ` +
+        `after ${opts.warmup} s warm-up (${opts.loadgen}${pinning})\n`,
+      table(rows),
+      '',
+      "CPU µs/req: utime+stime of the sluice process tree in the measured run / requests; ×plain: to plain-post's.",
+      'redis trips/req: delta of sluice_store_operation_seconds_count{store="redis"} (all ops) / requests;',
+      'upstream calls/req: delta of sluice_upstream_response_seconds_count / requests. redis µs/req: the',
+      'redis-server process (not pinned; counts whatever else uses it). foreign %: CPU of other processes',
+      `during the run, % of one core. Load average at start: ${load0.toFixed(2)}.`,
+      '',
+    ].join('\n'),
+  );
+  const stamp = new Date().toISOString().replace(/[:.]/g, '-');
+  const file = join(BENCH, 'results', `idempotency-${stamp}.json`);
+  const machine = {
+    cpus: cpus().length,
+    model: cpus()[0]?.model,
+    node: process.version,
+    loadavgAtStart: load0,
+  };
+  const params = { ...opts, pinned: PIN, replayKeys: REPLAY_KEYS, redisPrefix: PREFIX, redisPid };
+  fs.mkdirSync(dirname(file), { recursive: true });
+  fs.writeFileSync(file, `${JSON.stringify({ stamp, machine, params, rows }, null, 2)}\n`);
+  process.stdout.write(`results: ${file}\n`);
+  if (rows.some((r) => r.invalid)) {
+    process.stdout.write(`some rows are INVALID: the logs are kept in ${work}\n`);
+    process.exitCode = 1;
+  } else fs.rmSync(work, { recursive: true, force: true });
+}
+
+main().catch(async (err: Error) => {
+  process.stderr.write(`bench: ${err.message}\n`);
+  await stopAll();
+  await cleanRedis();
+  process.exit(1);
+});
