@@ -7,6 +7,8 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { DEFAULTS, type DataPlane, type DataPlaneOptions, startDataPlane } from '../dataplane/main.ts';
 import { type FileProblem, loadConfig } from '../dataplane/standalone.ts';
+import { startController } from '../controller/main.ts';
+import { createLogger } from '../dataplane/observability/log.ts';
 
 const HELP = `sluice — a Kubernetes-native API gateway
 
@@ -14,7 +16,8 @@ Usage:
   sluice run -f FILE [-f FILE…] [options]   standalone: serve GatewayRoute/GatewayPlugin YAML from files
   sluice validate -f FILE [-f FILE…]         check files; print problems and the snapshot hash
   sluice dataplane [options]                 cluster data plane: serve the last good snapshot, take pushes on PUT /config
-  sluice controller                          the Kubernetes controller (not built yet; see the README)
+  sluice controller --dataplane-service NS/NAME [options]
+                                             the Kubernetes controller: watch, build, push to data-plane pods
   sluice --help
 
 Options (run, dataplane):
@@ -39,6 +42,18 @@ Options (run, dataplane):
   --redis-timeout-ms N     deadline of one Redis round trip; past it idempotent requests get 503
                            (default ${DEFAULTS.redisTimeoutMs})
   --redis-prefix P         prefix of every Redis key (default ${DEFAULTS.redisPrefix})
+
+Options (controller; the cluster comes from KUBECONFIG, else the in-cluster service account):
+  --dataplane-service NS/NAME  the data plane's headless admin Service (its EndpointSlices list the pods)
+  --admin-port-name NAME       port of that Service to push to (default admin; else its first port)
+  --admin-scheme http|https    (default http)
+  --admin-token, --admin-token-file, SLUICE_ADMIN_TOKEN   the data planes' admin token
+  --metrics-port N             /metrics, /healthz, /readyz (default 9902; --metrics-host, default 0.0.0.0)
+  --lease-namespace NS         where the leader-election Lease lives (default: the service's namespace)
+  --lease-name NAME            (default sluice-controller)
+  --lease-seconds N            how long a dead leader blocks a standby (default 15)
+  --identity ID                this replica's name in the Lease (default hostname-pid)
+  --log-level LEVEL
 
 Signals: SIGTERM/SIGINT stop accepting, finish in-flight requests, exit 0. SIGHUP (run) re-reads the files.
 `;
@@ -69,6 +84,15 @@ function parse(argv: string[]) {
         'max-header-bytes': { type: 'string' },
         'drain-timeout-ms': { type: 'string' },
         redis: { type: 'string' },
+        'dataplane-service': { type: 'string' },
+        'admin-port-name': { type: 'string' },
+        'admin-scheme': { type: 'string' },
+        'metrics-port': { type: 'string' },
+        'metrics-host': { type: 'string' },
+        'lease-namespace': { type: 'string' },
+        'lease-name': { type: 'string' },
+        identity: { type: 'string' },
+        'lease-seconds': { type: 'string' },
         'redis-timeout-ms': { type: 'string' },
         'redis-prefix': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
@@ -189,6 +213,45 @@ async function dataplane(values: Values): Promise<void> {
   onSignals(dp);
 }
 
+async function controller(values: Values): Promise<void> {
+  const service = values['dataplane-service'];
+  if (!service || !/^[^/]+\/[^/]+$/.test(service))
+    fail('controller needs --dataplane-service NAMESPACE/NAME');
+  const scheme = values['admin-scheme'] ?? 'http';
+  if (scheme !== 'http' && scheme !== 'https') fail('--admin-scheme must be http or https');
+  const o = options(values, null);
+  if (!o.adminToken)
+    fail(
+      "controller needs the data planes' admin token (--admin-token, --admin-token-file or SLUICE_ADMIN_TOKEN)",
+    );
+  const log = createLogger(o.logLevel ?? 'info');
+  const c = await startController({
+    log,
+    dataplaneService: service,
+    adminPortName: values['admin-port-name'] ?? 'admin',
+    adminScheme: scheme,
+    adminToken: o.adminToken!,
+    metricsHost: values['metrics-host'] ?? '0.0.0.0',
+    metricsPort: int(values, 'metrics-port', 9902),
+    leaseNamespace: values['lease-namespace'] ?? service.split('/')[0],
+    leaseName: values['lease-name'] ?? 'sluice-controller',
+    identity: values.identity,
+    leaseSeconds: int(values, 'lease-seconds', 15),
+  }).catch((err: Error) => fail(err.message, 1));
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal }, 'stopping: releasing the lease');
+    c.close().then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+}
+
 const { values, positionals } = parse(process.argv.slice(2));
 const command = positionals[0];
 if (values.help || command === undefined || command === 'help') {
@@ -206,10 +269,7 @@ switch (command) {
     await dataplane(values);
     break;
   case 'controller':
-    fail(
-      'the Kubernetes controller is not built yet in this version; use `sluice run` (standalone) meanwhile',
-      2,
-    );
+    await controller(values);
     break;
   default:
     fail(`unknown command ${JSON.stringify(command)}\n\n${HELP}`);

@@ -59,7 +59,7 @@ export interface SluiceProcess {
   stop(graceMs?: number): Promise<void>;
 }
 
-const running = new Set<SluiceProcess>();
+const running = new Set<LaunchedProcess>();
 const dirs = new Set<string>();
 
 const hasSetpriv =
@@ -107,6 +107,35 @@ export async function startSluice(opts: SluiceOptions): Promise<SluiceProcess> {
     '2000',
     ...(opts.args ?? []),
   ];
+  const proc = await launch(args, `http://127.0.0.1:${adminPort}/readyz`, dir, {
+    what: 'sluice run',
+    readyTimeoutMs: opts.readyTimeoutMs,
+    env: opts.env,
+  });
+  return {
+    ...proc,
+    proxyUrl: `http://127.0.0.1:${proxyPort}`,
+    adminUrl: `http://127.0.0.1:${adminPort}`,
+    proxyPort,
+    adminPort,
+  };
+}
+
+export interface LaunchedProcess
+  extends Omit<SluiceProcess, 'proxyUrl' | 'adminUrl' | 'proxyPort' | 'adminPort'> {}
+
+/**
+ * Any `sluice` command as a tracked child process, waited on (bounded) until `readyUrl`
+ * answers 200. `dir` is removed when the process is stopped (null: nothing to remove).
+ */
+export async function launch(
+  sluiceArgs: string[],
+  readyUrl: string,
+  dir: string | null,
+  opts: { what?: string; readyTimeoutMs?: number; env?: NodeJS.ProcessEnv } = {},
+): Promise<LaunchedProcess> {
+  const what = opts.what ?? 'sluice';
+  const args = sluiceArgs[0] === SLUICE[0] ? sluiceArgs : [...SLUICE, ...sluiceArgs];
   const [cmd, argv] = hasSetpriv
     ? ['setpriv', ['--pdeathsig', 'KILL', process.execPath, ...args]]
     : [process.execPath, args];
@@ -135,11 +164,7 @@ export async function startSluice(opts: SluiceOptions): Promise<SluiceProcess> {
   const gone = async () => {
     if (child.exitCode === null && child.signalCode === null && spawnError === null) await exited;
   };
-  const proc: SluiceProcess = {
-    proxyUrl: `http://127.0.0.1:${proxyPort}`,
-    adminUrl: `http://127.0.0.1:${adminPort}`,
-    proxyPort,
-    adminPort,
+  const proc: LaunchedProcess = {
     process: child,
     exited,
     stderr: () => err,
@@ -159,8 +184,10 @@ export async function startSluice(opts: SluiceOptions): Promise<SluiceProcess> {
         await gone();
       } finally {
         running.delete(proc);
-        rmSync(dir, { recursive: true, force: true });
-        dirs.delete(dir);
+        if (dir !== null) {
+          rmSync(dir, { recursive: true, force: true });
+          dirs.delete(dir);
+        }
       }
     },
   };
@@ -172,12 +199,12 @@ export async function startSluice(opts: SluiceOptions): Promise<SluiceProcess> {
     if (spawnError !== null || !alive(child)) {
       await proc.stop();
       throw new Error(
-        `sluice run exited before it was ready (${spawnError ?? `code ${child.exitCode}, signal ${child.signalCode}`})\n` +
+        `${what} exited before it was ready (${spawnError ?? `code ${child.exitCode}, signal ${child.signalCode}`})\n` +
           `stderr:\n${err}\nstdout:\n${out}`,
       );
     }
     try {
-      const r = await fetch(`${proc.adminUrl}/readyz`, { signal: AbortSignal.timeout(1_000) });
+      const r = await fetch(readyUrl, { signal: AbortSignal.timeout(1_000) });
       last = `${r.status} ${await r.text()}`;
       if (r.status === 200) return proc;
     } catch (e) {
@@ -186,7 +213,7 @@ export async function startSluice(opts: SluiceOptions): Promise<SluiceProcess> {
     if (Date.now() >= until) {
       await proc.stop(1_000);
       throw new Error(
-        `sluice run was not ready within ${opts.readyTimeoutMs ?? 15_000} ms (last /readyz: ${last})\n` +
+        `${what} was not ready within ${opts.readyTimeoutMs ?? 15_000} ms (last /readyz: ${last})\n` +
           `stderr:\n${err}\nstdout:\n${out}`,
       );
     }

@@ -6,13 +6,13 @@
  * To add a rejection case, add test/k8s/fixtures/invalid-<case>.yaml: one object without a
  * namespace, headed by `# expect: <text>` lines, each a piece of text the error must contain.
  */
-import { execFile } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GatewayRouteSpec } from '../../controller/api/gateway-route.ts';
+import { kubectl, ok } from '../helpers/kubectl.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const FIXTURES = join(import.meta.dirname, 'fixtures');
@@ -20,43 +20,6 @@ const FIXTURES = join(import.meta.dirname, 'fixtures');
 // in Terminating (kapi never finishes deleting one).
 const NS = 'sluice-test-crds';
 const CRDS = ['crd/gatewayroutes.sluice.dev', 'crd/gatewayplugins.sluice.dev'];
-
-interface Result {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-function kubectlOnce(args: string[], input = ''): Promise<Result> {
-  return new Promise((resolve) => {
-    const child = execFile('kubectl', args, { timeout: 30_000 }, (err, stdout, stderr) => {
-      // err.code is a string when kubectl could not run at all (ENOENT): keep its message.
-      resolve({ code: err ? Number(err.code) || 1 : 0, stdout, stderr: stderr || (err?.message ?? '') });
-    });
-    child.stdin?.end(input);
-  });
-}
-
-// Answers that go away by themselves just after a CRD is created: storage initializing (429),
-// discovery or OpenAPI not caught up yet.
-const TRANSIENT =
-  /TooManyRequests|storage is \(re\)initializing|doesn't have a resource type|could not find the requested resource|no matches for kind/;
-
-/** kubectl, retried while the answer is transient. */
-async function kubectl(args: string[], input?: string): Promise<Result> {
-  const deadline = Date.now() + 30_000;
-  for (let delay = 100; ; delay = Math.min(delay * 2, 2_000)) {
-    const r = await kubectlOnce(args, input);
-    if (r.code === 0 || !TRANSIENT.test(r.stderr) || Date.now() > deadline) return r;
-    await sleep(delay);
-  }
-}
-
-async function ok(args: string[], input?: string): Promise<string> {
-  const r = await kubectl(args, input);
-  if (r.code !== 0) throw new Error(`kubectl ${args.join(' ')} failed (${r.code}):\n${r.stderr}`);
-  return r.stdout;
-}
 
 /** The documents of a YAML file without metadata.namespace, so `-n` puts them in the test namespace. */
 function withoutNamespace(file: string): { yaml: string; objects: Array<{ kind: string; name: string }> } {

@@ -1,0 +1,98 @@
+/**
+ * Wiring of `sluice controller`: kubeconfig, metrics and health endpoints, the runner, leader
+ * election. Every replica watches and builds; the Lease holder pushes and writes status.
+ */
+import { createServer, type Server } from 'node:http';
+import { hostname } from 'node:os';
+import type { AddressInfo } from 'node:net';
+import type { Logger } from 'pino';
+import { LeaderElector } from './leader.ts';
+import { ControllerMetrics } from './metrics.ts';
+import { Runner } from './runner.ts';
+import type { InformerOptions } from './source/informers.ts';
+import { Kube, loadKubeConfig } from './source/kube.ts';
+
+export interface ControllerOptions {
+  log: Logger;
+  /** "namespace/name" of the data plane's headless admin Service. */
+  dataplaneService: string;
+  adminPortName: string;
+  adminScheme: 'http' | 'https';
+  adminToken: string;
+  metricsHost: string;
+  metricsPort: number;
+  leaseNamespace: string;
+  leaseName: string;
+  identity?: string;
+  leaseSeconds?: number;
+  holdoffMs?: number;
+  informer?: InformerOptions;
+}
+
+export interface Controller {
+  metricsUrl: string;
+  runner: Runner;
+  elector: LeaderElector;
+  close(): Promise<void>;
+}
+
+export async function startController(o: ControllerOptions): Promise<Controller> {
+  const [namespace, service] = o.dataplaneService.split('/');
+  if (!namespace || !service) throw new Error('--dataplane-service must be NAMESPACE/NAME');
+  const kube = new Kube(loadKubeConfig());
+  const metrics = new ControllerMetrics();
+  const runner = new Runner({
+    kube,
+    log: o.log,
+    metrics,
+    dataplane: { namespace, service, portName: o.adminPortName, scheme: o.adminScheme },
+    adminToken: o.adminToken,
+    holdoffMs: o.holdoffMs,
+    informer: o.informer,
+  });
+  let ready = false;
+  const server: Server = createServer((req, res) => {
+    if (req.url === '/metrics') {
+      metrics.registry.metrics().then((text) => {
+        res.writeHead(200, { 'content-type': metrics.registry.contentType });
+        res.end(text);
+      });
+    } else if (req.url === '/healthz') res.end('ok');
+    else if (req.url === '/readyz') {
+      res.writeHead(ready ? 200 : 503);
+      res.end(ready ? 'ready' : 'not synced yet');
+    } else {
+      res.writeHead(404);
+      res.end();
+    }
+  });
+  await new Promise<void>((r) => server.listen(o.metricsPort, o.metricsHost, r));
+  const a = server.address() as AddressInfo;
+  const identity = o.identity ?? `${hostname()}-${process.pid}`;
+  const elector = new LeaderElector(kube, {
+    namespace: o.leaseNamespace,
+    name: o.leaseName,
+    identity,
+    leaseSeconds: o.leaseSeconds,
+    onChange: (leading) => {
+      o.log.info({ identity, leading }, leading ? 'leading: pushing and writing status' : 'standing by');
+      runner.setLeading(leading);
+    },
+    onError: (err) => o.log.warn({ err: (err as Error).message }, 'leader election'),
+  });
+  // Watch and build first (a warm standby); only then compete for the Lease.
+  await runner.start();
+  ready = true;
+  elector.start();
+  o.log.info({ identity, metrics: `http://${a.address}:${a.port}` }, 'sluice controller started');
+  return {
+    metricsUrl: `http://${a.address}:${a.port}`,
+    runner,
+    elector,
+    async close() {
+      await elector.stop();
+      runner.stop();
+      await new Promise((r) => server.close(r));
+    },
+  };
+}

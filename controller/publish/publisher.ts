@@ -1,0 +1,199 @@
+/**
+ * Push by hash. Each data-plane pod (from the EndpointSlices of the data plane's headless admin
+ * Service, not-ready pods included: a pod is only ready once it has a config) has its own
+ * state: the hash it last reported, and a backoff. A pod whose hash differs from the desired
+ * snapshot gets `PUT /config`; one that reports the empty hash (restarted) gets it again; one
+ * already in sync gets nothing, so a no-op change or a controller restart pushes nothing. A pod
+ * that answers 422 keeps its old config; its errors are kept for the status of the objects
+ * they name. Every pod is asked its hash again every `resyncMs`.
+ */
+import { request } from 'undici';
+import type { Snapshot } from '../../dataplane/config/route-table.ts';
+import type { TableError } from '../../dataplane/config/validate.ts';
+
+export interface PodEndpoint {
+  /** "address:port", unique per pod. */
+  key: string;
+  name: string;
+  url: string;
+}
+
+export interface PodState {
+  endpoint: PodEndpoint;
+  /** What the pod runs ('' = nothing; null = not known yet). */
+  hash: string | null;
+  /** The last snapshot it refused, and why. */
+  rejected: { hash: string; errors: TableError[] } | null;
+  failures: number;
+  lastError: string | null;
+}
+
+export interface PublisherOptions {
+  token: string;
+  timeoutMs?: number;
+  resyncMs?: number;
+  backoffMs?: { base: number; max: number };
+  /** Called whenever a pod's reported hash or rejection changes, or pods come and go. */
+  onChange?: () => void;
+  onPush?: (result: 'applied' | 'unchanged' | 'rejected' | 'error', seconds: number) => void;
+  log?: (msg: string, extra?: Record<string, unknown>) => void;
+}
+
+export class Publisher {
+  readonly #pods = new Map<string, PodState>();
+  readonly #timers = new Map<string, NodeJS.Timeout>();
+  readonly #busy = new Set<string>();
+  readonly #o: Required<Omit<PublisherOptions, 'log' | 'onChange' | 'onPush'>> &
+    Pick<PublisherOptions, 'log' | 'onChange' | 'onPush'>;
+  #desired: Snapshot | null = null;
+  #body = '';
+  #active = false;
+  #resync: NodeJS.Timeout | null = null;
+
+  constructor(opts: PublisherOptions) {
+    this.#o = { timeoutMs: 5_000, resyncMs: 10_000, backoffMs: { base: 200, max: 10_000 }, ...opts };
+  }
+
+  get pods(): ReadonlyMap<string, PodState> {
+    return this.#pods;
+  }
+
+  get desired(): Snapshot | null {
+    return this.#desired;
+  }
+
+  /** Only an active publisher (the leader) talks to pods. */
+  setActive(active: boolean): void {
+    if (this.#active === active) return;
+    this.#active = active;
+    if (active) {
+      this.#resync = setInterval(() => this.#all(true), this.#o.resyncMs);
+      this.#resync.unref();
+      this.#all(true);
+    } else {
+      if (this.#resync) clearInterval(this.#resync);
+      for (const t of this.#timers.values()) clearTimeout(t);
+      this.#timers.clear();
+    }
+  }
+
+  setPods(endpoints: PodEndpoint[]): void {
+    const keep = new Set(endpoints.map((e) => e.key));
+    let changed = false;
+    for (const key of [...this.#pods.keys()]) {
+      if (keep.has(key)) continue;
+      this.#pods.delete(key);
+      clearTimeout(this.#timers.get(key));
+      this.#timers.delete(key);
+      changed = true;
+    }
+    for (const e of endpoints) {
+      if (this.#pods.has(e.key)) continue;
+      this.#pods.set(e.key, { endpoint: e, hash: null, rejected: null, failures: 0, lastError: null });
+      changed = true;
+      if (this.#active) this.#sync(e.key, true);
+    }
+    if (changed) this.#o.onChange?.();
+  }
+
+  publish(snapshot: Snapshot): void {
+    if (this.#desired?.hash === snapshot.hash) return;
+    this.#desired = snapshot;
+    this.#body = JSON.stringify(snapshot);
+    if (this.#active) this.#all(false);
+  }
+
+  stop(): void {
+    this.setActive(false);
+  }
+
+  #all(ask: boolean): void {
+    for (const key of this.#pods.keys()) this.#sync(key, ask);
+  }
+
+  /** Brings one pod to the desired hash; `ask` first asks the pod what it runs. */
+  #sync(key: string, ask: boolean): void {
+    if (this.#busy.has(key) || !this.#active) return;
+    clearTimeout(this.#timers.get(key));
+    this.#timers.delete(key);
+    this.#busy.add(key);
+    this.#step(key, ask)
+      .then(
+        (again) => {
+          const pod = this.#pods.get(key);
+          if (pod) pod.failures = 0;
+          return again;
+        },
+        (err: Error) => {
+          const pod = this.#pods.get(key);
+          if (!pod) return false;
+          pod.failures++;
+          pod.lastError = err.message;
+          this.#o.log?.('push failed', { pod: pod.endpoint.name, err: err.message, failures: pod.failures });
+          const { base, max } = this.#o.backoffMs;
+          const t = setTimeout(() => this.#sync(key, true), Math.min(base * 2 ** (pod.failures - 1), max));
+          t.unref();
+          this.#timers.set(key, t);
+          return false;
+        },
+      )
+      .then((again) => {
+        this.#busy.delete(key);
+        // The desired snapshot moved on while this pod was being pushed to: go again.
+        if (again) this.#sync(key, false);
+      });
+  }
+
+  async #step(key: string, ask: boolean): Promise<boolean> {
+    const pod = this.#pods.get(key);
+    const desired = this.#desired;
+    if (!pod) return false;
+    if (ask || pod.hash === null) this.#report(pod, await this.#getHash(pod));
+    if (desired === null || pod.hash === desired.hash || pod.rejected?.hash === desired.hash) return false;
+    const start = process.hrtime.bigint();
+    const res = await request(`${pod.endpoint.url}/config`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${this.#o.token}`, 'content-type': 'application/json' },
+      body: this.#body,
+      headersTimeout: this.#o.timeoutMs,
+      bodyTimeout: this.#o.timeoutMs,
+    });
+    const seconds = Number(process.hrtime.bigint() - start) / 1e9;
+    const body = (await res.body.json().catch(() => ({}))) as {
+      result?: string;
+      errors?: TableError[];
+      hash?: string;
+    };
+    if (res.statusCode === 200) {
+      this.#o.onPush?.(body.result === 'unchanged' ? 'unchanged' : 'applied', seconds);
+      this.#report(pod, desired.hash, null);
+    } else if (res.statusCode === 422) {
+      this.#o.onPush?.('rejected', seconds);
+      this.#report(pod, body.hash ?? pod.hash ?? '', { hash: desired.hash, errors: body.errors ?? [] });
+    } else {
+      this.#o.onPush?.('error', seconds);
+      throw new Error(`PUT /config answered ${res.statusCode}`);
+    }
+    return this.#desired !== desired;
+  }
+
+  async #getHash(pod: PodState): Promise<string> {
+    const res = await request(`${pod.endpoint.url}/config`, {
+      headersTimeout: this.#o.timeoutMs,
+      bodyTimeout: this.#o.timeoutMs,
+    });
+    if (res.statusCode !== 200) {
+      await res.body.dump();
+      throw new Error(`GET /config answered ${res.statusCode}`);
+    }
+    return ((await res.body.json()) as { hash: string }).hash;
+  }
+
+  #report(pod: PodState, hash: string, rejected: PodState['rejected'] | undefined = undefined): void {
+    const changed = pod.hash !== hash || (rejected !== undefined && pod.rejected?.hash !== rejected?.hash);
+    pod.hash = hash;
+    if (rejected !== undefined) pod.rejected = rejected;
+    pod.lastError = null;
+    if (changed) this.#o.onChange?.();
+  }
+}

@@ -1,0 +1,130 @@
+/**
+ * Writes status to the /status subresource, only when it changes and only while leading.
+ * A condition keeps its lastTransitionTime while its status stays the same (metav1.Condition
+ * semantics); a write is a JSON merge patch of the whole status. Writes are serialized per
+ * object and coalesced: only the newest wanted status is written.
+ */
+import type { Condition } from '../api/common.ts';
+import type { ComputedCondition } from '../build.ts';
+import type { Kube } from '../source/kube.ts';
+
+export interface Wanted {
+  /** "Kind/namespace/name" */
+  key: string;
+  observedGeneration: number;
+  conditions: ComputedCondition[];
+}
+
+interface Current {
+  metadata?: { resourceVersion?: string };
+  status?: { observedGeneration?: number; conditions?: Condition[] };
+}
+
+/** Whether resourceVersion a is newer than b (etcd revisions are integers; anything else: assume not). */
+function newer(a: string | undefined, b: string): boolean {
+  return a !== undefined && /^\d+$/.test(a) && /^\d+$/.test(b) && BigInt(a) > BigInt(b);
+}
+
+const PLURAL: Record<string, string> = { GatewayRoute: 'gatewayroutes', GatewayPlugin: 'gatewayplugins' };
+
+export class StatusWriter {
+  readonly #kube: Kube;
+  readonly #current: (key: string) => Current | undefined;
+  readonly #now: () => Date;
+  readonly #onWrite: (ok: boolean, key: string, status: unknown) => void;
+  readonly #pending = new Map<string, Wanted>();
+  readonly #writing = new Set<string>();
+  /**
+   * What this writer last wrote per object, with the resourceVersion the server gave it. The
+   * informer cache lags behind our own writes: comparing a new wish with it could drop a
+   * needed write (the cache still shows the status before the one just written).
+   */
+  readonly #written = new Map<string, { resourceVersion: string; status: Current['status'] }>();
+  #active = false;
+
+  constructor(
+    kube: Kube,
+    current: (key: string) => Current | undefined,
+    opts: { now?: () => Date; onWrite?: (ok: boolean, key: string, status: unknown) => void } = {},
+  ) {
+    this.#kube = kube;
+    this.#current = current;
+    this.#now = opts.now ?? (() => new Date());
+    this.#onWrite = opts.onWrite ?? (() => {});
+  }
+
+  setActive(active: boolean): void {
+    this.#active = active;
+    if (active) for (const key of this.#pending.keys()) this.#flush(key);
+  }
+
+  want(w: Wanted): void {
+    this.#pending.set(w.key, w);
+    if (this.#active) this.#flush(w.key);
+  }
+
+  /** The status to write, or null when the object already shows it. */
+  static next(current: Current | undefined, w: Wanted, now: Date): Current['status'] | null {
+    const old = current?.status?.conditions ?? [];
+    const conditions = w.conditions.map((c): Condition => {
+      const prev = old.find((o) => o.type === c.type);
+      const same = prev !== undefined && prev.status === c.status;
+      return { ...c, lastTransitionTime: same ? prev.lastTransitionTime : now.toISOString() };
+    });
+    const unchanged =
+      current?.status?.observedGeneration === w.observedGeneration &&
+      old.length === conditions.length &&
+      conditions.every((c) => {
+        const o = old.find((x) => x.type === c.type);
+        return (
+          o !== undefined &&
+          o.status === c.status &&
+          o.reason === c.reason &&
+          o.message === c.message &&
+          o.observedGeneration === c.observedGeneration
+        );
+      });
+    return unchanged ? null : { observedGeneration: w.observedGeneration, conditions };
+  }
+
+  #flush(key: string): void {
+    if (this.#writing.has(key)) return;
+    const w = this.#pending.get(key);
+    if (w === undefined) return;
+    const cached = this.#current(key);
+    if (cached === undefined) {
+      this.#pending.delete(key); // deleted meanwhile
+      this.#written.delete(key);
+      return;
+    }
+    const mine = this.#written.get(key);
+    const current = mine && !newer(cached.metadata?.resourceVersion, mine.resourceVersion) ? mine : cached;
+    const status = StatusWriter.next(current, w, this.#now());
+    if (status === null) {
+      this.#pending.delete(key);
+      return;
+    }
+    this.#pending.delete(key);
+    this.#writing.add(key);
+    const [kind, ns, name] = key.split('/');
+    const path = `/apis/sluice.dev/v1alpha1/namespaces/${ns}/${PLURAL[kind]}/${name}/status`;
+    this.#kube
+      .request<Current>('PATCH', path, { status }, 'application/merge-patch+json')
+      .then(
+        (written) => {
+          const resourceVersion = written?.metadata?.resourceVersion;
+          if (resourceVersion) this.#written.set(key, { resourceVersion, status });
+          this.#onWrite(true, key, status);
+        },
+        () => {
+          this.#onWrite(false, key, status);
+          // Keep the wish (unless a newer one came): the next event or resync writes it.
+          if (!this.#pending.has(key)) this.#pending.set(key, w);
+        },
+      )
+      .finally(() => {
+        this.#writing.delete(key);
+        if (this.#pending.has(key) && this.#active) setTimeout(() => this.#flush(key), 200).unref();
+      });
+  }
+}

@@ -1,0 +1,377 @@
+/**
+ * The controller end to end on a real API server (KUBECONFIG: kapi here, kind or a cluster
+ * elsewhere): `sluice controller` processes, three `sluice dataplane` processes on 127.0.0.1,
+ * .2 and .3 (same ports, as pods would have), an upstream on loopback, and objects applied with
+ * kubectl. kapi runs no EndpointSlice controller, so the test writes the data plane's
+ * EndpointSlice itself, as Kubernetes would for a headless Service.
+ *
+ * Figures (apply-to-all-pods latency) are printed, not asserted beyond a generous bound.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ok } from '../helpers/kubectl.ts';
+import { type LaunchedProcess, launch, metricValue, stopAllSluice } from '../helpers/processes.ts';
+import { freePort, startUpstream, type Upstream } from '../helpers/servers.ts';
+
+const NS = `sluice-e2e-${randomBytes(3).toString('hex')}`;
+const TOKEN = 'e2e-admin-token';
+const HOSTS = ['127.0.0.1', '127.0.0.2', '127.0.0.3'];
+const ROOT = join(import.meta.dirname, '..', '..');
+
+let up: Upstream;
+let proxyPort: number;
+let adminPort: number;
+const planes = new Map<string, LaunchedProcess>();
+const stateDirs = new Map<string, string>();
+
+function startPlane(host: string): Promise<LaunchedProcess> {
+  const dir = stateDirs.get(host) ?? mkdtempSync(join(tmpdir(), 'sluice-plane-'));
+  stateDirs.set(host, dir);
+  return launch(
+    [
+      'dataplane',
+      '--host',
+      host,
+      '--port',
+      String(proxyPort),
+      '--admin-host',
+      host,
+      '--admin-port',
+      String(adminPort),
+      '--admin-token',
+      TOKEN,
+      '--state-dir',
+      dir,
+      '--log-level',
+      'warn',
+      '--no-access-log',
+      '--drain-timeout-ms',
+      '1000',
+    ],
+    `http://${host}:${adminPort}/healthz`,
+    null,
+    { what: `sluice dataplane on ${host}` },
+  );
+}
+
+async function startController(
+  identity: string,
+  logLevel = 'warn',
+): Promise<{ proc: LaunchedProcess; metrics: string }> {
+  const port = await freePort();
+  const proc = await launch(
+    [
+      'controller',
+      '--dataplane-service',
+      `${NS}/sluice-admin`,
+      '--admin-token',
+      TOKEN,
+      '--metrics-host',
+      '127.0.0.1',
+      '--metrics-port',
+      String(port),
+      '--lease-seconds',
+      '3',
+      '--identity',
+      identity,
+      '--log-level',
+      logLevel,
+    ],
+    `http://127.0.0.1:${port}/readyz`,
+    null,
+    { what: `sluice controller ${identity}`, readyTimeoutMs: 30_000 },
+  );
+  return { proc, metrics: `http://127.0.0.1:${port}` };
+}
+
+const metric = async (base: string, name: string, labels: Record<string, string> = {}) =>
+  metricValue(await (await fetch(`${base}/metrics`)).text(), name, labels);
+
+/** Status of GET <path> on every data plane's proxy port. */
+async function statuses(path: string, headers: Record<string, string> = {}): Promise<number[]> {
+  return Promise.all(
+    HOSTS.map((h) =>
+      fetch(`http://${h}:${proxyPort}${path}`, { headers }).then(
+        async (r) => {
+          await r.arrayBuffer();
+          return r.status;
+        },
+        () => 0,
+      ),
+    ),
+  );
+}
+
+async function until<T>(
+  what: string,
+  probe: () => Promise<T>,
+  good: (v: T) => boolean,
+  ms = 15_000,
+): Promise<T> {
+  const end = Date.now() + ms;
+  let last: T = await probe();
+  while (!good(last)) {
+    if (Date.now() > end)
+      throw new Error(`timed out after ${ms} ms waiting for ${what}; last: ${JSON.stringify(last)}`);
+    await sleep(50);
+    last = await probe();
+  }
+  return last;
+}
+
+const apply = (yaml: string) => ok(['apply', '-n', NS, '-f', '-'], yaml);
+
+async function conditions(
+  kind: string,
+  name: string,
+): Promise<Record<string, { status: string; message: string; reason: string }>> {
+  const out = await ok(['get', kind, name, '-n', NS, '-o', 'json']);
+  const obj = JSON.parse(out) as {
+    status?: { conditions?: { type: string; status: string; message: string; reason: string }[] };
+  };
+  return Object.fromEntries((obj.status?.conditions ?? []).map((c) => [c.type, c]));
+}
+
+const route = (name: string, path: string, plugins: string[] = [], extra = '') => `
+apiVersion: sluice.dev/v1alpha1
+kind: GatewayRoute
+metadata: { name: ${name} }
+spec:
+  service: { name: ${name}, url: "${up.url}" }
+  plugins: [${plugins.map((p) => `{ name: ${p} }`).join(', ')}]
+  routes:
+    - { name: main, paths: ["${path}"]${extra} }
+`;
+const transformer = (name: string, value: string) => `
+apiVersion: sluice.dev/v1alpha1
+kind: GatewayPlugin
+metadata: { name: ${name} }
+spec: { plugin: request-transformer, config: { add: { headers: ["X-E2E:${value}"] } } }
+`;
+
+/** The X-E2E header each data plane forwards on GET path. */
+async function forwarded(path: string): Promise<(string | null)[]> {
+  return Promise.all(
+    HOSTS.map(async (h) => {
+      const r = await fetch(`http://${h}:${proxyPort}${path}`).catch(() => null);
+      if (r === null || r.status !== 200) return null;
+      const body = (await r.json()) as { headers: Record<string, string> };
+      return body.headers['x-e2e'] ?? '';
+    }),
+  );
+}
+
+beforeAll(async () => {
+  up = await startUpstream();
+  proxyPort = await freePort();
+  adminPort = await freePort();
+  await ok(['apply', '--server-side', '--force-conflicts', '-f', join(ROOT, 'crds')]);
+  await ok([
+    'wait',
+    '--for=condition=Established',
+    '--timeout=30s',
+    'crd/gatewayroutes.sluice.dev',
+    'crd/gatewayplugins.sluice.dev',
+  ]);
+  await ok(['create', 'namespace', NS]);
+  for (const h of HOSTS) planes.set(h, await startPlane(h));
+  await ok(
+    ['apply', '-n', NS, '-f', '-'],
+    `
+apiVersion: v1
+kind: Service
+metadata: { name: sluice-admin }
+spec: { clusterIP: None, ports: [{ name: admin, port: ${adminPort} }] }
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: { name: sluice-admin-abc, labels: { kubernetes.io/service-name: sluice-admin } }
+addressType: IPv4
+ports: [{ name: admin, port: ${adminPort} }]
+endpoints:
+${HOSTS.map((h, i) => `  - { addresses: ["${h}"], conditions: { ready: false }, targetRef: { kind: Pod, name: dataplane-${i + 1} } }`).join('\n')}
+`,
+  );
+}, 60_000);
+
+afterAll(async () => {
+  await stopAllSluice();
+  await up?.close();
+  await ok(['delete', 'gatewayroutes,gatewayplugins', '--all', '-n', NS, '--ignore-not-found']).catch(
+    () => {},
+  );
+}, 30_000);
+
+describe('sluice controller on a real API server', () => {
+  let leader: { proc: LaunchedProcess; metrics: string };
+
+  it('applied objects reach all three data planes; every object says Programmed, 3 of 3', async () => {
+    leader = await startController('ctl-a');
+    const t0 = Date.now();
+    await apply(`${transformer('version', 'v1')}---${route('orders', '/e2e/orders', ['version'])}`);
+    await until(
+      'traffic on all pods',
+      () => statuses('/e2e/orders/1'),
+      (s) => s.every((x) => x === 200),
+    );
+    const ms = Date.now() - t0;
+    expect(await forwarded('/e2e/orders/1')).toEqual(['v1', 'v1', 'v1']);
+    for (const [kind, name] of [
+      ['gwr', 'orders'],
+      ['gwp', 'version'],
+    ]) {
+      const c = await until(
+        `Programmed on ${name}`,
+        () => conditions(kind, name),
+        (c) => c.Programmed?.status === 'True',
+      );
+      expect(c.Accepted.status).toBe('True');
+      expect(c.ResolvedRefs.status).toBe('True');
+      expect(c.Programmed.message).toBe('Running on 3 of 3 pods.');
+    }
+    console.log(`[controller-e2e] kubectl apply → traffic on 3 of 3 pods in ${ms} ms`);
+    expect(ms).toBeLessThan(10_000);
+  }, 40_000);
+
+  it('an edit changes behaviour on every pod; the figures of 20 edits', async () => {
+    const times: number[] = [];
+    for (let i = 2; i <= 21; i++) {
+      const t0 = Date.now();
+      await apply(transformer('version', `v${i}`));
+      await until(
+        `v${i} everywhere`,
+        () => forwarded('/e2e/orders/1'),
+        (v) => v.every((x) => x === `v${i}`),
+      );
+      times.push(Date.now() - t0);
+    }
+    times.sort((a, b) => a - b);
+    console.log(
+      `[controller-e2e] edit → all 3 pods changed: p50 ${times[10]} ms, p90 ${times[18]} ms, max ${times[19]} ms (20 edits, holdoff 100 ms)`,
+    );
+  }, 60_000);
+
+  it('a missing plugin reference: ResolvedRefs=False naming the field, the rest keeps serving; fixing it clears it', async () => {
+    await apply(route('broken', '/e2e/broken', ['nope']));
+    const c = await until(
+      'ResolvedRefs=False',
+      () => conditions('gwr', 'broken'),
+      (c) => c.ResolvedRefs?.status === 'False',
+    );
+    expect(c.ResolvedRefs.reason).toBe('PluginNotFound');
+    expect(c.ResolvedRefs.message).toContain('spec.plugins[0].name');
+    expect(c.Programmed.status).toBe('False');
+    expect(await statuses('/e2e/broken')).toEqual([404, 404, 404]);
+    expect(await statuses('/e2e/orders/1')).toEqual([200, 200, 200]);
+    await apply(transformer('nope', 'fixed'));
+    const fixed = await until(
+      'fixed',
+      () => conditions('gwr', 'broken'),
+      (c) => c.Programmed?.status === 'True',
+    );
+    expect(fixed.ResolvedRefs.status).toBe('True');
+    expect(await forwarded('/e2e/broken')).toEqual(['fixed', 'fixed', 'fixed']);
+  }, 40_000);
+
+  it('deleting a route removes it from every pod', async () => {
+    await ok(['delete', 'gwr', 'broken', '-n', NS]);
+    await until(
+      '404 everywhere',
+      () => statuses('/e2e/broken'),
+      (s) => s.every((x) => x === 404),
+    );
+  }, 20_000);
+
+  it('without the controller the pods keep serving; a pod restarted meanwhile serves its last good snapshot; a restarted controller pushes nothing to pods in sync', async () => {
+    const pushesBefore = await metric(leader.metrics, 'sluice_controller_pushes_total');
+    expect(pushesBefore).toBeGreaterThan(0);
+    await leader.proc.kill('SIGKILL');
+    expect(await statuses('/e2e/orders/1')).toEqual([200, 200, 200]);
+    const h = HOSTS[1];
+    await planes.get(h)!.stop();
+    planes.set(h, await startPlane(h));
+    await until(
+      'the restarted pod serves',
+      () => statuses('/e2e/orders/1'),
+      (s) => s.every((x) => x === 200),
+      10_000,
+    );
+    expect(await forwarded('/e2e/orders/1')).toEqual(['v21', 'v21', 'v21']);
+
+    leader = await startController('ctl-a2', 'debug');
+    await until(
+      'leading',
+      () => metric(leader.metrics, 'sluice_controller_leader'),
+      (v) => v === 1,
+      15_000,
+    );
+    await until(
+      'pods seen in sync',
+      () => metric(leader.metrics, 'sluice_controller_dataplane_pods', { state: 'in_sync' }),
+      (v) => v === 3,
+    );
+    await sleep(500);
+    const text = await (await fetch(`${leader.metrics}/metrics`)).text();
+    expect(
+      [
+        metricValue(text, 'sluice_controller_pushes_total'),
+        metricValue(text, 'sluice_controller_status_writes_total'),
+      ],
+      `a restarted controller must find every status already true; it wrote:\n${leader.proc
+        .stdout()
+        .split('\n')
+        .filter((l) => l.includes('status written'))
+        .join('\n')}`,
+    ).toEqual([0, 0]);
+  }, 60_000);
+
+  it('two controllers: one pushes and writes status; kill it and the other takes over within seconds', async () => {
+    const standby = await startController('ctl-b');
+    await sleep(1_000);
+    const leading = [
+      await metric(leader.metrics, 'sluice_controller_leader'),
+      await metric(standby.metrics, 'sluice_controller_leader'),
+    ];
+    expect(leading).toEqual([1, 0]);
+    await apply(transformer('version', 'two'));
+    await until(
+      'two everywhere',
+      () => forwarded('/e2e/orders/1'),
+      (v) => v.every((x) => x === 'two'),
+    );
+    expect(await metric(standby.metrics, 'sluice_controller_pushes_total')).toBe(0);
+    expect(await metric(standby.metrics, 'sluice_controller_status_writes_total')).toBe(0);
+
+    await leader.proc.kill('SIGKILL');
+    const t0 = Date.now();
+    await until(
+      'standby leads',
+      () => metric(standby.metrics, 'sluice_controller_leader'),
+      (v) => v === 1,
+      15_000,
+    );
+    await apply(transformer('version', 'three'));
+    await until(
+      'three everywhere',
+      () => forwarded('/e2e/orders/1'),
+      (v) => v.every((x) => x === 'three'),
+    );
+    const ms = Date.now() - t0;
+    console.log(
+      `[controller-e2e] leader SIGKILLed → standby pushed a change to 3 pods after ${ms} ms (lease 3 s)`,
+    );
+    expect(ms).toBeLessThan(10_000);
+    const c = await until(
+      'Programmed by the new leader',
+      () => conditions('gwp', 'version'),
+      (c) => c.Programmed?.status === 'True',
+    );
+    expect(c.Programmed.message).toBe('Running on 3 of 3 pods.');
+    // A graceful stop releases the Lease at once.
+    leader = standby;
+  }, 60_000);
+});
