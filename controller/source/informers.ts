@@ -45,6 +45,7 @@ export class Informer<T extends KubeObject> {
   #resourceVersion = '';
   #stopped = false;
   #abort: (() => void) | null = null;
+  #interrupted = false;
   #synced!: () => void;
   /** Resolves once the first list is in the cache. */
   readonly synced = new Promise<void>((resolve) => {
@@ -78,6 +79,7 @@ export class Informer<T extends KubeObject> {
 
   /** Drops the current watch as a network failure would; the loop resumes from the last version seen. */
   interrupt(): void {
+    this.#interrupted = true;
     this.#abort?.();
   }
 
@@ -148,6 +150,11 @@ export class Informer<T extends KubeObject> {
       };
       const done = (err: unknown) => {
         this.#abort = null;
+        if (this.#interrupted) {
+          this.#interrupted = false;
+          reject(new KubeError(0, `watch ${this.path}: interrupted`));
+          return;
+        }
         const status = (err as { statusCode?: number } | null)?.statusCode;
         if (gone || status === 410) reject(new KubeError(410, `watch ${this.path}: resourceVersion too old`));
         else if (err && (err as { name?: string }).name !== 'TimeoutError' && !this.#stopped)
@@ -160,7 +167,7 @@ export class Informer<T extends KubeObject> {
       };
       this.#kube.watch<T>(this.path, this.#resourceVersion, onEvent, done).then((w) => {
         this.#abort = () => w.abort();
-        if (this.#stopped) w.abort();
+        if (this.#stopped || this.#interrupted) w.abort();
       }, reject);
     });
   }
