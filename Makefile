@@ -5,7 +5,7 @@ NODE_BIN := $(shell scripts/node-env.sh)
 export PATH := $(CURDIR)/node_modules/.bin:$(NODE_BIN):$(PATH)
 export NODE_ENV ?= development
 
-.PHONY: all deps run test unit test-k8s check typecheck lint fmt golden crds bench clean
+.PHONY: all deps run test unit test-k8s e2e-kind check typecheck lint fmt golden crds bench clean
 
 all: test
 
@@ -28,6 +28,15 @@ unit: deps
 ## test-k8s: tests against the Kubernetes API server KUBECONFIG points at (kind, kapi, a real cluster)
 test-k8s: deps
 	vitest run --config vitest.k8s.config.ts
+
+## e2e-kind: the Kubernetes tests on a throw-away kind cluster (needs Docker and kind; not on CI's machine)
+KIND_CLUSTER ?= sluice-e2e
+e2e-kind: deps
+	@command -v kind >/dev/null || { echo "e2e-kind needs kind (https://kind.sigs.k8s.io) and Docker"; exit 2; }
+	@docker info >/dev/null 2>&1 || { echo "e2e-kind needs a running Docker engine"; exit 2; }
+	kind create cluster --name $(KIND_CLUSTER) --kubeconfig .tools/kind-kubeconfig
+	KUBECONFIG=$(CURDIR)/.tools/kind-kubeconfig $(MAKE) test-k8s; rc=$$?; \
+	  kind delete cluster --name $(KIND_CLUSTER); exit $$rc
 
 check: typecheck lint
 typecheck: deps

@@ -1,0 +1,135 @@
+/** The pure parts of status: Programmed from what pods run, and when a status needs writing. */
+import { describe, expect, it } from 'vitest';
+import type { ObjectStatus } from '../../controller/build.ts';
+import { referencedSecrets } from '../../controller/runner.ts';
+import { ownerOf, programmed, type PodView } from '../../controller/status/conditions.ts';
+import { StatusWriter } from '../../controller/status/status-writer.ts';
+import type { GatewayPlugin } from '../../controller/api/index.ts';
+
+const KEY = 'GatewayRoute/default/charges';
+const ok = (generation = 2): ObjectStatus => ({
+  observedGeneration: generation,
+  conditions: [
+    {
+      type: 'Accepted',
+      status: 'True',
+      observedGeneration: generation,
+      reason: 'Accepted',
+      message: 'The object is valid.',
+    },
+    {
+      type: 'ResolvedRefs',
+      status: 'True',
+      observedGeneration: generation,
+      reason: 'ResolvedRefs',
+      message: 'All references resolved.',
+    },
+  ],
+});
+const gens = new Map([
+  ['old', new Map([[KEY, 1]])],
+  ['new', new Map([[KEY, 2]])],
+]);
+const pod = (name: string, hash: string | null, rejected: PodView['rejected'] = null): PodView => ({
+  name,
+  hash,
+  rejected,
+});
+
+describe('programmed', () => {
+  it('is True only when every pod runs a snapshot with this generation', () => {
+    const pods = [pod('a', 'new'), pod('b', 'new'), pod('c', 'new')];
+    expect(programmed(KEY, ok(), 'new', pods, gens)).toMatchObject({
+      status: 'True',
+      message: 'Running on 3 of 3 pods.',
+    });
+  });
+  it('counts pods still on an older generation, or unknown, as pending', () => {
+    const pods = [pod('a', 'new'), pod('b', 'old'), pod('c', null)];
+    expect(programmed(KEY, ok(), 'new', pods, gens)).toMatchObject({
+      status: 'False',
+      reason: 'Pending',
+      message: 'Running on 1 of 3 pods.',
+    });
+  });
+  it('a pod that refused the snapshot names the fields of this object', () => {
+    const errors = [
+      { id: 'route/default/charges/create/0', field: 'plugins[0].config.ttl', message: 'bad' },
+      { id: 'route/default/other/x/0', field: 'match', message: 'not mine' },
+    ];
+    const c = programmed(KEY, ok(), 'new', [pod('a', 'old', { hash: 'new', errors }), pod('b', 'new')], gens);
+    expect(c).toMatchObject({ status: 'False', reason: 'Rejected' });
+    expect(c.message).toContain('plugins[0].config.ttl');
+    expect(c.message).not.toContain('not mine');
+  });
+  it('is False when the object is not valid, or when there is no data plane', () => {
+    const bad: ObjectStatus = {
+      ...ok(),
+      conditions: [ok().conditions[0], { ...ok().conditions[1], status: 'False', reason: 'PluginNotFound' }],
+    };
+    expect(programmed(KEY, bad, 'new', [pod('a', 'new')], gens)).toMatchObject({
+      status: 'False',
+      reason: 'Invalid',
+    });
+    expect(programmed(KEY, ok(), 'new', [], gens)).toMatchObject({ status: 'False', reason: 'NoDataPlane' });
+  });
+  it('maps table ids to their objects', () => {
+    expect(ownerOf('route/ns/name/r/0')).toBe('GatewayRoute/ns/name');
+    expect(ownerOf('plugin/ns/p')).toBe('GatewayPlugin/ns/p');
+    expect(ownerOf('upstream/ns/svc/abcde')).toBeNull();
+  });
+});
+
+describe('StatusWriter.next', () => {
+  const now = new Date('2026-01-02T03:04:05Z');
+  const wanted = { key: KEY, observedGeneration: 2, conditions: ok().conditions };
+  it('writes a status never written, stamping each condition', () => {
+    const s = StatusWriter.next({}, wanted, now);
+    expect(s?.conditions?.map((c) => c.lastTransitionTime)).toEqual([now.toISOString(), now.toISOString()]);
+  });
+  it('writes nothing when the object already shows it', () => {
+    const current = StatusWriter.next({}, wanted, new Date(0))!;
+    expect(StatusWriter.next({ status: current }, wanted, now)).toBeNull();
+  });
+  it('keeps lastTransitionTime while a condition keeps its status; moves it when the status flips', () => {
+    const first = StatusWriter.next({}, wanted, new Date(0))!;
+    const msg = {
+      ...wanted,
+      conditions: [{ ...wanted.conditions[0], message: 'other words' }, wanted.conditions[1]],
+    };
+    const second = StatusWriter.next({ status: first }, msg, now)!;
+    expect(second.conditions?.[0].lastTransitionTime).toBe(new Date(0).toISOString());
+    const flip = {
+      ...wanted,
+      conditions: [{ ...wanted.conditions[0], status: 'False' as const }, wanted.conditions[1]],
+    };
+    expect(StatusWriter.next({ status: first }, flip, now)?.conditions?.[0].lastTransitionTime).toBe(
+      now.toISOString(),
+    );
+  });
+  it('writes when only observedGeneration moved', () => {
+    const first = StatusWriter.next({}, wanted, new Date(0))!;
+    expect(StatusWriter.next({ status: first }, { ...wanted, observedGeneration: 3 }, now)).not.toBeNull();
+  });
+});
+
+describe('referencedSecrets', () => {
+  it('finds every secretKeyRef in plugin configs, in the plugin namespace', () => {
+    const p = (ns: string, config: unknown) =>
+      ({
+        apiVersion: 'sluice.dev/v1alpha1',
+        kind: 'GatewayPlugin',
+        metadata: { name: 'p', namespace: ns },
+        spec: { plugin: 'request-transformer', config },
+      }) as unknown as GatewayPlugin;
+    const refs = referencedSecrets([
+      p('a', {
+        keys: [{ secretKeyRef: { name: 's1', key: 'k' } }],
+        nested: { deep: { secretKeyRef: { name: 's2', key: 'k' } } },
+      }),
+      p('b', { secretKeyRef: { name: 's1', key: 'k' } }),
+      p('c', { add: { headers: ['X:1'] } }),
+    ]);
+    expect([...refs].sort()).toEqual(['a/s1', 'a/s2', 'b/s1']);
+  });
+});
