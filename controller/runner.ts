@@ -4,11 +4,11 @@
  * Every replica watches and builds (a warm standby); only the leader pushes and writes status.
  * Events are coalesced: a build runs `holdoffMs` after the last relevant event, and at most
  * `maxHoldoffMs` after the first one of a burst. Not relevant: a GatewayRoute or GatewayPlugin
- * update that leaves its generation and labels alone (our own status writes), and Secrets no
- * plugin references.
+ * update that leaves its generation and labels alone (our own status writes), Secrets no
+ * plugin references and Services no route sends traffic to.
  */
 import type { Logger } from 'pino';
-import type { GatewayPlugin, GatewayRoute, Resource, Secret } from './api/index.ts';
+import type { GatewayPlugin, GatewayRoute, Resource, Secret, Service } from './api/index.ts';
 import { type BuildResult, build } from './build.ts';
 import type { ControllerMetrics } from './metrics.ts';
 import { type PodEndpoint, Publisher } from './publish/publisher.ts';
@@ -53,10 +53,12 @@ export class Runner {
   readonly #routes: Informer<GatewayRoute & KubeObject>;
   readonly #plugins: Informer<GatewayPlugin & KubeObject>;
   readonly #secrets: Informer<Secret & KubeObject>;
+  readonly #services: Informer<Service & KubeObject>;
   readonly #slices: Informer<EndpointSlice>;
   readonly #status: StatusWriter;
   readonly #generations = new Map<string, Map<string, number>>();
   #referencedSecrets = new Set<string>();
+  #referencedServices = new Set<string>();
   #last: BuildResult | null = null;
   #timer: NodeJS.Timeout | null = null;
   /** When the oldest change not yet built (or not yet on every pod) happened. */
@@ -98,6 +100,13 @@ export class Runner {
         this.#referencedSecrets.has(`${obj.metadata.namespace}/${obj.metadata.name}`) && this.#changed(),
       informer('secrets'),
     );
+    this.#services = new InformerImpl(
+      o.kube,
+      '/api/v1/services',
+      (_t, obj) =>
+        this.#referencedServices.has(`${obj.metadata.namespace}/${obj.metadata.name}`) && this.#changed(),
+      informer('services'),
+    );
     const { namespace, service } = o.dataplane;
     this.#slices = new InformerImpl(
       o.kube,
@@ -123,17 +132,27 @@ export class Runner {
     });
   }
 
+  get #informers(): Informer<KubeObject>[] {
+    return [
+      this.#routes,
+      this.#plugins,
+      this.#secrets,
+      this.#services,
+      this.#slices,
+    ] as Informer<KubeObject>[];
+  }
+
   /** Starts watching; resolves once every kind is listed and the first snapshot is built. */
   async start(): Promise<void> {
-    for (const i of [this.#routes, this.#plugins, this.#secrets, this.#slices]) i.start();
-    await Promise.all([this.#routes.synced, this.#plugins.synced, this.#secrets.synced, this.#slices.synced]);
+    for (const i of this.#informers) i.start();
+    await Promise.all(this.#informers.map((i) => i.synced));
     this.#started = true;
     this.#rebuild();
   }
 
   stop(): void {
     if (this.#timer) clearTimeout(this.#timer);
-    for (const i of [this.#routes, this.#plugins, this.#secrets, this.#slices]) i.stop();
+    for (const i of this.#informers) i.stop();
     this.publisher.stop();
     this.#status.setActive(false);
   }
@@ -169,8 +188,11 @@ export class Runner {
     this.#referencedSecrets = referencedSecrets(this.#plugins.cache.values());
     for (const s of this.#secrets.cache.values())
       if (this.#referencedSecrets.has(`${s.metadata.namespace}/${s.metadata.name}`)) objects.push(s);
+    this.#referencedServices = referencedServices(this.#routes.cache.values());
+    for (const s of this.#services.cache.values())
+      if (this.#referencedServices.has(`${s.metadata.namespace}/${s.metadata.name}`)) objects.push(s);
     const started = process.hrtime.bigint();
-    const result = build(resourceSetFrom(objects));
+    const result = build(resourceSetFrom(objects, { withServices: true }));
     m.buildSeconds.observe(Number(process.hrtime.bigint() - started) / 1e9);
     m.builds.labels(result.diagnostics.length ? 'with_errors' : 'ok').inc();
     const { hash } = result.snapshot;
@@ -271,5 +293,16 @@ export function referencedSecrets(plugins: Iterable<GatewayPlugin>): Set<string>
     }
   };
   for (const p of plugins) walk(p.metadata.namespace ?? 'default', p.spec?.config);
+  return out;
+}
+
+/** "namespace/name" of every Service a GatewayRoute sends traffic to (service.backendRef). */
+export function referencedServices(routes: Iterable<GatewayRoute>): Set<string> {
+  const out = new Set<string>();
+  for (const r of routes) {
+    const name = (r.spec as { service?: { backendRef?: { name?: unknown } } } | undefined)?.service
+      ?.backendRef?.name;
+    if (typeof name === 'string') out.add(`${r.metadata.namespace ?? 'default'}/${name}`);
+  }
   return out;
 }

@@ -1,11 +1,13 @@
 import type { GatewayPlugin } from './gateway-plugin.ts';
 import type { GatewayRoute } from './gateway-route.ts';
 import type { Secret } from './secret.ts';
+import type { Service } from './service.ts';
 
 export type { GatewayPlugin } from './gateway-plugin.ts';
 export type { GatewayRoute } from './gateway-route.ts';
 export type { Secret } from './secret.ts';
+export type { Service } from './service.ts';
 export { API_VERSION, GROUP, VERSION } from './common.ts';
 
 /** Any object the controller reads. */
-export type Resource = GatewayRoute | GatewayPlugin | Secret;
+export type Resource = GatewayRoute | GatewayPlugin | Secret | Service;

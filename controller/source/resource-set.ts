@@ -4,7 +4,7 @@
  * it iterates in key order, so the same objects give the same build whatever order they came in.
  * Specs are as the user wrote them: validate/ checks them, nothing here does.
  */
-import type { GatewayPlugin, GatewayRoute, Resource, Secret } from '../api/index.ts';
+import type { GatewayPlugin, GatewayRoute, Resource, Secret, Service } from '../api/index.ts';
 
 export type Kind = Resource['kind'];
 
@@ -19,7 +19,8 @@ export interface ResourceSet {
   readonly routes: ReadonlyMap<string, GatewayRoute>;
   readonly plugins: ReadonlyMap<string, GatewayPlugin>;
   readonly secrets: ReadonlyMap<string, Secret>;
-  // A later issue adds `services` (core/v1 Service) for backendRef resolution.
+  /** Services backendRefs name (in a cluster); null when Services are not known (standalone files). */
+  readonly services: ReadonlyMap<string, Service> | null;
 }
 
 /** Where objects without metadata.namespace go, as with `kubectl apply` in the default context. */
@@ -41,22 +42,33 @@ export function refKey(ref: ObjectRef): string {
 export const EMPTY_RESOURCE_SET: ResourceSet = resourceSetFrom([]);
 
 /**
- * Builds a set from objects of any known kind. Objects without a namespace are placed in
+ * Builds a set from objects of any known kind; Services count only `withServices` (in a
+ * cluster, where their absence means something). Objects without a namespace are placed in
  * "default"; a later object with the same kind, namespace and name replaces an earlier one,
  * as a second `kubectl apply` would.
  */
-export function resourceSetFrom(objects: Iterable<Resource>): ResourceSet {
+export function resourceSetFrom(
+  objects: Iterable<Resource>,
+  opts: { withServices?: boolean } = {},
+): ResourceSet {
   const routes = new Map<string, GatewayRoute>();
   const plugins = new Map<string, GatewayPlugin>();
   const secrets = new Map<string, Secret>();
+  const services = new Map<string, Service>();
   for (const raw of objects) {
     const obj = withNamespace(raw);
     const key = keyOf(obj.metadata.namespace ?? DEFAULT_NAMESPACE, obj.metadata.name);
     if (obj.kind === 'GatewayRoute') routes.set(key, obj);
     else if (obj.kind === 'GatewayPlugin') plugins.set(key, obj);
     else if (obj.kind === 'Secret') secrets.set(key, obj);
+    else if (obj.kind === 'Service') services.set(key, obj);
   }
-  return Object.freeze({ routes: sorted(routes), plugins: sorted(plugins), secrets: sorted(secrets) });
+  return Object.freeze({
+    routes: sorted(routes),
+    plugins: sorted(plugins),
+    secrets: sorted(secrets),
+    services: opts.withServices ? sorted(services) : null,
+  });
 }
 
 /** Every object of the set, kinds in a fixed order and each kind in key order. */

@@ -7,6 +7,7 @@
 import type { Condition } from '../api/common.ts';
 import type { ComputedCondition } from '../build.ts';
 import type { Kube } from '../source/kube.ts';
+import { emitEvents, transitions } from './events.ts';
 
 export interface Wanted {
   /** "Kind/namespace/name" */
@@ -16,7 +17,7 @@ export interface Wanted {
 }
 
 interface Current {
-  metadata?: { resourceVersion?: string };
+  metadata?: { resourceVersion?: string; uid?: string };
   status?: { observedGeneration?: number; conditions?: Condition[] };
 }
 
@@ -64,7 +65,7 @@ export class StatusWriter {
   }
 
   /** The status to write, or null when the object already shows it. */
-  static next(current: Current | undefined, w: Wanted, now: Date): Current['status'] | null {
+  static next(current: Current | undefined, w: Wanted, now: Date): NonNullable<Current['status']> | null {
     const old = current?.status?.conditions ?? [];
     const conditions = w.conditions.map((c): Condition => {
       const prev = old.find((o) => o.type === c.type);
@@ -115,6 +116,14 @@ export class StatusWriter {
           const resourceVersion = written?.metadata?.resourceVersion;
           if (resourceVersion) this.#written.set(key, { resourceVersion, status });
           this.#onWrite(true, key, status);
+          const changes = transitions(current.status?.conditions, status.conditions ?? []);
+          if (changes.length)
+            emitEvents(
+              this.#kube,
+              { kind, namespace: ns, name, uid: cached.metadata?.uid },
+              changes,
+              this.#now(),
+            ).catch(() => {});
         },
         () => {
           this.#onWrite(false, key, status);

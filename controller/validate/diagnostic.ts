@@ -10,9 +10,10 @@ export type ConditionType = 'Accepted' | 'ResolvedRefs';
 /**
  * Why a condition is False.
  * Accepted: Invalid (schema or semantics), Conflicted (another route has the same match).
- * ResolvedRefs: PluginNotFound (no such GatewayPlugin), PluginInvalid (it exists but is not accepted).
+ * ResolvedRefs: PluginNotFound (no such GatewayPlugin), PluginInvalid (it exists but is not accepted),
+ * BackendNotFound (no such Service, or not that port).
  */
-export type Reason = 'Invalid' | 'Conflicted' | 'PluginNotFound' | 'PluginInvalid';
+export type Reason = 'Invalid' | 'Conflicted' | 'PluginNotFound' | 'PluginInvalid' | 'BackendNotFound';
 
 export interface Diagnostic {
   object: ObjectRef;

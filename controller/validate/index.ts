@@ -9,6 +9,7 @@ import { type Diagnostic, invalid } from './diagnostic.ts';
 import { validatePlugin } from './gateway-plugin.ts';
 import { validateRoute } from './gateway-route.ts';
 import type { Model, ModelPlugin, ModelRoute } from './model.ts';
+import { checkBackendRef } from './backend-refs.ts';
 import { checkPluginRefs, type PluginState } from './plugin-refs.ts';
 
 export interface Validated {
@@ -34,7 +35,10 @@ export function validate(resources: ResourceSet): Validated {
   const routes: ModelRoute[] = [];
   for (const obj of resources.routes.values()) {
     const result = guarded(obj, () => validateRoute(obj));
-    const refs = checkPluginRefs(refOf(obj), obj.spec, states);
+    const refs = [
+      ...checkPluginRefs(refOf(obj), obj.spec, states),
+      ...checkBackendRef(refOf(obj), obj.spec, resources),
+    ];
     diagnostics.push(...result.diagnostics, ...refs);
     if (result.route && refs.length === 0) routes.push(result.route);
   }

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { ObjectStatus } from '../../controller/build.ts';
 import { referencedSecrets } from '../../controller/runner.ts';
 import { ownerOf, programmed, type PodView } from '../../controller/status/conditions.ts';
+import { transitions } from '../../controller/status/events.ts';
 import { StatusWriter } from '../../controller/status/status-writer.ts';
 import type { GatewayPlugin } from '../../controller/api/index.ts';
 
@@ -131,5 +132,27 @@ describe('referencedSecrets', () => {
       p('c', { add: { headers: ['X:1'] } }),
     ]);
     expect([...refs].sort()).toEqual(['a/s1', 'a/s2', 'b/s1']);
+  });
+});
+
+describe('transitions (Kubernetes Events)', () => {
+  const c = (type: string, status: 'True' | 'False') => ({
+    type,
+    status,
+    reason: `${type}${status}`,
+    message: 'm',
+    lastTransitionTime: 'x',
+  });
+  it('reports a condition that changes status, or first appears False', () => {
+    expect(
+      transitions(undefined, [c('Accepted', 'True'), c('ResolvedRefs', 'False')]).map((t) => t.type),
+    ).toEqual(['ResolvedRefs']);
+    expect(
+      transitions(
+        [c('Accepted', 'True'), c('Programmed', 'False')],
+        [c('Accepted', 'True'), c('Programmed', 'True')],
+      ),
+    ).toEqual([{ type: 'Programmed', status: 'True', reason: 'ProgrammedTrue', message: 'm' }]);
+    expect(transitions([c('Accepted', 'True')], [c('Accepted', 'True')])).toEqual([]);
   });
 });

@@ -21,6 +21,7 @@ const NS = `sluice-e2e-${randomBytes(3).toString('hex')}`;
 const TOKEN = 'e2e-admin-token';
 const HOSTS = ['127.0.0.1', '127.0.0.2', '127.0.0.3'];
 const ROOT = join(import.meta.dirname, '..', '..');
+const LAST_EDIT = 51;
 
 let up: Upstream;
 let proxyPort: number;
@@ -237,23 +238,25 @@ describe('sluice controller on a real API server', () => {
     expect(ms).toBeLessThan(10_000);
   }, 40_000);
 
-  it('an edit changes behaviour on every pod; the figures of 20 edits', async () => {
-    const times: number[] = [];
-    for (let i = 2; i <= 21; i++) {
-      const t0 = Date.now();
+  it('an edit changes behaviour on every pod; the figures of 50 edits', async () => {
+    const applied: number[] = [];
+    for (let i = 2; i <= LAST_EDIT; i++) {
       await apply(transformer('version', `v${i}`));
+      const t0 = Date.now();
       await until(
         `v${i} everywhere`,
         () => forwarded('/e2e/orders/1'),
         (v) => v.every((x) => x === `v${i}`),
       );
-      times.push(Date.now() - t0);
+      applied.push(Date.now() - t0);
     }
-    times.sort((a, b) => a - b);
+    applied.sort((a, b) => a - b);
+    const q = (p: number) => applied[Math.min(applied.length - 1, Math.floor(p * applied.length))];
     console.log(
-      `[controller-e2e] edit → all 3 pods changed: p50 ${times[10]} ms, p90 ${times[18]} ms, max ${times[19]} ms (20 edits, holdoff 100 ms)`,
+      `[controller-e2e] kubectl apply returned → all 3 pods changed: p50 ${q(0.5)} ms, p99 ${q(0.99)} ms, ` +
+        `max ${applied.at(-1)} ms (${applied.length} edits; holdoff 100 ms; includes the watch event and the probe's 50 ms polling)`,
     );
-  }, 60_000);
+  }, 120_000);
 
   it('a missing plugin reference: ResolvedRefs=False naming the field, the rest keeps serving; fixing it clears it', async () => {
     await apply(route('broken', '/e2e/broken', ['nope']));
@@ -267,6 +270,30 @@ describe('sluice controller on a real API server', () => {
     expect(c.Programmed.status).toBe('False');
     expect(await statuses('/e2e/broken')).toEqual([404, 404, 404]);
     expect(await statuses('/e2e/orders/1')).toEqual([200, 200, 200]);
+    // The transition is also an Event, for `kubectl describe`.
+    await until(
+      'a Warning Event on the route',
+      async () => {
+        const list = JSON.parse(await ok(['get', 'events', '-n', NS, '-o', 'json'])) as {
+          items: {
+            involvedObject: { name: string; kind: string };
+            type: string;
+            reason: string;
+            message: string;
+          }[];
+        };
+        return list.items.filter(
+          (e) => e.involvedObject.kind === 'GatewayRoute' && e.involvedObject.name === 'broken',
+        );
+      },
+      (events) =>
+        events.some(
+          (e) =>
+            e.type === 'Warning' &&
+            e.reason === 'PluginNotFound' &&
+            e.message.includes('spec.plugins[0].name'),
+        ),
+    );
     await apply(transformer('nope', 'fixed'));
     const fixed = await until(
       'fixed',
@@ -276,6 +303,37 @@ describe('sluice controller on a real API server', () => {
     expect(fixed.ResolvedRefs.status).toBe('True');
     expect(await forwarded('/e2e/broken')).toEqual(['fixed', 'fixed', 'fixed']);
   }, 40_000);
+
+  it('a backendRef to a missing Service is BackendNotFound; creating the Service resolves it', async () => {
+    await apply(`
+apiVersion: sluice.dev/v1alpha1
+kind: GatewayRoute
+metadata: { name: by-service }
+spec:
+  service: { name: api, backendRef: { name: api-svc, port: 8080 } }
+  routes: [{ name: main, paths: ["/e2e/by-service"] }]
+`);
+    const missing = await until(
+      'BackendNotFound',
+      () => conditions('gwr', 'by-service'),
+      (c) => c.ResolvedRefs?.status === 'False',
+    );
+    expect(missing.ResolvedRefs.reason).toBe('BackendNotFound');
+    expect(missing.ResolvedRefs.message).toContain('spec.service.backendRef.name');
+    await apply(`
+apiVersion: v1
+kind: Service
+metadata: { name: api-svc }
+spec: { ports: [{ name: http, port: 8080 }] }
+`);
+    const found = await until(
+      'resolved',
+      () => conditions('gwr', 'by-service'),
+      (c) => c.Programmed?.status === 'True',
+    );
+    expect(found.ResolvedRefs.status).toBe('True');
+    await ok(['delete', 'gwr', 'by-service', '-n', NS]);
+  }, 30_000);
 
   it('deleting a route removes it from every pod', async () => {
     await ok(['delete', 'gwr', 'broken', '-n', NS]);
@@ -300,7 +358,7 @@ describe('sluice controller on a real API server', () => {
       (s) => s.every((x) => x === 200),
       10_000,
     );
-    expect(await forwarded('/e2e/orders/1')).toEqual(['v21', 'v21', 'v21']);
+    expect(await forwarded('/e2e/orders/1')).toEqual([`v${LAST_EDIT}`, `v${LAST_EDIT}`, `v${LAST_EDIT}`]);
 
     leader = await startController('ctl-a2', 'debug');
     await until(

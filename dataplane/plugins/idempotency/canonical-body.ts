@@ -21,20 +21,14 @@ export function isJsonContentType(contentType: string | undefined): boolean {
 
 export function canonicalJsonBody(text: string): CanonicalBody {
   let value: unknown;
-  let exact = true;
   try {
-    // The reviver sees each number's source text (JSON.parse source text access, V8 ≥ 11.4).
-    value = JSON.parse(text, ((_key: string, v: unknown, context?: { source?: string }) => {
-      if (typeof v === 'number' && exact && context?.source !== undefined)
-        exact = exactNumber(context.source, v);
-      return v;
-    }) as (key: string, value: unknown) => unknown);
+    value = JSON.parse(text);
   } catch {
     return { invalid: true };
   }
-  const duplicate = findDuplicateKey(text);
-  if (duplicate !== null) return { duplicate };
-  if (!exact) return { inexact: true };
+  const scan = scanJson(text);
+  if (scan.duplicate !== null) return { duplicate: scan.duplicate };
+  if (scan.inexact) return { inexact: true };
   try {
     return { text: canonicalJson(value) };
   } catch {
@@ -42,7 +36,6 @@ export function canonicalJsonBody(text: string): CanonicalBody {
   }
 }
 
-const NUMBER = /^-?(\d+)(?:\.(\d+))?(?:[eE][+-]?\d+)?$/;
 const MIN_NORMAL = 2.2250738585072014e-308;
 
 /**
@@ -50,22 +43,37 @@ const MIN_NORMAL = 2.2250738585072014e-308;
  * with at most 15 significant digits (any two such decimals are distinct doubles), so
  * "9007199254740993" and "9007199254740992", or "0.1000000000000000001" and "0.1", stay apart.
  */
-export function exactNumber(source: string, value: number): boolean {
-  const m = NUMBER.exec(source);
-  if (m === null || !Number.isFinite(value)) return false;
-  const digits = (m[1] + (m[2] ?? '')).replace(/^0+/, '').replace(/0+$/, '');
-  if (digits === '') return true;
-  return Math.abs(value) >= MIN_NORMAL && digits.length <= 15;
+export function exactNumber(lexeme: string): boolean {
+  const value = Number(lexeme);
+  if (!Number.isFinite(value)) return false;
+  let digits = 0;
+  let pending = 0; // zeros after the first significant digit, counted once a non-zero follows
+  let started = false;
+  for (let i = 0; i < lexeme.length; i++) {
+    const c = lexeme.charCodeAt(i);
+    if (c === 0x65 || c === 0x45) break; // e, E: the exponent does not add digits
+    if (c < 0x30 || c > 0x39) continue; // sign, point
+    if (c === 0x30) {
+      if (started) pending++;
+      continue;
+    }
+    started = true;
+    digits += pending + 1;
+    pending = 0;
+  }
+  if (digits === 0) return true;
+  return Math.abs(value) >= MIN_NORMAL && digits <= 15;
 }
 
 /**
- * The first key that appears twice in one object, or null. The text is valid JSON (JSON.parse
- * accepted it), so a scan that tracks strings and nesting is enough.
+ * One pass over valid JSON (JSON.parse accepted it): the first key that appears twice in one
+ * object, and whether any number is inexact. Tracking strings and nesting is enough.
  */
-export function findDuplicateKey(text: string): string | null {
+export function scanJson(text: string): { duplicate: string | null; inexact: boolean } {
   // One entry per open container: the keys seen so far for an object, null for an array.
   const stack: (Set<string> | null)[] = [];
   let expectKey = false;
+  let inexact = false;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (c === 0x22 /* " */) {
@@ -74,11 +82,16 @@ export function findDuplicateKey(text: string): string | null {
       if (expectKey) {
         const key = JSON.parse(text.slice(i, j + 1)) as string;
         const seen = stack[stack.length - 1]!;
-        if (seen.has(key)) return key;
+        if (seen.has(key)) return { duplicate: key, inexact };
         seen.add(key);
         expectKey = false;
       }
       i = j;
+    } else if (c === 0x2d /* - */ || (c >= 0x30 && c <= 0x39)) {
+      let j = i + 1;
+      while (j < text.length && isNumberChar(text.charCodeAt(j))) j++;
+      if (!inexact && !exactNumber(text.slice(i, j))) inexact = true;
+      i = j - 1;
     } else if (c === 0x7b /* { */) {
       stack.push(new Set());
       expectKey = true;
@@ -90,5 +103,10 @@ export function findDuplicateKey(text: string): string | null {
       expectKey = stack[stack.length - 1] instanceof Set;
     }
   }
-  return null;
+  return { duplicate: null, inexact };
+}
+
+/** Digits, ".", "e", "E", "+", "-": what a JSON number is made of. */
+function isNumberChar(c: number): boolean {
+  return (c >= 0x30 && c <= 0x39) || c === 0x2e || c === 0x65 || c === 0x45 || c === 0x2b || c === 0x2d;
 }
