@@ -39,14 +39,20 @@ export interface PublisherOptions {
   log?: (msg: string, extra?: Record<string, unknown>) => void;
 }
 
+/** A snapshot to run and its JSON. */
+interface Desired {
+  snapshot: Snapshot;
+  body: string;
+}
+
 export class Publisher {
   readonly #pods = new Map<string, PodState>();
   readonly #timers = new Map<string, NodeJS.Timeout>();
   readonly #busy = new Set<string>();
   readonly #o: Required<Omit<PublisherOptions, 'log' | 'onChange' | 'onPush'>> &
     Pick<PublisherOptions, 'log' | 'onChange' | 'onPush'>;
-  #desired: Snapshot | null = null;
-  #body = '';
+  /** The snapshot to run and its JSON, kept together: a push always sends the bytes of the hash it records. */
+  #desired: Desired | null = null;
   #active = false;
   #resync: NodeJS.Timeout | null = null;
 
@@ -59,7 +65,7 @@ export class Publisher {
   }
 
   get desired(): Snapshot | null {
-    return this.#desired;
+    return this.#desired?.snapshot ?? null;
   }
 
   /** Only an active publisher (the leader) talks to pods. */
@@ -97,9 +103,8 @@ export class Publisher {
   }
 
   publish(snapshot: Snapshot): void {
-    if (this.#desired?.hash === snapshot.hash) return;
-    this.#desired = snapshot;
-    this.#body = JSON.stringify(snapshot);
+    if (this.#desired?.snapshot.hash === snapshot.hash) return;
+    this.#desired = { snapshot, body: JSON.stringify(snapshot) };
     if (this.#active) this.#all(false);
   }
 
@@ -117,12 +122,14 @@ export class Publisher {
     clearTimeout(this.#timers.get(key));
     this.#timers.delete(key);
     this.#busy.add(key);
-    this.#step(key, ask)
+    const desired = this.#desired;
+    this.#step(key, ask, desired)
       .then(
-        (again) => {
+        () => {
           const pod = this.#pods.get(key);
           if (pod) pod.failures = 0;
-          return again;
+          // The desired snapshot moved on while this pod was being handled: go again.
+          return this.#desired !== desired;
         },
         (err: Error) => {
           const pod = this.#pods.get(key);
@@ -139,22 +146,22 @@ export class Publisher {
       )
       .then((again) => {
         this.#busy.delete(key);
-        // The desired snapshot moved on while this pod was being pushed to: go again.
         if (again) this.#sync(key, false);
       });
   }
 
-  async #step(key: string, ask: boolean): Promise<boolean> {
+  async #step(key: string, ask: boolean, wanted: Desired | null): Promise<void> {
     const pod = this.#pods.get(key);
-    const desired = this.#desired;
-    if (!pod) return false;
+    if (!pod) return;
     if (ask || pod.hash === null) this.#report(pod, await this.#getHash(pod));
-    if (desired === null || pod.hash === desired.hash || pod.rejected?.hash === desired.hash) return false;
+    if (wanted === null) return;
+    const desired = wanted.snapshot;
+    if (pod.hash === desired.hash || pod.rejected?.hash === desired.hash) return;
     const start = process.hrtime.bigint();
     const res = await request(`${pod.endpoint.url}/config`, {
       method: 'PUT',
       headers: { authorization: `Bearer ${this.#o.token}`, 'content-type': 'application/json' },
-      body: this.#body,
+      body: wanted.body,
       headersTimeout: this.#o.timeoutMs,
       bodyTimeout: this.#o.timeoutMs,
     });
@@ -174,7 +181,6 @@ export class Publisher {
       this.#o.onPush?.('error', seconds);
       throw new Error(`PUT /config answered ${res.statusCode}`);
     }
-    return this.#desired !== desired;
   }
 
   async #getHash(pod: PodState): Promise<string> {

@@ -1,0 +1,100 @@
+/**
+ * The Publisher against real data planes (in this process, on loopback): push by hash, nothing
+ * for pods in sync, refusals kept for status, and no lost push when a snapshot arrives while
+ * a pod is being asked its hash (regression: it waited for the next resync).
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Publisher } from '../../controller/publish/publisher.ts';
+import type { DataPlane } from '../../dataplane/main.ts';
+import { startTestDataPlane, startUpstream, type Upstream } from '../helpers/servers.ts';
+import { route, snapshot, transformer, upstream } from '../helpers/tables.ts';
+
+let up: Upstream;
+const planes: DataPlane[] = [];
+beforeAll(async () => {
+  up = await startUpstream();
+  for (let i = 0; i < 3; i++) planes.push(await startTestDataPlane());
+});
+afterAll(async () => {
+  await Promise.all(planes.map((p) => p.close()));
+  await up.close();
+});
+
+const v = (n: number) => snapshot([route(`r${n}`, 'u', `/v${n}`)], [upstream('u', up.url)]);
+const pods = () => planes.map((p, i) => ({ key: p.adminUrl, name: `pod-${i}`, url: p.adminUrl }));
+const until = async (cond: () => boolean, ms = 3_000) => {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error('timed out');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+};
+
+describe('Publisher', () => {
+  it('pushes a snapshot published while the first GET /config is still in flight (no wait for resync)', async () => {
+    const pushes: string[] = [];
+    const p = new Publisher({
+      token: 'test-admin-token',
+      resyncMs: 3_600_000,
+      onPush: (r) => pushes.push(r),
+    });
+    p.setPods(pods());
+    p.setActive(true); // asks every pod its hash now
+    p.publish(v(1)); // ...and this lands while those GETs run
+    await until(() => planes.every((d) => d.holder.hash === v(1).hash) && pushes.length === 3);
+    expect(pushes).toEqual(['applied', 'applied', 'applied']);
+    p.stop();
+  });
+
+  it('pushes nothing to pods already on the hash; only changed snapshots travel', async () => {
+    const pushes: string[] = [];
+    const p = new Publisher({
+      token: 'test-admin-token',
+      resyncMs: 3_600_000,
+      onPush: (r) => pushes.push(r),
+    });
+    p.setPods(pods());
+    p.publish(v(1));
+    p.setActive(true);
+    await until(() => [...p.pods.values()].every((s) => s.hash === v(1).hash));
+    expect(pushes).toEqual([]);
+    p.publish(v(2));
+    await until(() => planes.every((d) => d.holder.hash === v(2).hash) && pushes.length === 3);
+    expect(pushes).toEqual(['applied', 'applied', 'applied']);
+    p.stop();
+  });
+
+  it('a refused snapshot (422) is kept with its errors; the pod keeps its config', async () => {
+    const changes: number[] = [];
+    const p = new Publisher({
+      token: 'test-admin-token',
+      resyncMs: 3_600_000,
+      onChange: () => changes.push(1),
+    });
+    p.setPods(pods());
+    const bad = snapshot(
+      [route('bad', 'u', '/bad', { plugins: [transformer('t', { add: { headers: ['Bad Name:x'] } })] })],
+      [upstream('u', up.url)],
+    );
+    p.publish(bad);
+    p.setActive(true);
+    await until(() => [...p.pods.values()].every((s) => s.rejected?.hash === bad.hash));
+    const state = [...p.pods.values()][0];
+    expect(state.hash).toBe(v(2).hash);
+    expect(state.rejected?.errors[0]).toMatchObject({ id: 'route/test/bad/bad/0' });
+    expect(state.rejected?.errors[0].field).toContain('plugins[0].config.add.headers');
+    expect(planes[0].holder.hash).toBe(v(2).hash);
+    p.stop();
+  });
+
+  it('the wrong token is an error, retried with backoff, never a silent success', async () => {
+    const p = new Publisher({ token: 'wrong', resyncMs: 3_600_000, backoffMs: { base: 50, max: 100 } });
+    p.setPods(pods().slice(0, 1));
+    p.publish(v(3));
+    p.setActive(true);
+    await until(() => ([...p.pods.values()][0]?.failures ?? 0) >= 2);
+    expect([...p.pods.values()][0].lastError).toContain('401');
+    expect(planes[0].holder.hash).toBe(v(2).hash);
+    p.stop();
+  });
+});
