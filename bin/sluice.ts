@@ -29,6 +29,7 @@ Options (run, dataplane):
   --admin-token TOKEN      bearer token for PUT /config (or env SLUICE_ADMIN_TOKEN,
                            or --admin-token-file); random when none is given
   --admin-token-file FILE  read the admin token from FILE (a mounted Secret)
+  --admin-tls-cert FILE    serve the admin port over HTTPS with this PEM certificate (and --admin-tls-key FILE)
   --state-dir DIR          keep the last good snapshot here (default: .state for run, required for dataplane)
   --log-level LEVEL        trace, debug, info, warn, error, silent (default info)
   --no-access-log          no per-request log line
@@ -47,6 +48,8 @@ Options (controller; the cluster comes from KUBECONFIG, else the in-cluster serv
   --dataplane-service NS/NAME  the data plane's headless admin Service (its EndpointSlices list the pods)
   --admin-port-name NAME       port of that Service to push to (default admin; else its first port)
   --admin-scheme http|https    (default http)
+  --admin-ca-file FILE         with https: the CA of the data planes' admin certificates
+  --admin-tls-server-name NAME with https: the name in their certificate (pods are dialled by IP)
   --admin-token, --admin-token-file, SLUICE_ADMIN_TOKEN   the data planes' admin token
   --metrics-port N             /metrics, /healthz, /readyz (default 9902; --metrics-host, default 0.0.0.0)
   --lease-namespace NS         where the leader-election Lease lives (default: the service's namespace)
@@ -76,6 +79,10 @@ function parse(argv: string[]) {
         'admin-host': { type: 'string' },
         'admin-token': { type: 'string' },
         'admin-token-file': { type: 'string' },
+        'admin-tls-cert': { type: 'string' },
+        'admin-tls-key': { type: 'string' },
+        'admin-ca-file': { type: 'string' },
+        'admin-tls-server-name': { type: 'string' },
         'state-dir': { type: 'string' },
         'log-level': { type: 'string' },
         'no-access-log': { type: 'boolean' },
@@ -138,10 +145,19 @@ function options(values: Values, stateDirDefault: string | null): Partial<DataPl
     maxBodyBytes: int(values, 'max-body-bytes', DEFAULTS.maxBodyBytes),
     maxHeaderBytes: int(values, 'max-header-bytes', DEFAULTS.maxHeaderBytes),
     drainTimeoutMs: int(values, 'drain-timeout-ms', DEFAULTS.drainTimeoutMs),
+    adminTls: tlsFiles(values),
     redisUrl: values.redis ?? (process.env.SLUICE_REDIS_URL || null),
     redisTimeoutMs: int(values, 'redis-timeout-ms', DEFAULTS.redisTimeoutMs),
     redisPrefix: values['redis-prefix'] ?? DEFAULTS.redisPrefix,
   };
+}
+
+function tlsFiles(values: Values): DataPlaneOptions['adminTls'] {
+  const cert = values['admin-tls-cert'];
+  const key = values['admin-tls-key'];
+  if (!cert && !key) return undefined;
+  if (!cert || !key) fail('--admin-tls-cert and --admin-tls-key go together');
+  return { certFile: cert, keyFile: key };
 }
 
 function printProblems(problems: FileProblem[]): void {
@@ -231,6 +247,8 @@ async function controller(values: Values): Promise<void> {
     adminPortName: values['admin-port-name'] ?? 'admin',
     adminScheme: scheme,
     adminToken: o.adminToken!,
+    adminCaFile: values['admin-ca-file'],
+    adminTlsServerName: values['admin-tls-server-name'],
     metricsHost: values['metrics-host'] ?? '0.0.0.0',
     metricsPort: int(values, 'metrics-port', 9902),
     leaseNamespace: values['lease-namespace'] ?? service.split('/')[0],

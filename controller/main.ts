@@ -2,6 +2,7 @@
  * Wiring of `sluice controller`: kubeconfig, metrics and health endpoints, the runner, leader
  * election. Every replica watches and builds; the Lease holder pushes and writes status.
  */
+import { readFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import { hostname } from 'node:os';
 import type { AddressInfo } from 'node:net';
@@ -19,6 +20,9 @@ export interface ControllerOptions {
   adminPortName: string;
   adminScheme: 'http' | 'https';
   adminToken: string;
+  /** With adminScheme https: the CA of the pods' admin certificates, and the name they were issued for. */
+  adminCaFile?: string;
+  adminTlsServerName?: string;
   metricsHost: string;
   metricsPort: number;
   leaseNamespace: string;
@@ -45,7 +49,15 @@ export async function startController(o: ControllerOptions): Promise<Controller>
     kube,
     log: o.log,
     metrics,
-    dataplane: { namespace, service, portName: o.adminPortName, scheme: o.adminScheme },
+    dataplane: {
+      namespace,
+      service,
+      portName: o.adminPortName,
+      scheme: o.adminScheme,
+      tls: o.adminCaFile
+        ? { ca: await readFile(o.adminCaFile, 'utf8'), serverName: o.adminTlsServerName }
+        : undefined,
+    },
     adminToken: o.adminToken,
     holdoffMs: o.holdoffMs,
     informer: o.informer,

@@ -28,7 +28,13 @@ export interface RunnerOptions {
   log: Logger;
   metrics: ControllerMetrics;
   /** The data plane's headless admin Service: its EndpointSlices list the pods. */
-  dataplane: { namespace: string; service: string; portName?: string; scheme?: 'http' | 'https' };
+  dataplane: {
+    namespace: string;
+    service: string;
+    portName?: string;
+    scheme?: 'http' | 'https';
+    tls?: { ca: string; serverName?: string };
+  };
   adminToken: string;
   holdoffMs?: number;
   maxHoldoffMs?: number;
@@ -116,6 +122,7 @@ export class Runner {
     );
     this.publisher = new Publisher({
       token: o.adminToken,
+      tls: o.dataplane.tls,
       resyncMs: o.resyncMs,
       onChange: () => this.#podsChanged(),
       onPush: (result, seconds) => {

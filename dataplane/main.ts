@@ -4,6 +4,7 @@
  * `sluice dataplane` (cluster, later), and by the tests, which start it in-process.
  */
 import { randomBytes } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { BlockList, isIP } from 'node:net';
 import type { Logger } from 'pino';
@@ -32,6 +33,8 @@ export interface DataPlaneOptions {
   maxBodyBytes: number;
   maxHeaderBytes: number;
   drainTimeoutMs: number;
+  /** PEM files: serve the admin port over HTTPS. */
+  adminTls?: { certFile: string; keyFile: string };
   /** Redis URL for shared state (idempotency records); null = in-memory stores (one process only). */
   redisUrl: string | null;
   /** Deadline of one Redis round trip; past it an idempotent request gets 503. */
@@ -134,12 +137,23 @@ export async function startDataPlane(partial: Partial<DataPlaneOptions>): Promis
     { ...ingress, maxHeaderBytes: o.maxHeaderBytes, requestTimeoutMs: 300_000, keepAliveTimeoutMs: 72_000 },
     metrics,
   );
-  const admin = createAdminServer(holder, metrics, { token: adminToken, maxConfigBytes: 256 * 1024 * 1024 });
+  const admin = createAdminServer(holder, metrics, {
+    token: adminToken,
+    maxConfigBytes: 256 * 1024 * 1024,
+    tls: o.adminTls && {
+      cert: await readFile(o.adminTls.certFile, 'utf8'),
+      key: await readFile(o.adminTls.keyFile, 'utf8'),
+    },
+  });
   await proxy.listen({ host: o.host, port: o.proxyPort });
   await admin.listen({ host: o.adminHost, port: o.adminPort });
-  const url = (a: AddressInfo) => `http://${a.family === 'IPv6' ? `[${a.address}]` : a.address}:${a.port}`;
+  const url = (a: AddressInfo, scheme = 'http') =>
+    `${scheme}://${a.family === 'IPv6' ? `[${a.address}]` : a.address}:${a.port}`;
   const proxyUrl = url(proxy.server.address() as AddressInfo).replace('0.0.0.0', '127.0.0.1');
-  const adminUrl = url(admin.server.address() as AddressInfo).replace('0.0.0.0', '127.0.0.1');
+  const adminUrl = url(admin.server.address() as AddressInfo, o.adminTls ? 'https' : 'http').replace(
+    '0.0.0.0',
+    '127.0.0.1',
+  );
   log.info({ proxy: proxyUrl, admin: adminUrl, hash: holder.hash }, 'sluice data plane listening');
 
   let closing: Promise<void> | null = null;

@@ -7,7 +7,7 @@
  * that answers 422 keeps its old config; its errors are kept for the status of the objects
  * they name. Every pod is asked its hash again every `resyncMs`.
  */
-import { request } from 'undici';
+import { Agent, request } from 'undici';
 import type { Snapshot } from '../../dataplane/config/route-table.ts';
 import type { TableError } from '../../dataplane/config/validate.ts';
 
@@ -30,6 +30,8 @@ export interface PodState {
 
 export interface PublisherOptions {
   token: string;
+  /** HTTPS to the pods: the CA that signed their admin certificate, and the name it was issued for (pods are dialled by IP). */
+  tls?: { ca: string; serverName?: string };
   timeoutMs?: number;
   resyncMs?: number;
   backoffMs?: { base: number; max: number };
@@ -49,8 +51,9 @@ export class Publisher {
   readonly #pods = new Map<string, PodState>();
   readonly #timers = new Map<string, NodeJS.Timeout>();
   readonly #busy = new Set<string>();
-  readonly #o: Required<Omit<PublisherOptions, 'log' | 'onChange' | 'onPush'>> &
+  readonly #o: Required<Omit<PublisherOptions, 'log' | 'onChange' | 'onPush' | 'tls'>> &
     Pick<PublisherOptions, 'log' | 'onChange' | 'onPush'>;
+  readonly #dispatcher: Agent | undefined;
   /** The snapshot to run and its JSON, kept together: a push always sends the bytes of the hash it records. */
   #desired: Desired | null = null;
   #active = false;
@@ -58,6 +61,11 @@ export class Publisher {
 
   constructor(opts: PublisherOptions) {
     this.#o = { timeoutMs: 5_000, resyncMs: 10_000, backoffMs: { base: 200, max: 10_000 }, ...opts };
+    this.#dispatcher = opts.tls
+      ? new Agent({
+          connect: { ca: opts.tls.ca, ...(opts.tls.serverName ? { servername: opts.tls.serverName } : {}) },
+        })
+      : undefined;
   }
 
   get pods(): ReadonlyMap<string, PodState> {
@@ -110,6 +118,7 @@ export class Publisher {
 
   stop(): void {
     this.setActive(false);
+    this.#dispatcher?.close().catch(() => {});
   }
 
   #all(ask: boolean): void {
@@ -164,6 +173,7 @@ export class Publisher {
       body: wanted.body,
       headersTimeout: this.#o.timeoutMs,
       bodyTimeout: this.#o.timeoutMs,
+      dispatcher: this.#dispatcher,
     });
     const seconds = Number(process.hrtime.bigint() - start) / 1e9;
     const body = (await res.body.json().catch(() => ({}))) as {
@@ -187,6 +197,7 @@ export class Publisher {
     const res = await request(`${pod.endpoint.url}/config`, {
       headersTimeout: this.#o.timeoutMs,
       bodyTimeout: this.#o.timeoutMs,
+      dispatcher: this.#dispatcher,
     });
     if (res.statusCode !== 200) {
       await res.body.dump();

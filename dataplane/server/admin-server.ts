@@ -13,6 +13,8 @@ import type { RuntimeHolder } from '../runtime/holder.ts';
 export interface AdminOptions {
   token: string;
   maxConfigBytes: number;
+  /** PEM certificate and key: the admin port speaks HTTPS (the controller checks it against its CA). */
+  tls?: { cert: string; key: string };
 }
 
 const digest = (s: string) => createHash('sha256').update(s).digest();
@@ -27,7 +29,12 @@ export function createAdminServer(
   metrics: Metrics,
   opts: AdminOptions,
 ): FastifyInstance {
-  const app = Fastify({ logger: false, bodyLimit: opts.maxConfigBytes, forceCloseConnections: true });
+  const app = Fastify({
+    logger: false,
+    bodyLimit: opts.maxConfigBytes,
+    forceCloseConnections: true,
+    ...(opts.tls ? { https: { cert: opts.tls.cert, key: opts.tls.key } } : {}),
+  }) as unknown as FastifyInstance;
   const want = digest(`Bearer ${opts.token}`);
   const authorized = (header: string | undefined) =>
     header !== undefined && timingSafeEqual(digest(header), want);

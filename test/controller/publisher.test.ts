@@ -3,6 +3,10 @@
  * for pods in sync, refusals kept for status, and no lost push when a snapshot arrives while
  * a pod is being asked its hash (regression: it waited for the next resync).
  */
+import { execSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Publisher } from '../../controller/publish/publisher.ts';
 import type { DataPlane } from '../../dataplane/main.ts';
@@ -96,5 +100,61 @@ describe('Publisher', () => {
     expect([...p.pods.values()][0].lastError).toContain('401');
     expect(planes[0].holder.hash).toBe(v(2).hash);
     p.stop();
+  });
+});
+
+describe('Publisher over HTTPS', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'sluice-tls-'));
+  let tlsPlane: DataPlane;
+  beforeAll(async () => {
+    // A CA, and an admin certificate issued for the Service name (pods are dialled by IP).
+    const sh = (cmd: string) => execSync(cmd, { cwd: dir, stdio: 'pipe' });
+    sh('openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.crt -days 1 -subj /CN=test-ca');
+    sh('openssl req -newkey rsa:2048 -nodes -keyout admin.key -out admin.csr -subj /CN=sluice-admin');
+    writeFileSync(join(dir, 'san.ext'), 'subjectAltName=DNS:sluice-admin.test.svc\n');
+    sh(
+      'openssl x509 -req -in admin.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out admin.crt -days 1 -extfile san.ext',
+    );
+    tlsPlane = await startTestDataPlane({
+      adminTls: { certFile: join(dir, 'admin.crt'), keyFile: join(dir, 'admin.key') },
+    });
+  });
+  afterAll(async () => {
+    await tlsPlane.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('pushes to a pod whose certificate the CA signed for the server name', async () => {
+    expect(tlsPlane.adminUrl).toMatch(/^https:/);
+    const p = new Publisher({
+      token: 'test-admin-token',
+      resyncMs: 3_600_000,
+      tls: { ca: readFileSync(join(dir, 'ca.crt'), 'utf8'), serverName: 'sluice-admin.test.svc' },
+    });
+    p.setPods([{ key: 'tls', name: 'tls', url: tlsPlane.adminUrl }]);
+    p.publish(v(7));
+    p.setActive(true);
+    await until(() => tlsPlane.holder.hash === v(7).hash);
+    p.stop();
+  });
+
+  it('refuses a pod whose certificate it cannot verify (no CA, or another name)', async () => {
+    for (const tls of [
+      undefined,
+      { ca: readFileSync(join(dir, 'ca.crt'), 'utf8'), serverName: 'other.test.svc' },
+    ]) {
+      const p = new Publisher({
+        token: 'test-admin-token',
+        resyncMs: 3_600_000,
+        backoffMs: { base: 50, max: 50 },
+        tls,
+      });
+      p.setPods([{ key: 'tls', name: 'tls', url: tlsPlane.adminUrl }]);
+      p.publish(v(8));
+      p.setActive(true);
+      await until(() => ([...p.pods.values()][0]?.failures ?? 0) >= 1);
+      expect(tlsPlane.holder.hash).not.toBe(v(8).hash);
+      p.stop();
+    }
   });
 });
