@@ -26,6 +26,7 @@ import { buildRuntime } from '../dataplane/runtime/build-runtime.ts';
 import type { RuntimeDeps } from '../dataplane/runtime/runtime-route.ts';
 import { Background } from '../dataplane/runtime/background.ts';
 import { MemoryIdempotencyStore } from '../dataplane/stores/memory-idempotency-store.ts';
+import { MemoryRateLimitStore } from '../dataplane/stores/rate-limit-store.ts';
 import { PoolRegistry } from '../dataplane/upstream/pools.ts';
 
 const NS = 'bench';
@@ -146,9 +147,13 @@ export async function benchCompile(n: number, runs: number): Promise<CompileResu
   const deps: RuntimeDeps = {
     log: createLogger('silent'),
     metrics: new Metrics({ processMetrics: false }),
-    limits: { maxBodyBytes: 10 * 1024 * 1024 },
+    limits: { maxBodyBytes: 10 * 1024 * 1024, replicasHint: 1 },
     accessLog: false,
-    stores: { idempotency: new MemoryIdempotencyStore() },
+    stores: {
+      idempotency: new MemoryIdempotencyStore(),
+      rateLimit: new MemoryRateLimitStore(),
+      rateLimitLocal: new MemoryRateLimitStore(),
+    },
     background: new Background(),
   };
   let pools = new PoolRegistry();

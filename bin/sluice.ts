@@ -43,6 +43,8 @@ Options (run, dataplane):
   --redis-timeout-ms N     deadline of one Redis round trip; past it idempotent requests get 503
                            (default ${DEFAULTS.redisTimeoutMs})
   --redis-prefix P         prefix of every Redis key (default ${DEFAULTS.redisPrefix})
+  --replicas-hint N        data-plane replicas sharing Redis limits: when Redis is down, a rate limit with
+                           failMode open is counted here at limit ÷ N (default ${DEFAULTS.replicasHint})
 
 Options (controller; the cluster comes from KUBECONFIG, else the in-cluster service account):
   --dataplane-service NS/NAME  the data plane's headless admin Service (its EndpointSlices list the pods)
@@ -102,6 +104,7 @@ function parse(argv: string[]) {
         'lease-seconds': { type: 'string' },
         'redis-timeout-ms': { type: 'string' },
         'redis-prefix': { type: 'string' },
+        'replicas-hint': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     });
@@ -149,6 +152,7 @@ function options(values: Values, stateDirDefault: string | null): Partial<DataPl
     redisUrl: values.redis ?? (process.env.SLUICE_REDIS_URL || null),
     redisTimeoutMs: int(values, 'redis-timeout-ms', DEFAULTS.redisTimeoutMs),
     redisPrefix: values['redis-prefix'] ?? DEFAULTS.redisPrefix,
+    replicasHint: int(values, 'replicas-hint', DEFAULTS.replicasHint),
   };
 }
 

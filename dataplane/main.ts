@@ -41,6 +41,8 @@ export interface DataPlaneOptions {
   redisTimeoutMs: number;
   /** Key prefix in Redis (several gateways, or tests, can share one Redis). */
   redisPrefix: string;
+  /** Replicas sharing Redis limits (for the fail-open fallback: limit ÷ this per process). */
+  replicasHint: number;
   /** A snapshot to start with (standalone mode); otherwise the last good one from stateDir. */
   initialSnapshot?: unknown;
   log?: Logger;
@@ -62,6 +64,7 @@ export const DEFAULTS: DataPlaneOptions = {
   redisUrl: null,
   redisTimeoutMs: 1_000,
   redisPrefix: 'sluice:',
+  replicasHint: 1,
 };
 
 export interface DataPlane {
@@ -103,7 +106,7 @@ export async function startDataPlane(partial: Partial<DataPlaneOptions>): Promis
     {
       log,
       metrics,
-      limits: { maxBodyBytes: o.maxBodyBytes },
+      limits: { maxBodyBytes: o.maxBodyBytes, replicasHint: Math.max(1, o.replicasHint) },
       accessLog: o.accessLog,
       stores,
       background,

@@ -63,6 +63,14 @@ export class Metrics {
     labelNames: ['route', 'outcome'] as const,
     registers: [this.registry],
   });
+  readonly #rateLimit = new Counter({
+    name: 'sluice_rate_limit_requests_total',
+    help:
+      'Rate-limit decisions by route id and result: allowed, limited (429), fallback (Redis down, counted ' +
+      'locally), unavailable (Redis down, failMode closed: 503).',
+    labelNames: ['route', 'result'] as const,
+    registers: [this.registry],
+  });
   readonly #storeLatency = new Histogram({
     name: 'sluice_store_operation_seconds',
     help: 'Time of one store round trip (Redis or memory), by store, operation and result (ok, error).',
@@ -99,11 +107,16 @@ export class Metrics {
     c.observe(Number(process.hrtime.bigint() - startNs) / NS_PER_S);
   }
 
-  readonly #idempotencyRoutes = new Set<string>();
+  readonly #pluginRoutes = new Set<string>();
 
   idempotency(route: string, outcome: IdempotencyOutcome): void {
-    this.#idempotencyRoutes.add(route);
+    this.#pluginRoutes.add(route);
     this.#idempotency.labels(route, outcome).inc();
+  }
+
+  rateLimit(route: string, result: 'allowed' | 'limited' | 'fallback' | 'unavailable'): void {
+    this.#pluginRoutes.add(route);
+    this.#rateLimit.labels(route, result).inc();
   }
 
   storeOperation(store: string, op: string, seconds: number, ok: boolean): void {
@@ -124,10 +137,12 @@ export class Metrics {
       this.#requests.remove(route, method, cls);
       this.#latency.remove(route, method, cls);
     }
-    for (const route of this.#idempotencyRoutes) {
+    for (const route of this.#pluginRoutes) {
       if (routeIds.has(route)) continue;
-      this.#idempotencyRoutes.delete(route);
+      this.#pluginRoutes.delete(route);
       for (const outcome of IDEMPOTENCY_OUTCOMES) this.#idempotency.remove(route, outcome);
+      for (const result of ['allowed', 'limited', 'fallback', 'unavailable'])
+        this.#rateLimit.remove(route, result);
     }
     for (const id of this.#upstreamChildren.keys()) {
       if (upstreamIds.has(id)) continue;

@@ -33,6 +33,8 @@ export class RequestContext {
   chunked = false;
   /** The request body, when a plugin had to read it first (idempotency fingerprint): the upstream gets these bytes. */
   body: Buffer | null = null;
+  /** Headers plugins add to the response (RateLimit, …); the upstream phase writes them. */
+  responseHeaders: Record<string, string> | null = null;
   /** Set by a plugin that must see the response as it goes to the client (idempotency records it). */
   tap: ResponseTap | null = null;
 

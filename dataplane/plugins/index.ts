@@ -1,6 +1,7 @@
 /** Every built-in plugin, listed explicitly (no import side effects). Its config schema is in config/plugins. */
 import type { PluginName } from '../config/plugins/index.ts';
 import { idempotency } from './idempotency/index.ts';
+import { rateLimiting } from './rate-limiting/index.ts';
 import { requestTransformer } from './request-transformer/index.ts';
 import type { Plugin } from './types.ts';
 
@@ -8,4 +9,5 @@ import type { Plugin } from './types.ts';
 export const PLUGINS: Record<PluginName, Plugin<any>> = {
   'request-transformer': requestTransformer,
   idempotency,
+  'rate-limiting': rateLimiting,
 };

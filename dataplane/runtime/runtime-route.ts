@@ -4,11 +4,14 @@ import type { Route } from '../config/route-table.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import type { RequestContext, RequestHook, ResponseHook } from '../pipeline/context.ts';
 import type { IdempotencyStore } from '../stores/idempotency-store.ts';
+import type { RateLimitStore } from '../stores/rate-limit-store.ts';
 import type { UpstreamRuntime } from '../upstream/pools.ts';
 import type { Background } from './background.ts';
 
 export interface Limits {
   maxBodyBytes: number;
+  /** How many data-plane replicas share a Redis limit: a fail-open fallback counts limit ÷ this locally. */
+  replicasHint: number;
 }
 
 export interface RuntimeDeps {
@@ -18,7 +21,7 @@ export interface RuntimeDeps {
   /** Write one log line per request. */
   accessLog: boolean;
   /** Shared state: Redis in a cluster, memory in standalone mode. */
-  stores: { idempotency: IdempotencyStore };
+  stores: { idempotency: IdempotencyStore; rateLimit: RateLimitStore; rateLimitLocal: RateLimitStore };
   background: Background;
 }
 

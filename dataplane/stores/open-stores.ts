@@ -8,10 +8,16 @@ import type { IdempotencyStore } from './idempotency-store.ts';
 import { MemoryIdempotencyStore } from './memory-idempotency-store.ts';
 import { RedisCaller, createRedisClient } from './redis-connection.ts';
 import { RedisIdempotencyStore, defineIdempotencyScripts } from './redis-idempotency-store.ts';
+import { MemoryRateLimitStore, type RateLimitStore } from './rate-limit-store.ts';
+import { RedisRateLimitStore, defineRateLimitScripts } from './redis-rate-limit-store.ts';
 
 export interface Stores {
   kind: 'redis' | 'memory';
   idempotency: IdempotencyStore;
+  /** Counters shared by every replica (Redis), or this process's when there is no Redis. */
+  rateLimit: RateLimitStore;
+  /** This process's counters: policy local, and the fail-open fallback. */
+  rateLimitLocal: MemoryRateLimitStore;
   close(): Promise<void>;
 }
 
@@ -24,10 +30,18 @@ export interface StoreOptions {
 export async function openStores(o: StoreOptions, metrics: Metrics, log: Logger): Promise<Stores> {
   if (o.redisUrl === null) {
     const idempotency = new MemoryIdempotencyStore();
-    return { kind: 'memory', idempotency, close: () => idempotency.close() };
+    const local = new MemoryRateLimitStore();
+    return {
+      kind: 'memory',
+      idempotency,
+      rateLimit: local,
+      rateLimitLocal: local,
+      close: () => idempotency.close(),
+    };
   }
   const client = createRedisClient(o.redisUrl);
   defineIdempotencyScripts(client);
+  defineRateLimitScripts(client);
   let lastError = '';
   const caller = new RedisCaller(client, {
     timeoutMs: o.redisTimeoutMs,
@@ -46,5 +60,12 @@ export async function openStores(o: StoreOptions, metrics: Metrics, log: Logger)
   if (!(await caller.ready(5_000)))
     log.warn('redis is not reachable yet: idempotent requests get 503 until it is; other routes are served');
   const idempotency = new RedisIdempotencyStore(caller, `${o.redisPrefix}idem:`);
-  return { kind: 'redis', idempotency, close: () => caller.close() };
+  const rateLimit = new RedisRateLimitStore(caller, `${o.redisPrefix}rl:`);
+  return {
+    kind: 'redis',
+    idempotency,
+    rateLimit,
+    rateLimitLocal: new MemoryRateLimitStore(),
+    close: () => caller.close(),
+  };
 }

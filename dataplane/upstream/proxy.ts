@@ -72,6 +72,7 @@ export function proxy(ctx: RequestContext): void {
       }
       const hooks = ctx.route.responseHooks;
       if (hooks !== null) for (const h of hooks) h(ctx, out);
+      if (ctx.responseHeaders !== null) Object.assign(out, ctx.responseHeaders);
       out['x-request-id'] = ctx.requestId;
       ctx.res.writeHead(statusCode, out);
       return ctx.tap === null ? ctx.res : ctx.tap.start(statusCode, out, ctx.res);

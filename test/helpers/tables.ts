@@ -52,3 +52,12 @@ export function idempotencyPlugin(name: string, config: Record<string, unknown> 
     source: { kind: 'GatewayPlugin', namespace: 'test', name, generation: 1 },
   };
 }
+
+export function rateLimitPlugin(name: string, config: Record<string, unknown>): PluginInstance {
+  return {
+    id: `plugin/test/${name}`,
+    name: 'rate-limiting',
+    config,
+    source: { kind: 'GatewayPlugin', namespace: 'test', name, generation: 1 },
+  };
+}

@@ -4,11 +4,13 @@
  */
 import type { TSchema } from '@sinclair/typebox';
 import { IdempotencyConfig } from './idempotency.ts';
+import { RateLimitingConfig } from './rate-limiting.ts';
 import { RequestTransformerConfig } from './request-transformer.ts';
 
 export const PLUGIN_SCHEMAS = {
   'request-transformer': RequestTransformerConfig,
   idempotency: IdempotencyConfig,
+  'rate-limiting': RateLimitingConfig,
 } as const satisfies Record<string, TSchema>;
 
 export type PluginName = keyof typeof PLUGIN_SCHEMAS;

@@ -1,0 +1,63 @@
+/**
+ * rate-limiting config: the spec's shape (§2.3: `minute: 100, policy: local`) plus second, hour
+ * and day. Fixed windows, counted per process (`local`) or across every replica (`redis`).
+ */
+import { type Static, Type } from '@sinclair/typebox';
+
+const limit = (window: string) =>
+  Type.Optional(
+    Type.Integer({ minimum: 1, maximum: 1_000_000_000, description: `Requests allowed per ${window}.` }),
+  );
+
+export const RateLimitingConfig = Type.Object(
+  {
+    second: limit('second'),
+    minute: limit('minute'),
+    hour: limit('hour'),
+    day: limit('day'),
+    policy: Type.Optional(
+      Type.Union([Type.Literal('local'), Type.Literal('redis')], {
+        description:
+          'local (default): counted in each data-plane process; redis: one count across all replicas.',
+      }),
+    ),
+    limitBy: Type.Optional(
+      Type.Union(
+        [Type.Literal('consumer'), Type.Literal('credential'), Type.Literal('ip'), Type.Literal('header')],
+        {
+          description:
+            'Whose requests share a count (default consumer; a request with no consumer or credential counts by IP).',
+        },
+      ),
+    ),
+    header: Type.Optional(
+      Type.String({
+        pattern: "^[A-Za-z0-9!#$%&'*+.^`|~-]+$",
+        maxLength: 256,
+        description: 'With limitBy header: the request header whose value is counted (absent: by IP).',
+      }),
+    ),
+    scope: Type.Optional(
+      Type.Union([Type.Literal('route'), Type.Literal('service')], {
+        description:
+          'route (default): one count per route; service: one count across every route of the GatewayRoute.',
+      }),
+    ),
+    failMode: Type.Optional(
+      Type.Union([Type.Literal('open'), Type.Literal('closed')], {
+        description:
+          'redis policy, when Redis cannot answer: open (default) counts locally at limit ÷ --replicas-hint; closed answers 503.',
+      }),
+    ),
+    hideHeaders: Type.Optional(
+      Type.Boolean({ description: 'Do not send RateLimit-Policy / RateLimit headers.' }),
+    ),
+  },
+  {
+    additionalProperties: false,
+    description: 'Requests allowed per window; over it, 429 with Retry-After.',
+  },
+);
+export type RateLimitingConfig = Static<typeof RateLimitingConfig>;
+
+export const WINDOWS = { second: 1, minute: 60, hour: 3_600, day: 86_400 } as const;

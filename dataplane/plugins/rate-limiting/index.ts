@@ -1,0 +1,118 @@
+/**
+ * rate-limiting: requests allowed per second / minute / hour / day, per consumer (or credential,
+ * IP, header), per route or per service. Over the limit: 429 problem+json with Retry-After.
+ * Every response of the route carries RateLimit-Policy and RateLimit (IETF httpapi draft: the
+ * policies, then the one closest to its limit). `local` counts in this process, synchronously;
+ * `redis` counts across replicas with one atomic call, and when Redis cannot answer either
+ * counts locally at limit ÷ replicas (failMode open) or answers 503 (closed).
+ */
+import { createHash } from 'node:crypto';
+import { type RateLimitingConfig, WINDOWS } from '../../config/plugins/rate-limiting.ts';
+import { answerProblem } from '../../pipeline/answer.ts';
+import type { RequestContext } from '../../pipeline/context.ts';
+import type { RuntimeDeps } from '../../runtime/runtime-route.ts';
+import type { Decision, RateLimitStore, Window } from '../../stores/rate-limit-store.ts';
+import type { Plugin } from '../types.ts';
+
+const NAMES = Object.keys(WINDOWS) as (keyof typeof WINDOWS)[];
+
+export const rateLimiting: Plugin<RateLimitingConfig> = {
+  phase: 'rate-limit',
+  create(config, deps) {
+    const windows: Window[] = NAMES.filter((n) => config[n] !== undefined).map((n) => ({
+      seconds: WINDOWS[n],
+      limit: config[n]!,
+    }));
+    if (!windows.length) throw new Error('rate-limiting: set at least one of second, minute, hour, day');
+    const names = NAMES.filter((n) => config[n] !== undefined);
+    const fallback = windows.map((w) => ({
+      ...w,
+      limit: Math.max(1, Math.floor(w.limit / deps.limits.replicasHint)),
+    }));
+    const policyHeader = windows.map((w, i) => `"${names[i]}";q=${w.limit};w=${w.seconds}`).join(', ');
+    const s = {
+      redis: config.policy === 'redis',
+      failOpen: config.failMode !== 'closed',
+      limitBy: config.limitBy ?? 'consumer',
+      header: config.header?.toLowerCase(),
+      service: config.scope === 'service',
+      headers: !config.hideHeaders,
+    };
+    const store: RateLimitStore = s.redis ? deps.stores.rateLimit : deps.stores.rateLimitLocal;
+
+    const decide = (ctx: RequestContext, d: Decision): void => {
+      // The window closest to its limit speaks for the response.
+      let tight = 0;
+      for (let i = 1; i < windows.length; i++)
+        if (windows[i].limit - d.counts[i] < windows[tight].limit - d.counts[tight]) tight = i;
+      const remaining = Math.max(0, windows[tight].limit - d.counts[tight]);
+      const headers: Record<string, string> = s.headers
+        ? {
+            'ratelimit-policy': policyHeader,
+            ratelimit: `"${names[tight]}";r=${remaining};t=${d.resets[tight]}`,
+          }
+        : {};
+      if (d.allowed) {
+        deps.metrics.rateLimit(ctx.route.id, 'allowed');
+        if (s.headers) ctx.responseHeaders = { ...ctx.responseHeaders, ...headers };
+        return;
+      }
+      // Retry when every full window has reset.
+      let wait = 0;
+      for (let i = 0; i < windows.length; i++)
+        if (d.counts[i] >= windows[i].limit) wait = Math.max(wait, d.resets[i]);
+      deps.metrics.rateLimit(ctx.route.id, 'limited');
+      answerProblem(ctx, 'SLC_ERR_RATE_LIMITED', {
+        detail: `limit of ${windows[tight].limit} per ${names[tight]} reached`,
+        headers: { ...headers, 'retry-after': String(wait) },
+      });
+    };
+
+    return {
+      onRequest(ctx: RequestContext) {
+        const bucket = bucketOf(ctx, s.limitBy, s.header, s.service);
+        if (!s.redis) return decide(ctx, store.hit(bucket, windows) as Decision);
+        return Promise.resolve(store.hit(bucket, windows)).then(
+          (d) => decide(ctx, d),
+          (err) => unavailable(ctx, err, bucket, s.failOpen, fallback, deps, decide),
+        );
+      },
+    };
+  },
+};
+
+function unavailable(
+  ctx: RequestContext,
+  err: unknown,
+  bucket: string,
+  failOpen: boolean,
+  fallback: Window[],
+  deps: RuntimeDeps,
+  decide: (ctx: RequestContext, d: Decision) => void,
+): void {
+  deps.log.warn({ err: (err as Error).message, route: ctx.route.id }, 'rate limit store unavailable');
+  if (!failOpen) {
+    deps.metrics.rateLimit(ctx.route.id, 'unavailable');
+    answerProblem(ctx, 'SLC_ERR_RATE_LIMIT_UNAVAILABLE', { headers: { 'retry-after': '1' } });
+    return;
+  }
+  deps.metrics.rateLimit(ctx.route.id, 'fallback');
+  decide(ctx, deps.stores.rateLimitLocal.hit(`fallback\n${bucket}`, fallback) as Decision);
+}
+
+/** Who is counted, hashed: the bucket never holds a credential or an address in clear. */
+function bucketOf(ctx: RequestContext, by: string, header: string | undefined, service: boolean): string {
+  const where = service
+    ? `service\n${ctx.route.entry.source.namespace}/${ctx.route.entry.source.name}`
+    : `route\n${ctx.route.id}`;
+  let who: string | undefined;
+  if (by === 'consumer') who = ctx.consumer ? `consumer\n${ctx.consumer.id}` : undefined;
+  else if (by === 'credential')
+    who = ctx.consumer?.credentialId ? `credential\n${ctx.consumer.credentialId}` : undefined;
+  else if (by === 'header' && header) {
+    const v = ctx.req.headers[header];
+    if (v !== undefined) who = `header\n${Array.isArray(v) ? v.join(',') : v}`;
+  }
+  who ??= `ip\n${ctx.req.socket.remoteAddress ?? ''}`;
+  return createHash('sha256').update(where).update('\n').update(who).digest('hex');
+}

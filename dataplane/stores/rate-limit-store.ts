@@ -1,0 +1,63 @@
+/**
+ * Rate-limit counters: fixed windows aligned to the clock (a minute window resets at :00).
+ * One decision checks every window of a bucket and counts the request in all of them only if
+ * none is full, so a limit of L admits exactly L per window, however many replicas ask.
+ */
+export interface Window {
+  seconds: number;
+  limit: number;
+}
+
+export interface Decision {
+  allowed: boolean;
+  /** Per window, in the order given: requests counted so far (this one included when allowed), and seconds to its reset. */
+  counts: number[];
+  resets: number[];
+}
+
+export interface RateLimitStore {
+  hit(bucket: string, windows: readonly Window[]): Promise<Decision> | Decision;
+}
+
+/** Counters in this process (policy local, and the fail-open fallback). */
+export class MemoryRateLimitStore implements RateLimitStore {
+  readonly #counters = new Map<string, { count: number; resetAt: number }>();
+  readonly #now: () => number;
+  #sweepAt = 0;
+
+  constructor(now: () => number = Date.now) {
+    this.#now = now;
+  }
+
+  hit(bucket: string, windows: readonly Window[]): Decision {
+    const now = this.#now();
+    if (now >= this.#sweepAt) this.#sweep(now);
+    const slots = windows.map((w) => {
+      const key = `${bucket}\n${w.seconds}`;
+      let c = this.#counters.get(key);
+      if (c === undefined || c.resetAt <= now) {
+        const ms = w.seconds * 1000;
+        c = { count: 0, resetAt: now - (now % ms) + ms };
+        this.#counters.set(key, c);
+      }
+      return c;
+    });
+    const allowed = slots.every((c, i) => c.count + 1 <= windows[i].limit);
+    if (allowed) for (const c of slots) c.count++;
+    return {
+      allowed,
+      counts: slots.map((c) => c.count),
+      resets: slots.map((c) => Math.ceil((c.resetAt - now) / 1000)),
+    };
+  }
+
+  /** Drops expired windows, at most once a second: memory stays bounded by the live buckets. */
+  #sweep(now: number): void {
+    this.#sweepAt = now + 1000;
+    for (const [key, c] of this.#counters) if (c.resetAt <= now) this.#counters.delete(key);
+  }
+
+  get size(): number {
+    return this.#counters.size;
+  }
+}
