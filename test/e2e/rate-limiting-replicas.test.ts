@@ -1,0 +1,138 @@
+/**
+ * rate-limiting with policy redis across three `sluice run` processes sharing one Redis:
+ * 1,000 concurrent requests of one caller against a limit of 100 admit exactly 100, in each
+ * of 20 trials, and two callers are counted apart. Then Redis stalls (SIGSTOP, a private
+ * server): a failMode open route keeps admitting (counted locally), a failMode closed route
+ * answers 503, and no request waits longer than the Redis timeout.
+ */
+import { randomUUID } from 'node:crypto';
+import { Pool } from 'undici';
+import { afterAll, describe, expect, it } from 'vitest';
+import { type SluiceProcess, startSluice, stopAllSluice } from '../helpers/processes.ts';
+import { dropPrefix, sharedRedisUrl, startPrivateRedis, uniquePrefix } from '../helpers/redis.ts';
+import { startUpstream } from '../helpers/servers.ts';
+
+const yaml = (upstream: string) => `
+apiVersion: sluice.dev/v1alpha1
+kind: GatewayPlugin
+metadata: { name: exact }
+spec: { plugin: rate-limiting, config: { day: 100, policy: redis, limitBy: header, header: X-Client } }
+---
+apiVersion: sluice.dev/v1alpha1
+kind: GatewayPlugin
+metadata: { name: open }
+spec: { plugin: rate-limiting, config: { day: 1000000, policy: redis, failMode: open } }
+---
+apiVersion: sluice.dev/v1alpha1
+kind: GatewayPlugin
+metadata: { name: closed }
+spec: { plugin: rate-limiting, config: { day: 1000000, policy: redis, failMode: closed } }
+---
+apiVersion: sluice.dev/v1alpha1
+kind: GatewayRoute
+metadata: { name: limited }
+spec:
+  service: { name: up, url: "${upstream}" }
+  routes:
+    - { name: exact, paths: ["/exact"], plugins: [{ name: exact }] }
+    - { name: open, paths: ["/open"], plugins: [{ name: open }] }
+    - { name: closed, paths: ["/closed"], plugins: [{ name: closed }] }
+`;
+
+afterAll(() => stopAllSluice());
+
+describe('rate limits across replicas', () => {
+  it('1,000 concurrent requests, limit 100, three replicas: exactly 100 admitted, in 20 trials', async () => {
+    const up = await startUpstream();
+    const prefix = uniquePrefix('rl-e2e');
+    const procs: SluiceProcess[] = [];
+    const pools: Pool[] = [];
+    try {
+      for (let i = 0; i < 3; i++)
+        procs.push(
+          await startSluice({
+            yaml: yaml(up.url),
+            args: ['--redis', sharedRedisUrl, '--redis-prefix', prefix],
+          }),
+        );
+      for (const p of procs) pools.push(new Pool(p.proxyUrl, { connections: 40 }));
+      const send = (i: number, client: string) =>
+        pools[i % 3]
+          .request({ path: '/exact', method: 'GET', headers: { 'x-client': client } })
+          .then(async (r) => {
+            await r.body.dump();
+            return r.statusCode;
+          });
+      const admitted: number[] = [];
+      const t0 = performance.now();
+      for (let trial = 0; trial < 20; trial++) {
+        const client = randomUUID();
+        const statuses = await Promise.all(Array.from({ length: 1000 }, (_, i) => send(i, client)));
+        admitted.push(statuses.filter((s) => s === 200).length);
+        expect(statuses.filter((s) => s !== 200 && s !== 429)).toEqual([]);
+      }
+      console.log(
+        `[rate-limiting-replicas] admitted per trial (limit 100, 1000 requests, 3 replicas): ${admitted.join(' ')}; ` +
+          `${Math.round(performance.now() - t0)} ms for 20,000 requests`,
+      );
+      expect(admitted).toEqual(Array(20).fill(100));
+      // Two callers are counted apart: a fresh one is admitted although the last one is spent.
+      const last = randomUUID();
+      await Promise.all(Array.from({ length: 100 }, (_, i) => send(i, last)));
+      expect(await send(0, last)).toBe(429);
+      expect(await send(1, randomUUID())).toBe(200);
+    } finally {
+      await Promise.all(pools.map((p) => p.destroy()));
+      await Promise.all(procs.map((p) => p.stop()));
+      await up.close();
+      await dropPrefix(sharedRedisUrl, prefix);
+    }
+  }, 90_000);
+
+  it('Redis stalled: failMode open keeps admitting, failMode closed answers 503, never slower than the timeout', async () => {
+    const up = await startUpstream();
+    const redis = await startPrivateRedis();
+    const sluice = await startSluice({
+      yaml: yaml(up.url),
+      args: ['--redis', redis.url, '--redis-timeout-ms', '200', '--replicas-hint', '2'],
+    });
+    const pool = new Pool(sluice.proxyUrl, { connections: 8 });
+    const get = async (path: string) => {
+      const start = performance.now();
+      const r = await pool.request({ path, method: 'GET' });
+      const body = await r.body.text();
+      return { status: r.statusCode, ms: performance.now() - start, body };
+    };
+    try {
+      expect((await get('/open')).status).toBe(200);
+      expect((await get('/closed')).status).toBe(200);
+      redis.pause();
+      const stalled = [];
+      for (let i = 0; i < 5; i++) stalled.push(await get('/open'), await get('/closed'));
+      const open = stalled.filter((_, i) => i % 2 === 0);
+      const closed = stalled.filter((_, i) => i % 2 === 1);
+      expect(open.map((a) => a.status)).toEqual([200, 200, 200, 200, 200]);
+      expect(closed.map((a) => a.status)).toEqual([503, 503, 503, 503, 503]);
+      expect(JSON.parse(closed[0].body).code).toBe('SLC_ERR_RATE_LIMIT_UNAVAILABLE');
+      const slowest = Math.max(...stalled.map((a) => a.ms));
+      console.log(
+        `[rate-limiting-replicas] Redis stalled: slowest decision ${Math.round(slowest)} ms (timeout 200 ms)`,
+      );
+      expect(slowest).toBeLessThan(1_000);
+      const metrics = await (await fetch(`${sluice.adminUrl}/metrics`)).text();
+      expect(metrics).toMatch(
+        /sluice_rate_limit_requests_total\{route="route\/default\/limited\/open\/0",result="fallback"\} 5/,
+      );
+      redis.resume();
+      const deadline = Date.now() + 5_000;
+      let back = 0;
+      while (back !== 200 && Date.now() < deadline) back = (await get('/closed')).status;
+      expect(back).toBe(200);
+    } finally {
+      await pool.destroy();
+      await sluice.stop();
+      await redis.stop();
+      await up.close();
+    }
+  }, 30_000);
+});
