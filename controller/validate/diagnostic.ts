@@ -11,9 +11,15 @@ export type ConditionType = 'Accepted' | 'ResolvedRefs';
  * Why a condition is False.
  * Accepted: Invalid (schema or semantics), Conflicted (another route has the same match).
  * ResolvedRefs: PluginNotFound (no such GatewayPlugin), PluginInvalid (it exists but is not accepted),
- * BackendNotFound (no such Service, or not that port).
+ * BackendNotFound (no such Service, or not that port), SecretNotFound (a secretKeyRef of a plugin).
  */
-export type Reason = 'Invalid' | 'Conflicted' | 'PluginNotFound' | 'PluginInvalid' | 'BackendNotFound';
+export type Reason =
+  | 'Invalid'
+  | 'Conflicted'
+  | 'PluginNotFound'
+  | 'PluginInvalid'
+  | 'BackendNotFound'
+  | 'SecretNotFound';
 
 export interface Diagnostic {
   object: ObjectRef;

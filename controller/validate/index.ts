@@ -10,6 +10,7 @@ import { validatePlugin } from './gateway-plugin.ts';
 import { validateRoute } from './gateway-route.ts';
 import type { Model, ModelPlugin, ModelRoute } from './model.ts';
 import { checkBackendRef } from './backend-refs.ts';
+import { resolveSecretRefs } from './secret-refs.ts';
 import { checkPluginRefs, type PluginState } from './plugin-refs.ts';
 
 export interface Validated {
@@ -23,6 +24,9 @@ export function validate(resources: ResourceSet): Validated {
   const states = new Map<string, PluginState>();
   for (const [key, obj] of resources.plugins) {
     const result = guarded(obj, () => validatePlugin(obj));
+    if (result.plugin)
+      result.diagnostics.push(...resolveSecretRefs(refOf(obj), result.plugin.config, resources.secrets));
+    if (result.diagnostics.length) result.plugin = undefined;
     diagnostics.push(...result.diagnostics);
     if (result.plugin) plugins.set(key, result.plugin);
     const first = result.diagnostics[0];

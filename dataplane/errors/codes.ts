@@ -28,6 +28,8 @@ export const ERRORS = {
     status: 422,
     title: 'This Idempotency-Key was used for a different request',
   },
+  SLC_ERR_CREDENTIALS_MISSING: { status: 401, title: 'Credentials are required' },
+  SLC_ERR_CREDENTIALS_INVALID: { status: 401, title: 'The credentials are not valid' },
   SLC_ERR_RATE_LIMITED: { status: 429, title: 'Too many requests' },
   SLC_ERR_RATE_LIMIT_UNAVAILABLE: { status: 503, title: 'The rate-limit store is unavailable' },
   SLC_ERR_IDEMPOTENCY_STORE_UNAVAILABLE: {

@@ -4,6 +4,7 @@
  */
 import type { TSchema } from '@sinclair/typebox';
 import { IdempotencyConfig } from './idempotency.ts';
+import { KeyAuthConfig } from './key-auth.ts';
 import { RateLimitingConfig } from './rate-limiting.ts';
 import { RequestTransformerConfig } from './request-transformer.ts';
 
@@ -11,6 +12,7 @@ export const PLUGIN_SCHEMAS = {
   'request-transformer': RequestTransformerConfig,
   idempotency: IdempotencyConfig,
   'rate-limiting': RateLimitingConfig,
+  'key-auth': KeyAuthConfig,
 } as const satisfies Record<string, TSchema>;
 
 export type PluginName = keyof typeof PLUGIN_SCHEMAS;
