@@ -1,8 +1,9 @@
 /**
  * ResolvedRefs for credentials: every secretKeyRef in a GatewayPlugin's config must name a key
  * of a Secret in the plugin's namespace. Next to each reference the compiled config gets the
- * SHA-256 of the value (`sha256`): data planes check credentials by hash and never hold them,
- * and the snapshot's hash changes when a Secret's value does. A `sha256` written by hand is
+ * SHA-256 of the value (`sha256`: data planes check presented credentials by hash and never
+ * hold them) or, for keys that must verify (jwt), the value (`value`, base64). Either way the
+ * snapshot's hash changes when a Secret's value does. A resolved field written by hand is
  * refused: it would bypass the Secret.
  */
 import { createHash } from 'node:crypto';
@@ -14,6 +15,7 @@ export function resolveSecretRefs(
   ref: ObjectRef,
   config: Record<string, unknown>,
   secrets: ReadonlyMap<string, Secret>,
+  as: 'sha256' | 'value' = 'sha256',
 ): Diagnostic[] {
   const diagnostics: Diagnostic[] = [];
   const walk = (v: unknown, at: string): void => {
@@ -34,7 +36,9 @@ export function resolveSecretRefs(
             reason: 'SecretNotFound',
             message: value.replace('%s', `${ref.namespace}/${sref.name}`),
           });
-        else obj.sha256 = createHash('sha256').update(value).digest('hex');
+        else
+          obj[as] =
+            as === 'sha256' ? createHash('sha256').update(value).digest('hex') : value.toString('base64');
       }
       for (const [k, x] of Object.entries(obj)) if (k !== 'secretKeyRef') walk(x, `${at}.${k}`);
     }

@@ -1,6 +1,7 @@
 /** Every built-in plugin, listed explicitly (no import side effects). Its config schema is in config/plugins. */
 import type { PluginName } from '../config/plugins/index.ts';
 import { idempotency } from './idempotency/index.ts';
+import { jwt } from './jwt/index.ts';
 import { keyAuth } from './key-auth/index.ts';
 import { rateLimiting } from './rate-limiting/index.ts';
 import { requestTransformer } from './request-transformer/index.ts';
@@ -12,4 +13,5 @@ export const PLUGINS: Record<PluginName, Plugin<any>> = {
   idempotency,
   'rate-limiting': rateLimiting,
   'key-auth': keyAuth,
+  jwt,
 };

@@ -1,0 +1,119 @@
+/**
+ * jwt config: tokens verified per issuer, with algorithms pinned by the configuration (never
+ * taken from the token), keys from Secrets (PEM public keys, or HMAC secrets) or a remote
+ * JWKS. `iss`, `aud` and `exp` are required. In a GatewayPlugin each key is a secretKeyRef;
+ * the controller copies its value into `value` (base64) for the data plane.
+ */
+import { type Static, Type } from '@sinclair/typebox';
+import { DURATION_PATTERN } from '../duration.ts';
+import { SecretKeyRefSchema } from './secret-ref.ts';
+
+const ALGORITHMS = [
+  'HS256',
+  'HS384',
+  'HS512',
+  'RS256',
+  'RS384',
+  'RS512',
+  'PS256',
+  'PS384',
+  'PS512',
+  'ES256',
+  'ES384',
+  'ES512',
+  'EdDSA',
+] as const;
+const HEADER = "^[A-Za-z0-9!#$%&'*+.^`|~-]+$";
+
+export const JwtConfig = Type.Object(
+  {
+    issuers: Type.Array(
+      Type.Object(
+        {
+          issuer: Type.String({ minLength: 1, maxLength: 1024, description: 'The exact `iss` accepted.' }),
+          audiences: Type.Array(Type.String({ minLength: 1, maxLength: 1024 }), {
+            minItems: 1,
+            maxItems: 32,
+            description: 'The token `aud` must hold one of these.',
+          }),
+          algorithms: Type.Array(Type.Union(ALGORITHMS.map((a) => Type.Literal(a))), {
+            minItems: 1,
+            maxItems: ALGORITHMS.length,
+            description: 'Algorithms accepted for this issuer; a token naming another one is refused.',
+          }),
+          jwksUri: Type.Optional(
+            Type.String({
+              pattern: '^https?://',
+              maxLength: 2048,
+              description:
+                'JWKS of the issuer: cached, fetched again (once, with a cooldown) for an unknown kid; kept when a fetch fails.',
+            }),
+          ),
+          keys: Type.Optional(
+            Type.Array(
+              Type.Object(
+                {
+                  kid: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })),
+                  secretKeyRef: SecretKeyRefSchema,
+                  value: Type.Optional(
+                    Type.String({ description: 'Set by the controller from the Secret (base64).' }),
+                  ),
+                },
+                { additionalProperties: false },
+              ),
+              {
+                maxItems: 32,
+                description: 'Static keys: a PEM public key, or the HMAC secret, in a Secret.',
+              },
+            ),
+          ),
+        },
+        { additionalProperties: false },
+      ),
+      { minItems: 1, maxItems: 16 },
+    ),
+    header: Type.Optional(
+      Type.String({
+        pattern: HEADER,
+        maxLength: 128,
+        description:
+          'Where the token is: Authorization (default, "Bearer <token>"), or another header holding the token alone.',
+      }),
+    ),
+    clockSkew: Type.Optional(
+      Type.String({
+        pattern: DURATION_PATTERN,
+        maxLength: 32,
+        description: 'Tolerance on exp and nbf (default 30s).',
+      }),
+    ),
+    maxTokenBytes: Type.Optional(
+      Type.Integer({
+        minimum: 256,
+        maximum: 65_536,
+        description: 'Longer tokens are refused (default 8192).',
+      }),
+    ),
+    claimsToHeaders: Type.Optional(
+      Type.Array(
+        Type.Object(
+          {
+            claim: Type.String({ minLength: 1, maxLength: 256 }),
+            header: Type.String({ pattern: HEADER, maxLength: 128 }),
+          },
+          { additionalProperties: false },
+        ),
+        {
+          maxItems: 16,
+          description:
+            'Claims sent upstream in headers (a client copy is removed; values with CR, LF or NUL are dropped).',
+        },
+      ),
+    ),
+  },
+  {
+    additionalProperties: false,
+    description: 'JWT verification; the caller is the token subject of its issuer.',
+  },
+);
+export type JwtConfig = Static<typeof JwtConfig>;

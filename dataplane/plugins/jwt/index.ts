@@ -1,0 +1,139 @@
+/**
+ * jwt: verifies a bearer token (jose) against its issuer's configuration. The issuer is read
+ * from the unverified payload only to pick the configuration; everything else is checked by the
+ * signature verification: the algorithm must be one the issuer allows (never the token's own
+ * choice: "none" and HS/RS confusion fail here), `iss`, `aud` and `exp` are required, exp and
+ * nbf get a bounded clock skew. The caller becomes `<iss>#<sub>`. Any failure is 401 with
+ * WWW-Authenticate and a problem that names the kind of failure, never key material; a
+ * malformed token is a 401, never a 500.
+ */
+import { createPublicKey, createSecretKey } from 'node:crypto';
+import { decodeJwt, errors, jwtVerify, type JWTVerifyGetKey } from 'jose';
+import { parseDuration } from '../../config/duration.ts';
+import type { JwtConfig } from '../../config/plugins/jwt.ts';
+import { answerProblem } from '../../pipeline/answer.ts';
+import type { RequestContext } from '../../pipeline/context.ts';
+import type { RuntimeDeps } from '../../runtime/runtime-route.ts';
+import type { Plugin } from '../types.ts';
+import { remoteJwks } from './jwks.ts';
+
+type Issuer = JwtConfig['issuers'][number];
+type KeyResolver = JWTVerifyGetKey;
+
+const SAFE_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
+const challenge = (error: string) => ({ 'www-authenticate': `Bearer realm="sluice", error="${error}"` });
+
+export const jwt: Plugin<JwtConfig> = {
+  phase: 'authenticate',
+  create(config, deps) {
+    const issuers = new Map(config.issuers.map((i) => [i.issuer, compileIssuer(i, deps)]));
+    const header = (config.header ?? 'authorization').toLowerCase();
+    const bearer = header === 'authorization';
+    const skew = Math.floor((parseDuration(config.clockSkew ?? '30s') ?? 30_000) / 1000);
+    const maxBytes = config.maxTokenBytes ?? 8192;
+    const claims = (config.claimsToHeaders ?? []).map((c) => ({
+      claim: c.claim,
+      header: c.header.toLowerCase(),
+    }));
+    return {
+      onRequest(ctx: RequestContext) {
+        for (const c of claims) delete ctx.headers[c.header];
+        const raw = ctx.headers[header];
+        if (raw === undefined)
+          return refuse(ctx, 'SLC_ERR_CREDENTIALS_MISSING', 'a bearer token is required', 'invalid_request');
+        const token = bearer ? /^Bearer +(\S+)$/i.exec(raw)?.[1] : raw.trim();
+        if (!token)
+          return refuse(
+            ctx,
+            'SLC_ERR_CREDENTIALS_INVALID',
+            'the Authorization header is not "Bearer <token>"',
+          );
+        if (token.length > maxBytes)
+          return refuse(ctx, 'SLC_ERR_CREDENTIALS_INVALID', 'the token is too large');
+        let iss: unknown;
+        try {
+          iss = decodeJwt(token).iss;
+        } catch {
+          return refuse(ctx, 'SLC_ERR_CREDENTIALS_INVALID', 'the token is malformed');
+        }
+        const issuer = typeof iss === 'string' ? issuers.get(iss) : undefined;
+        if (issuer === undefined)
+          return refuse(ctx, 'SLC_ERR_CREDENTIALS_INVALID', 'the token issuer is not accepted');
+        return jwtVerify(token, issuer.key, {
+          issuer: issuer.config.issuer,
+          audience: issuer.config.audiences,
+          algorithms: issuer.config.algorithms,
+          clockTolerance: skew,
+          requiredClaims: ['iss', 'aud', 'exp'],
+        }).then(
+          ({ payload }) => {
+            const sub = typeof payload.sub === 'string' ? payload.sub : '';
+            ctx.consumer = { id: `${issuer.config.issuer}#${sub}`, credentialId: sub, source: 'jwt' };
+            for (const c of claims) {
+              const v = payload[c.claim];
+              const text =
+                typeof v === 'string'
+                  ? v
+                  : typeof v === 'number' || typeof v === 'boolean'
+                    ? String(v)
+                    : undefined;
+              if (text !== undefined && SAFE_VALUE.test(text)) ctx.headers[c.header] = text;
+            }
+          },
+          (err) => refuse(ctx, 'SLC_ERR_CREDENTIALS_INVALID', reasonOf(err)),
+        );
+      },
+    };
+  },
+};
+
+function refuse(
+  ctx: RequestContext,
+  code: 'SLC_ERR_CREDENTIALS_MISSING' | 'SLC_ERR_CREDENTIALS_INVALID',
+  detail: string,
+  error = 'invalid_token',
+): void {
+  answerProblem(ctx, code, { detail, headers: challenge(error) });
+}
+
+/** What went wrong, in words that hold no key material. */
+function reasonOf(err: unknown): string {
+  if (err instanceof errors.JWTExpired) return 'the token has expired';
+  if (err instanceof errors.JWTClaimValidationFailed)
+    return `the token claim ${JSON.stringify(err.claim)} is not accepted`;
+  if (err instanceof errors.JOSEAlgNotAllowed) return 'the token algorithm is not accepted for this issuer';
+  if (err instanceof errors.JWSSignatureVerificationFailed) return 'the token signature is not valid';
+  if (err instanceof errors.JWKSNoMatchingKey) return 'no key of the issuer matches the token';
+  return 'the token is not valid';
+}
+
+function compileIssuer(config: Issuer, deps: RuntimeDeps): { config: Issuer; key: KeyResolver } {
+  const statics = (config.keys ?? []).map((k) => {
+    if (!k.value) throw new Error(`jwt: a key of issuer ${config.issuer} has no resolved value`);
+    const bytes = Buffer.from(k.value, 'base64');
+    const text = bytes.toString('utf8');
+    const key = text.includes('-----BEGIN') ? createPublicKey(text) : createSecretKey(bytes);
+    return { kid: k.kid, key };
+  });
+  const remote = config.jwksUri
+    ? remoteJwks(config.jwksUri, {
+        onFetch: (ok, error) =>
+          ok
+            ? undefined
+            : deps.log.warn(
+                { issuer: config.issuer, error },
+                'jwt: JWKS fetch failed; keeping the last good keys',
+              ),
+      })
+    : null;
+  const key: KeyResolver = async (header, token) => {
+    const byKid = statics.find((s) => s.kid !== undefined && s.kid === header.kid);
+    if (byKid) return byKid.key;
+    // A static key without kid, when it is the only one, verifies tokens the JWKS (if any) cannot.
+    const unnamed = statics.filter((s) => s.kid === undefined);
+    if (unnamed.length === 1 && (header.kid === undefined || remote === null)) return unnamed[0].key;
+    if (remote) return remote.resolve(header, token);
+    throw new errors.JWKSNoMatchingKey();
+  };
+  return { config, key };
+}
