@@ -4,6 +4,8 @@
 # `sluice run` on 127.0.0.1:$BENCH_PORT in the foreground (exec: the harness measures this process).
 #   bench/peers-target.sh                  routing + proxying only
 #   bench/peers-target.sh --transformer    plus a request-transformer GatewayPlugin (adds X-Gateway-Version: v1)
+#   bench/peers-target.sh --chain DIR      jwt (RS256, public key DIR/jwt-public.pem) + rate-limiting (redis)
+#                                          + request-transformer; needs Redis on 127.0.0.1:6379 (bench/chain.sh)
 # Env: BENCH_PORT, BENCH_UPSTREAM_URL (set by the harness); BENCH_ADMIN_PORT (default BENCH_PORT + 100).
 set -euo pipefail
 : "${BENCH_PORT:?set by peers.sh: the port to listen on}"
@@ -14,7 +16,40 @@ PATH="$(scripts/node-env.sh):$PATH"
 dir="${TMPDIR:-/tmp}/sluice-peers-$BENCH_PORT"
 mkdir -p "$dir"
 plugins=""
-if [[ ${1:-} == --transformer ]]; then
+extra=()
+if [[ ${1:-} == --chain ]]; then
+  pem_b64=$(base64 -w0 <"${2:?--chain needs the folder of jwt-public.pem}/jwt-public.pem")
+  cat >"$dir/gateway.yaml" <<YAML
+apiVersion: v1
+kind: Secret
+metadata: { name: jwt-keys, namespace: default }
+data: { bench: "$pem_b64" }
+---
+apiVersion: sluice.dev/v1alpha1
+kind: GatewayPlugin
+metadata: { name: auth, namespace: default }
+spec:
+  plugin: jwt
+  config:
+    issuers:
+      - { issuer: "https://bench.idp/", audiences: [bench], algorithms: [RS256], keys: [{ secretKeyRef: { name: jwt-keys, key: bench } }] }
+---
+apiVersion: sluice.dev/v1alpha1
+kind: GatewayPlugin
+metadata: { name: limit, namespace: default }
+spec: { plugin: rate-limiting, config: { second: 1000000000, policy: redis } }
+---
+apiVersion: sluice.dev/v1alpha1
+kind: GatewayPlugin
+metadata: { name: gateway-version, namespace: default }
+spec:
+  plugin: request-transformer
+  config: { add: { headers: ["X-Gateway-Version:v1"] } }
+---
+YAML
+  plugins="  plugins: [{ name: auth }, { name: limit }, { name: gateway-version }]"
+  extra=(--redis redis://127.0.0.1:6379 --redis-prefix "sluice-bench-chain-$BENCH_PORT:")
+elif [[ ${1:-} == --transformer ]]; then
   cat >"$dir/gateway.yaml" <<YAML
 apiVersion: sluice.dev/v1alpha1
 kind: GatewayPlugin
@@ -44,4 +79,4 @@ export NODE_ENV=production
 exec node bin/sluice.ts run -f "$dir/gateway.yaml" \
   --host 127.0.0.1 --port "$BENCH_PORT" \
   --admin-host 127.0.0.1 --admin-port "${BENCH_ADMIN_PORT:-$((BENCH_PORT + 100))}" \
-  --no-access-log --log-level warn --drain-timeout-ms 2000 --state-dir "$dir/state"
+  --no-access-log --log-level warn --drain-timeout-ms 2000 --state-dir "$dir/state" "${extra[@]}"
