@@ -97,7 +97,7 @@ export async function startDataPlane(partial: Partial<DataPlaneOptions>): Promis
   const o: DataPlaneOptions = { ...DEFAULTS, ...partial };
   const log = o.log ?? createLogger(o.logLevel);
   const metrics = new Metrics();
-  const pools = new PoolRegistry();
+  const pools = new PoolRegistry({ onCircuit: (id, state) => metrics.circuitState(id, state) });
   const lastGood = o.stateDir ? new LastGood(o.stateDir) : null;
   const stores = await openStores(o, metrics, log);
   const background = new Background();

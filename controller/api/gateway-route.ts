@@ -34,8 +34,96 @@ export const Timeouts = Type.Object(
       ...Duration,
       description: "Longest pause allowed between two chunks of the upstream's response body (default 60s).",
     }),
+    request: Type.Optional({
+      ...Duration,
+      description: 'Overall deadline until response headers, retries included (default: none). Past it: 504.',
+    }),
   },
   { additionalProperties: false, description: 'Upstream timeouts. A timeout answers 504.' },
+);
+
+export const Retries = Type.Object(
+  {
+    attempts: Type.Integer({ minimum: 1, maximum: 10, description: 'Retries after the first try.' }),
+    statuses: Type.Optional(
+      Type.Array(Type.Integer({ minimum: 500, maximum: 599, description: 'A 5xx status.' }), {
+        maxItems: 16,
+        description:
+          'Upstream statuses retried (default 502, 503, 504). Connection failures are always retried.',
+      }),
+    ),
+    perTry: Type.Optional({
+      ...Duration,
+      description: 'Time allowed for response headers per try (default: timeouts.response).',
+    }),
+    backoff: Type.Optional(
+      Type.Object(
+        {
+          base: Type.Optional({
+            ...Duration,
+            description: 'First wait (default 25ms); doubles each try, with jitter.',
+          }),
+          max: Type.Optional({ ...Duration, description: 'Longest wait (default 250ms).' }),
+        },
+        { additionalProperties: false, description: 'Wait between tries: exponential with full jitter.' },
+      ),
+    ),
+    budgetPercent: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: 100,
+        description: 'Retries allowed as a share of requests over 10 s (default 20; at least 3 per 10 s).',
+      }),
+    ),
+    idempotentBackend: Type.Optional(
+      Type.Boolean({
+        description:
+          'The backend makes POST/PATCH safe to repeat itself: retry them like idempotent methods. Otherwise POST/PATCH ' +
+          'are retried only under an idempotency key, and only when the request never reached the upstream.',
+      }),
+    ),
+  },
+  {
+    additionalProperties: false,
+    description:
+      'Retries of idempotent methods (GET, HEAD, OPTIONS, PUT, DELETE) on connection failures and the statuses listed; ' +
+      'never after the response has started reaching the client.',
+  },
+);
+
+export const CircuitBreaker = Type.Object(
+  {
+    errorPercent: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: 100,
+        description: 'Share of failures (5xx, errors) that opens it (default 50).',
+      }),
+    ),
+    minRequests: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: 100_000,
+        description: 'Requests in the window before it may open (default 20).',
+      }),
+    ),
+    window: Type.Optional({
+      ...Duration,
+      description: 'Window over which failures are counted (default 10s).',
+    }),
+    openFor: Type.Optional({ ...Duration, description: 'Time it stays open before probing (default 5s).' }),
+    halfOpenRequests: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: 100,
+        description: 'Probes let through, all of which must succeed to close it (default 3).',
+      }),
+    ),
+  },
+  {
+    additionalProperties: false,
+    description: 'Per upstream: while open, requests get 503 without reaching it.',
+  },
 );
 
 export const Service = Type.Object(
@@ -50,6 +138,8 @@ export const Service = Type.Object(
     ),
     backendRef: Type.Optional(BackendRef),
     timeouts: Type.Optional(Timeouts),
+    retries: Type.Optional(Retries),
+    circuitBreaker: Type.Optional(CircuitBreaker),
   },
   {
     additionalProperties: false,

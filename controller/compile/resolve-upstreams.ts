@@ -28,8 +28,13 @@ export const resolveUpstreams: Pass = (state) => {
     const key = refKey(route.ref);
     if (settings.has(key) || errors.some((e) => refKey(e.object) === key)) continue;
     const timeouts = timeoutsOf(route);
-    if (Array.isArray(timeouts)) errors.push(...timeouts);
-    else settings.set(key, { route, settings: { url: route.upstreamUrl, timeouts } });
+    const resilience = resilienceOf(route);
+    if (Array.isArray(timeouts) || Array.isArray(resilience))
+      errors.push(
+        ...(Array.isArray(timeouts) ? timeouts : []),
+        ...(Array.isArray(resilience) ? resilience : []),
+      );
+    else settings.set(key, { route, settings: { url: route.upstreamUrl, timeouts, ...resilience } });
   }
   const ids = upstreamIds([...settings.values()]);
   const drafts = state.drafts.map((d) => {
@@ -48,17 +53,55 @@ function timeoutsOf(route: ModelRoute): Upstream['timeouts'] | Diagnostic[] {
     ['connect', 'connectMs'],
     ['response', 'responseMs'],
     ['idle', 'idleMs'],
+    ['request', 'requestMs'],
   ] as const;
   for (const [field, key] of fields) {
-    const text = given[field];
-    if (text === undefined) continue;
-    const ms = parseDuration(text);
-    if (ms === undefined || ms < 1 || ms > MAX_TIMEOUT_MS) {
-      const why =
-        ms === undefined ? 'is not a duration such as "5s" or "1m30s"' : 'must be between 1ms and 596h';
-      errors.push(invalid(route.ref, `spec.service.timeouts.${field}`, `${JSON.stringify(text)} ${why}`));
-    } else out[key] = ms;
+    const ms = durationField(route, `spec.service.timeouts.${field}`, given[field], errors);
+    if (ms !== undefined) out[key] = ms;
   }
+  return errors.length ? errors : out;
+}
+
+/** A duration field in ms (undefined when absent or invalid; invalid adds a diagnostic). */
+function durationField(route: ModelRoute, field: string, text: string | undefined, errors: Diagnostic[]) {
+  if (text === undefined) return undefined;
+  const ms = parseDuration(text);
+  if (ms === undefined || ms < 1 || ms > MAX_TIMEOUT_MS) {
+    const why =
+      ms === undefined ? 'is not a duration such as "5s" or "1m30s"' : 'must be between 1ms and 596h';
+    errors.push(invalid(route.ref, field, `${JSON.stringify(text)} ${why}`));
+    return undefined;
+  }
+  return ms;
+}
+
+/** Retries and circuit breaker, defaults filled in; absent when the service sets none. */
+function resilienceOf(route: ModelRoute): Pick<Upstream, 'retries' | 'breaker'> | Diagnostic[] {
+  const errors: Diagnostic[] = [];
+  const { retries: r, circuitBreaker: b } = route.spec.service;
+  const d = (field: string, text: string | undefined, fallback: number) =>
+    durationField(route, field, text, errors) ?? fallback;
+  const out: Pick<Upstream, 'retries' | 'breaker'> = {};
+  if (r) {
+    const perTryMs = durationField(route, 'spec.service.retries.perTry', r.perTry, errors);
+    out.retries = {
+      attempts: r.attempts,
+      statuses: [...new Set(r.statuses ?? [502, 503, 504])].sort(),
+      ...(perTryMs !== undefined ? { perTryMs } : {}),
+      backoffBaseMs: d('spec.service.retries.backoff.base', r.backoff?.base, 25),
+      backoffMaxMs: d('spec.service.retries.backoff.max', r.backoff?.max, 250),
+      budgetPercent: r.budgetPercent ?? 20,
+      idempotentBackend: r.idempotentBackend ?? false,
+    };
+  }
+  if (b)
+    out.breaker = {
+      errorPercent: b.errorPercent ?? 50,
+      minRequests: b.minRequests ?? 20,
+      windowMs: d('spec.service.circuitBreaker.window', b.window, 10_000),
+      openMs: d('spec.service.circuitBreaker.openFor', b.openFor, 5_000),
+      halfOpenRequests: b.halfOpenRequests ?? 3,
+    };
   return errors.length ? errors : out;
 }
 

@@ -92,8 +92,36 @@ export const Upstream = Type.Object(
         connectMs: Type.Integer({ minimum: 1 }),
         responseMs: Type.Integer({ minimum: 1 }),
         idleMs: Type.Integer({ minimum: 1 }),
+        /** Overall deadline to response headers, retries included. */
+        requestMs: Type.Optional(Type.Integer({ minimum: 1 })),
       },
       { additionalProperties: false },
+    ),
+    retries: Type.Optional(
+      Type.Object(
+        {
+          attempts: Type.Integer({ minimum: 1, maximum: 10 }),
+          statuses: Type.Array(Type.Integer({ minimum: 500, maximum: 599 })),
+          perTryMs: Type.Optional(Type.Integer({ minimum: 1 })),
+          backoffBaseMs: Type.Integer({ minimum: 0 }),
+          backoffMaxMs: Type.Integer({ minimum: 0 }),
+          budgetPercent: Type.Integer({ minimum: 0, maximum: 100 }),
+          idempotentBackend: Type.Boolean(),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    breaker: Type.Optional(
+      Type.Object(
+        {
+          errorPercent: Type.Integer({ minimum: 1, maximum: 100 }),
+          minRequests: Type.Integer({ minimum: 1 }),
+          windowMs: Type.Integer({ minimum: 1 }),
+          openMs: Type.Integer({ minimum: 1 }),
+          halfOpenRequests: Type.Integer({ minimum: 1 }),
+        },
+        { additionalProperties: false },
+      ),
     ),
   },
   { additionalProperties: false },

@@ -10,6 +10,10 @@ export const ERRORS = {
   SLC_ERR_NOT_READY: { status: 503, title: 'The gateway has no configuration loaded yet' },
   SLC_ERR_UPSTREAM_TIMEOUT: { status: 504, title: 'The upstream did not answer in time' },
   SLC_ERR_UPSTREAM_UNAVAILABLE: { status: 502, title: 'The upstream could not be reached' },
+  SLC_ERR_UPSTREAM_CIRCUIT_OPEN: {
+    status: 503,
+    title: 'The upstream is failing; its circuit breaker is open',
+  },
   SLC_ERR_UPSTREAM_BAD_RESPONSE: { status: 502, title: 'The upstream sent an invalid response' },
   SLC_ERR_INTERNAL: { status: 500, title: 'Internal gateway error' },
   SLC_ERR_UNAUTHORIZED: { status: 401, title: 'Authentication is required' },

@@ -71,6 +71,18 @@ export class Metrics {
     labelNames: ['route', 'result'] as const,
     registers: [this.registry],
   });
+  readonly #circuit = new Gauge({
+    name: 'sluice_upstream_circuit_state',
+    help: 'Circuit breaker state by upstream id: 0 closed, 1 open, 2 half-open.',
+    labelNames: ['upstream'] as const,
+    registers: [this.registry],
+  });
+  readonly #retries = new Counter({
+    name: 'sluice_upstream_retries_total',
+    help: 'Retries sent to an upstream, by upstream id and reason (status, connect, reset), and refused by the budget.',
+    labelNames: ['upstream', 'reason'] as const,
+    registers: [this.registry],
+  });
   readonly #storeLatency = new Histogram({
     name: 'sluice_store_operation_seconds',
     help: 'Time of one store round trip (Redis or memory), by store, operation and result (ok, error).',
@@ -117,6 +129,14 @@ export class Metrics {
   rateLimit(route: string, result: 'allowed' | 'limited' | 'fallback' | 'unavailable'): void {
     this.#pluginRoutes.add(route);
     this.#rateLimit.labels(route, result).inc();
+  }
+
+  circuitState(upstream: string, state: 'closed' | 'open' | 'half-open'): void {
+    this.#circuit.labels(upstream).set(state === 'closed' ? 0 : state === 'open' ? 1 : 2);
+  }
+
+  retry(upstream: string, reason: string): void {
+    this.#retries.labels(upstream, reason).inc();
   }
 
   storeOperation(store: string, op: string, seconds: number, ok: boolean): void {

@@ -5,6 +5,8 @@
  */
 import { Pool } from 'undici';
 import type { Upstream } from '../config/route-table.ts';
+import { type BreakerState, CircuitBreaker } from './circuit-breaker.ts';
+import { RetryBudget } from './retry-budget.ts';
 
 export interface UpstreamRuntime {
   id: string;
@@ -13,10 +15,20 @@ export interface UpstreamRuntime {
   basePath: string;
   headersTimeout: number;
   bodyTimeout: number;
+  /** Overall deadline to response headers, retries included; 0 = none. */
+  requestMs: number;
+  retry: (NonNullable<Upstream['retries']> & { budget: RetryBudget }) | null;
+  breaker: CircuitBreaker | null;
 }
 
 export class PoolRegistry {
   readonly #pools = new Map<string, UpstreamRuntime>();
+  readonly #onCircuit: (upstream: string, state: BreakerState) => void;
+
+  /** Breaker state and retry budgets live here, with the pool: they survive snapshots that keep the upstream. */
+  constructor(opts: { onCircuit?: (upstream: string, state: BreakerState) => void } = {}) {
+    this.#onCircuit = opts.onCircuit ?? (() => {});
+  }
 
   get(u: Upstream): UpstreamRuntime {
     let rt = this.#pools.get(u.id);
@@ -35,7 +47,11 @@ export class PoolRegistry {
         basePath: url.pathname === '/' ? '' : url.pathname.replace(/\/$/, ''),
         headersTimeout: u.timeouts.responseMs,
         bodyTimeout: u.timeouts.idleMs,
+        requestMs: u.timeouts.requestMs ?? 0,
+        retry: u.retries ? { ...u.retries, budget: new RetryBudget(u.retries.budgetPercent) } : null,
+        breaker: u.breaker ? new CircuitBreaker(u.breaker, (state) => this.#onCircuit(u.id, state)) : null,
       };
+      if (rt.breaker) this.#onCircuit(u.id, 'closed');
       this.#pools.set(u.id, rt);
     }
     return rt;

@@ -4,12 +4,14 @@
  * (never copied); hop-by-hop response headers are dropped.
  */
 import type { IncomingMessage } from 'node:http';
-import { Readable } from 'node:stream';
+import { Readable, Writable } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import { sendProblem } from '../errors/problem.ts';
 import type { RequestContext } from '../pipeline/context.ts';
 import { finishRequest } from '../server/finish.ts';
-import { BodyTooLargeError, upstreamErrorCode } from './errors.ts';
+import type { ErrorCode } from '../errors/codes.ts';
+import { readBody } from '../pipeline/read-body.ts';
+import { BodyTooLargeError, mayHaveReachedUpstream, upstreamErrorCode } from './errors.ts';
 
 const HOP_BY_HOP_RESPONSE = new Set([
   'connection',
@@ -43,7 +45,7 @@ async function* limited(req: IncomingMessage, max: number): AsyncGenerator<Buffe
   }
 }
 
-export function proxy(ctx: RequestContext): void {
+export function proxy(ctx: RequestContext) {
   const up = ctx.route.upstream;
   const body =
     ctx.body ??
@@ -52,18 +54,72 @@ export function proxy(ctx: RequestContext): void {
         ? Readable.from(limited(ctx.req, ctx.route.deps.limits.maxBodyBytes), { objectMode: false })
         : ctx.req
       : null);
+  // Optimization: an upstream without retries, breaker or deadline takes the plain path.
+  if (up.retry === null && up.breaker === null && up.requestMs === 0) return dispatch(ctx, body, null);
+  up.retry?.budget.request();
+  const tries = { attempt: 0, deadline: up.requestMs ? Date.now() + up.requestMs : 0 };
+  // A retry must send the body again: on retrying upstreams, small bodies of known length are read first.
+  const length = Number(ctx.headers['content-length'] ?? -1);
+  if (up.retry !== null && body === ctx.req && length >= 0 && length <= REPLAYABLE_BYTES) {
+    readBody(ctx.req, REPLAYABLE_BYTES).then(
+      (buffer) => dispatch(ctx, buffer, tries),
+      (err) => fail(ctx, upstreamErrorCode(err), null),
+    );
+    return;
+  }
+  dispatch(ctx, body, tries);
+}
+
+/** Bodies up to this size are kept to be sent again on retrying upstreams; larger ones stream and are not retried. */
+const REPLAYABLE_BYTES = 64 * 1024;
+
+interface Tries {
+  /** Retries done so far. */
+  attempt: number;
+  /** Date.now() past which no try starts (0: none). */
+  deadline: number;
+}
+
+type Body = Buffer | Readable | IncomingMessage | null;
+
+const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE', 'TRACE']);
+const DISCARD = () =>
+  new Writable({
+    write(_chunk, _encoding, callback) {
+      callback();
+    },
+  });
+
+function dispatch(ctx: RequestContext, body: Body, tries: Tries | null) {
+  const up = ctx.route.upstream;
+  if (up.breaker !== null && !up.breaker.allow()) return fail(ctx, 'SLC_ERR_UPSTREAM_CIRCUIT_OPEN', NOT_SENT);
+  let headersTimeout = up.retry?.perTryMs ?? up.headersTimeout;
+  if (tries !== null && tries.deadline !== 0) {
+    const left = tries.deadline - Date.now();
+    if (left <= 0) return fail(ctx, 'SLC_ERR_UPSTREAM_TIMEOUT', null);
+    headersTimeout = Math.min(headersTimeout, left);
+  }
   const upstreamStart = process.hrtime.bigint();
+  let responded = false;
+  let retryStatus = false;
   up.pool.stream(
     {
       path: upstreamPath(ctx),
       method: ctx.method as Dispatcher.HttpMethod,
       headers: ctx.headers,
       body,
-      headersTimeout: up.headersTimeout,
+      headersTimeout,
       bodyTimeout: up.bodyTimeout,
       opaque: ctx,
     },
     ({ statusCode, headers }) => {
+      responded = true;
+      up.breaker?.record(statusCode < 500);
+      // A retryable status is read and dropped; the client sees only the last try.
+      if (tries !== null && statusCode >= 500 && retryAllowed(ctx, body, tries, true, statusCode)) {
+        retryStatus = true;
+        return DISCARD();
+      }
       ctx.status = statusCode;
       ctx.route.deps.metrics.upstreamLatency(up.id, upstreamStart);
       const out: Record<string, string | string[]> = {};
@@ -78,20 +134,55 @@ export function proxy(ctx: RequestContext): void {
       return ctx.tap === null ? ctx.res : ctx.tap.start(statusCode, out, ctx.res);
     },
     (err) => {
+      if (retryStatus) return retryLater(ctx, body, tries!, 'status');
       if (err) {
-        ctx.tap?.fail(err);
-        const code = upstreamErrorCode(err);
-        if (!ctx.res.headersSent) {
-          ctx.status = 0;
-          sendProblem(ctx.res, code, { requestId: ctx.requestId, close: code === 'SLC_ERR_BODY_TOO_LARGE' });
-          finishRequest(ctx, code);
-          return;
-        }
-        ctx.res.destroy();
-        finishRequest(ctx, code);
-        return;
+        if (!responded) up.breaker?.record(false);
+        const sent = mayHaveReachedUpstream(err);
+        if (tries !== null && !responded && !ctx.res.headersSent && retryAllowed(ctx, body, tries, sent, 0))
+          return retryLater(ctx, body, tries, sent ? 'reset' : 'connect');
+        return fail(ctx, upstreamErrorCode(err), err);
       }
       finishRequest(ctx, null);
     },
   );
+}
+
+/**
+ * Whether another try may go: tries left, a body that can be sent again (none, or read
+ * already), the method (idempotent; POST/PATCH only under an idempotency key when nothing was
+ * sent, or when the backend declares itself idempotent), then the budget.
+ */
+function retryAllowed(ctx: RequestContext, body: Body, tries: Tries, sent: boolean, status: number): boolean {
+  const r = ctx.route.upstream.retry;
+  if (r === null || tries.attempt >= r.attempts) return false;
+  if (status !== 0 && !r.statuses.includes(status)) return false;
+  if (body !== null && !Buffer.isBuffer(body)) return false;
+  const safe = IDEMPOTENT.has(ctx.method) || r.idempotentBackend || (!sent && ctx.tap !== null);
+  if (!safe) return false;
+  if (r.budget.take()) return true;
+  ctx.route.deps.metrics.retry(ctx.route.upstream.id, 'budget_exhausted');
+  return false;
+}
+
+function retryLater(ctx: RequestContext, body: Body, tries: Tries, reason: string): void {
+  const r = ctx.route.upstream.retry!;
+  ctx.route.deps.metrics.retry(ctx.route.upstream.id, reason);
+  // Exponential backoff with full jitter.
+  const wait = Math.random() * Math.min(r.backoffMaxMs, r.backoffBaseMs * 2 ** tries.attempt);
+  setTimeout(() => dispatch(ctx, body, { attempt: tries.attempt + 1, deadline: tries.deadline }), wait);
+}
+
+/** A failure the request never left the gateway for (breaker open): releases an idempotency record. */
+const NOT_SENT = Object.assign(new Error('not sent'), { code: 'ECONNREFUSED' });
+
+function fail(ctx: RequestContext, code: ErrorCode, err: unknown): void {
+  if (err !== null) ctx.tap?.fail(err);
+  if (!ctx.res.headersSent) {
+    ctx.status = 0;
+    sendProblem(ctx.res, code, { requestId: ctx.requestId, close: code === 'SLC_ERR_BODY_TOO_LARGE' });
+    finishRequest(ctx, code);
+    return;
+  }
+  ctx.res.destroy();
+  finishRequest(ctx, code);
 }
