@@ -1,22 +1,40 @@
 /**
  * rate-limiting with policy redis across three `sluice run` processes sharing one Redis:
- * 1,000 concurrent requests of one caller against a limit of 100 admit exactly 100, in each
- * of 20 trials, and two callers are counted apart. Then Redis stalls (SIGSTOP, a private
+ * 1,000 concurrent requests of one consumer (key-auth) against a limit of 100 admit exactly
+ * 100, in each of 20 trials, and two consumers are counted apart. Then Redis stalls (SIGSTOP, a private
  * server): a failMode open route keeps admitting (counted locally), a failMode closed route
  * answers 503, and no request waits longer than the Redis timeout.
  */
-import { randomUUID } from 'node:crypto';
 import { Pool } from 'undici';
 import { afterAll, describe, expect, it } from 'vitest';
 import { type SluiceProcess, startSluice, stopAllSluice } from '../helpers/processes.ts';
 import { dropPrefix, sharedRedisUrl, startPrivateRedis, uniquePrefix } from '../helpers/redis.ts';
 import { startUpstream } from '../helpers/servers.ts';
 
+/** Consumers c0…c20, each with its own API key in one Secret. */
+const CONSUMERS = Array.from({ length: 21 }, (_, i) => `c${i}`);
+const apiKey = (consumer: string) => `key-of-${consumer}-0123456789`;
+
 const yaml = (upstream: string) => `
+apiVersion: v1
+kind: Secret
+metadata: { name: api-keys }
+stringData:
+${CONSUMERS.map((c) => `  ${c}: ${apiKey(c)}`).join('\n')}
+---
+apiVersion: sluice.dev/v1alpha1
+kind: GatewayPlugin
+metadata: { name: keys }
+spec:
+  plugin: key-auth
+  config:
+    consumers:
+${CONSUMERS.map((c) => `      - { name: ${c}, secretKeyRef: { name: api-keys, key: ${c} } }`).join('\n')}
+---
 apiVersion: sluice.dev/v1alpha1
 kind: GatewayPlugin
 metadata: { name: exact }
-spec: { plugin: rate-limiting, config: { day: 100, policy: redis, limitBy: header, header: X-Client } }
+spec: { plugin: rate-limiting, config: { day: 100, policy: redis, limitBy: consumer } }
 ---
 apiVersion: sluice.dev/v1alpha1
 kind: GatewayPlugin
@@ -34,7 +52,7 @@ metadata: { name: limited }
 spec:
   service: { name: up, url: "${upstream}" }
   routes:
-    - { name: exact, paths: ["/exact"], plugins: [{ name: exact }] }
+    - { name: exact, paths: ["/exact"], plugins: [{ name: keys }, { name: exact }] }
     - { name: open, paths: ["/open"], plugins: [{ name: open }] }
     - { name: closed, paths: ["/closed"], plugins: [{ name: closed }] }
 `;
@@ -56,9 +74,9 @@ describe('rate limits across replicas', () => {
           }),
         );
       for (const p of procs) pools.push(new Pool(p.proxyUrl, { connections: 40 }));
-      const send = (i: number, client: string) =>
+      const send = (i: number, consumer: string) =>
         pools[i % 3]
-          .request({ path: '/exact', method: 'GET', headers: { 'x-client': client } })
+          .request({ path: '/exact', method: 'GET', headers: { 'x-api-key': apiKey(consumer) } })
           .then(async (r) => {
             await r.body.dump();
             return r.statusCode;
@@ -66,21 +84,20 @@ describe('rate limits across replicas', () => {
       const admitted: number[] = [];
       const t0 = performance.now();
       for (let trial = 0; trial < 20; trial++) {
-        const client = randomUUID();
-        const statuses = await Promise.all(Array.from({ length: 1000 }, (_, i) => send(i, client)));
+        // A fresh consumer (its own count) per trial; the prefix is fresh per run.
+        const consumer = CONSUMERS[trial];
+        const statuses = await Promise.all(Array.from({ length: 1000 }, (_, i) => send(i, consumer)));
         admitted.push(statuses.filter((s) => s === 200).length);
         expect(statuses.filter((s) => s !== 200 && s !== 429)).toEqual([]);
       }
       console.log(
-        `[rate-limiting-replicas] admitted per trial (limit 100, 1000 requests, 3 replicas): ${admitted.join(' ')}; ` +
+        `[rate-limiting-replicas] admitted per trial (one consumer, limit 100, 1000 requests, 3 replicas): ${admitted.join(' ')}; ` +
           `${Math.round(performance.now() - t0)} ms for 20,000 requests`,
       );
       expect(admitted).toEqual(Array(20).fill(100));
-      // Two callers are counted apart: a fresh one is admitted although the last one is spent.
-      const last = randomUUID();
-      await Promise.all(Array.from({ length: 100 }, (_, i) => send(i, last)));
-      expect(await send(0, last)).toBe(429);
-      expect(await send(1, randomUUID())).toBe(200);
+      // Two consumers are counted apart: c20 is admitted although c19 is spent.
+      expect(await send(0, 'c19')).toBe(429);
+      expect(await send(1, 'c20')).toBe(200);
     } finally {
       await Promise.all(pools.map((p) => p.destroy()));
       await Promise.all(procs.map((p) => p.stop()));
