@@ -10,6 +10,7 @@ PATH="$(scripts/node-env.sh):$PATH"
 dir=$(mktemp -d "${TMPDIR:-/tmp}/sluice-chain-XXXXXX")
 trap 'rm -rf "$dir"' EXIT
 token=$(node bench/make-jwt.ts "$dir")
+printf %s "$token" >"$dir/token"
 ../shared/bench/peers.sh -t nginx,bare-node-undici,sluice,sluice-chain -H "Authorization: Bearer $token" \
   --target sluice 18110 'bench/peers-target.sh' \
   --target sluice-chain 18112 "bench/peers-target.sh --chain $dir" "$@"

@@ -47,7 +47,11 @@ spec:
   config: { add: { headers: ["X-Gateway-Version:v1"] } }
 ---
 YAML
-  plugins="  plugins: [{ name: auth }, { name: limit }, { name: gateway-version }]"
+  # The harness's readiness probe sends no Authorization: it gets a plugin-free route; the
+  # load (with the token) matches the chain route by its exact Authorization header.
+  token=$(cat "$2/token")
+  routes="    - { name: chain, paths: [\"/\"], headers: [{ name: Authorization, value: \"Bearer $token\" }], plugins: [{ name: auth }, { name: limit }, { name: gateway-version }] }
+    - { name: probe, paths: [\"/\"] }"
   extra=(--redis redis://127.0.0.1:6379 --redis-prefix "sluice-bench-chain-$BENCH_PORT:")
 elif [[ ${1:-} == --transformer ]]; then
   cat >"$dir/gateway.yaml" <<YAML
@@ -71,8 +75,7 @@ spec:
   service: { name: peers-upstream, url: "$BENCH_UPSTREAM_URL" }
 $plugins
   routes:
-    - name: all
-      paths: ["/"]
+${routes:-    - { name: all, paths: [\"/\"] \}}
 YAML
 
 export NODE_ENV=production

@@ -19,6 +19,7 @@ export const ERRORS = {
   SLC_ERR_UNAUTHORIZED: { status: 401, title: 'Authentication is required' },
   SLC_ERR_CONFIG_INVALID: { status: 422, title: 'The configuration is invalid' },
   SLC_ERR_BAD_REQUEST: { status: 400, title: 'The request is malformed' },
+  SLC_ERR_METHOD_NOT_ALLOWED: { status: 405, title: 'This method is not proxied' },
   SLC_ERR_IDEMPOTENCY_KEY_MISSING: { status: 400, title: 'This route requires an Idempotency-Key header' },
   SLC_ERR_IDEMPOTENCY_KEY_INVALID: { status: 400, title: 'The Idempotency-Key header is not acceptable' },
   SLC_ERR_JSON_DUPLICATE_KEY: { status: 400, title: 'The JSON body has a duplicate key' },

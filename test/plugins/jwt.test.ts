@@ -71,6 +71,14 @@ beforeAll(async () => {
             }),
           ],
         }),
+        route('rs0', 'u', '/rs0', {
+          plugins: [
+            plugin('rs0', {
+              issuers: [{ issuer: ISS, audiences: ['orders'], algorithms: ['RS256'], jwksUri }],
+              clockSkew: '0s',
+            }),
+          ],
+        }),
         route('hs', 'u', '/hs', {
           plugins: [
             plugin('hs', {
@@ -227,6 +235,27 @@ describe('jwt', () => {
     expect(fetches).toBe(before + 1);
     expect((await call('/rs', await sign('rs3'))).status).toBe(401);
     expect(fetches).toBe(before + 1);
+  });
+
+  it('verified tokens are cached, but never past their exp', async () => {
+    const token = await sign('rs1', {}, { exp: now() + 1 });
+    expect((await call('/rs0', token)).status).toBe(200);
+    expect((await call('/rs0', token)).status).toBe(200);
+    await new Promise((r) => setTimeout(r, 1_300));
+    const late = await call('/rs0', token);
+    expect([late.status, JSON.parse(late.body).detail]).toEqual([401, 'the token has expired']);
+  });
+
+  it('a tampered copy of a cached token is verified on its own, and refused', async () => {
+    const token = await sign('rs1');
+    expect((await call('/rs', token)).status).toBe(200);
+    const [h, p, sig] = token.split('.');
+    const otherSub = Buffer.from(
+      JSON.stringify({ ...JSON.parse(Buffer.from(p, 'base64url').toString()), sub: 'admin' }),
+    ).toString('base64url');
+    expect((await call('/rs', `${h}.${otherSub}.${sig}`)).status).toBe(401);
+    const flipped = `${h}.${p}.${sig.slice(0, -2)}${sig.at(-2) === 'A' ? 'B' : 'A'}${sig.at(-1)}`;
+    expect((await call('/rs', flipped)).status).toBe(401);
   });
 
   it('the identity provider down: known keys keep working', async () => {

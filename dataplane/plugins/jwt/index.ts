@@ -12,7 +12,7 @@ import { decodeJwt, errors, jwtVerify, type JWTVerifyGetKey } from 'jose';
 import { parseDuration } from '../../config/duration.ts';
 import type { JwtConfig } from '../../config/plugins/jwt.ts';
 import { answerProblem } from '../../pipeline/answer.ts';
-import type { RequestContext } from '../../pipeline/context.ts';
+import type { Consumer, RequestContext } from '../../pipeline/context.ts';
 import type { RuntimeDeps } from '../../runtime/runtime-route.ts';
 import type { Plugin } from '../types.ts';
 import { remoteJwks } from './jwks.ts';
@@ -21,6 +21,9 @@ type Issuer = JwtConfig['issuers'][number];
 type KeyResolver = JWTVerifyGetKey;
 
 const SAFE_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
+/** Verified tokens kept per plugin instance, and for how long at most. */
+const CACHE_ENTRIES = 10_000;
+const CACHE_MS = 60_000;
 const challenge = (error: string) => ({ 'www-authenticate': `Bearer realm="sluice", error="${error}"` });
 
 export const jwt: Plugin<JwtConfig> = {
@@ -35,6 +38,15 @@ export const jwt: Plugin<JwtConfig> = {
       claim: c.claim,
       header: c.header.toLowerCase(),
     }));
+    // Verified tokens, by their exact text: a client reuses its token for many requests, and a
+    // signature check costs far more than the rest of the chain. An entry lives until the
+    // token's exp (less the skew) and at most CACHE_MS, so a key withdrawn from a JWKS stops
+    // working within a minute; a new snapshot starts with an empty cache.
+    const verified = new Map<string, { consumer: Consumer; headers: [string, string][]; until: number }>();
+    const accept = (ctx: RequestContext, consumer: Consumer, headers: [string, string][]) => {
+      ctx.consumer = consumer;
+      for (const [h, v] of headers) ctx.headers[h] = v;
+    };
     return {
       onRequest(ctx: RequestContext) {
         for (const c of claims) delete ctx.headers[c.header];
@@ -50,6 +62,11 @@ export const jwt: Plugin<JwtConfig> = {
           );
         if (token.length > maxBytes)
           return refuse(ctx, 'SLC_ERR_CREDENTIALS_INVALID', 'the token is too large');
+        const hit = verified.get(token);
+        if (hit !== undefined) {
+          if (hit.until > Date.now()) return accept(ctx, hit.consumer, hit.headers);
+          verified.delete(token);
+        }
         let iss: unknown;
         try {
           iss = decodeJwt(token).iss;
@@ -68,7 +85,12 @@ export const jwt: Plugin<JwtConfig> = {
         }).then(
           ({ payload }) => {
             const sub = typeof payload.sub === 'string' ? payload.sub : '';
-            ctx.consumer = { id: `${issuer.config.issuer}#${sub}`, credentialId: sub, source: 'jwt' };
+            const consumer: Consumer = {
+              id: `${issuer.config.issuer}#${sub}`,
+              credentialId: sub,
+              source: 'jwt',
+            };
+            const headers: [string, string][] = [];
             for (const c of claims) {
               const v = payload[c.claim];
               const text =
@@ -77,8 +99,14 @@ export const jwt: Plugin<JwtConfig> = {
                   : typeof v === 'number' || typeof v === 'boolean'
                     ? String(v)
                     : undefined;
-              if (text !== undefined && SAFE_VALUE.test(text)) ctx.headers[c.header] = text;
+              if (text !== undefined && SAFE_VALUE.test(text)) headers.push([c.header, text]);
             }
+            accept(ctx, consumer, headers);
+            // Not cached while not yet valid (nbf within the skew): it is checked again next time.
+            if (typeof payload.nbf === 'number' && payload.nbf * 1000 > Date.now()) return;
+            if (verified.size >= CACHE_ENTRIES) verified.delete(verified.keys().next().value!);
+            const until = Math.min((payload.exp as number) * 1000 - skew * 1000, Date.now() + CACHE_MS);
+            verified.set(token, { consumer, headers, until });
           },
           (err) => refuse(ctx, 'SLC_ERR_CREDENTIALS_INVALID', reasonOf(err)),
         );
