@@ -77,6 +77,11 @@ export class Informer<T extends KubeObject> {
     this.#abort?.();
   }
 
+  /** The version the next watch resumes from ('' = the next round lists). */
+  get resourceVersion(): string {
+    return this.#resourceVersion;
+  }
+
   /** Drops the current watch as a network failure would; the loop resumes from the last version seen. */
   interrupt(): void {
     this.#interrupted = true;

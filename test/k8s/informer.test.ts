@@ -52,16 +52,17 @@ it('after 410 Gone it re-lists and reports every change made while it was away',
     await informer.synced;
     expect(lists).toBe(1);
     expect(events.map(([, n]) => n).sort()).toEqual(['edited', 'kept', 'removed']);
-    const seen = informer.cache.get(`${NS}/edited`)!.metadata.resourceVersion!;
-
     gate = new Promise<void>((r) => {
       open = r;
     });
     informer.interrupt();
+    // Wait until the watch is really down (the gate holds the informer), then note where it resumes.
+    await new Promise((r) => setTimeout(r, 300));
+    const seen = informer.resourceVersion;
     events.length = 0;
     await ok(['apply', '-n', NS, '-f', '-'], `${plugin('edited', '2')}---${plugin('added', '1')}`);
     await ok(['delete', 'gatewayplugin', 'removed', '-n', NS]);
-    // Wait until the version the informer saw is compacted: a watch from it now gets 410.
+    // Wait until the version the informer resumes from is compacted: a watch from it now gets 410.
     const until = Date.now() + 60_000;
     for (;;) {
       const gone = await new Promise<boolean>((resolve) => {
@@ -69,7 +70,7 @@ it('after 410 Gone it re-lists and reports every change made while it was away',
           .watch(
             PATH,
             seen,
-            (e) => e.type === 'ERROR' && resolve(true),
+            (e) => e.type === 'ERROR' && (e.object as { code?: number }).code === 410 && resolve(true),
             (err) =>
               resolve(
                 (err as KubeError)?.status === 410 || (err as { statusCode?: number })?.statusCode === 410,
