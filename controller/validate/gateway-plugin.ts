@@ -5,7 +5,12 @@
 import { type TSchema, Type } from '@sinclair/typebox';
 import type { TypeCheck } from '@sinclair/typebox/compiler';
 import { type GatewayPlugin, GatewayPluginSpec } from '../api/gateway-plugin.ts';
-import { PLUGIN_NAMES, PLUGIN_SCHEMAS, type PluginName } from '../../dataplane/config/plugins/index.ts';
+import {
+  PLUGIN_CHECKS,
+  PLUGIN_NAMES,
+  PLUGIN_SCHEMAS,
+  type PluginName,
+} from '../../dataplane/config/plugins/index.ts';
 import { refOf } from '../source/resource-set.ts';
 import { type Diagnostic, invalid } from './diagnostic.ts';
 import { checkMetadata } from './metadata.ts';
@@ -35,6 +40,11 @@ export function validatePlugin(obj: GatewayPlugin): { plugin?: ModelPlugin; diag
   const { plugin, config = {} } = spec as GatewayPlugin['spec'];
   const configErrors = schemaErrors(checkConfig.get(plugin)!, config, ['spec', 'config']);
   diagnostics.push(...configErrors.map((e) => invalid(ref, e.field, `${plugin}: ${e.message}`)));
+  if (!configErrors.length)
+    for (const e of PLUGIN_CHECKS[plugin]?.(config) ?? [])
+      diagnostics.push(
+        invalid(ref, e.field ? `spec.config.${e.field}` : 'spec.config', `${plugin}: ${e.message}`),
+      );
   if (diagnostics.length) return { diagnostics };
   // A copy: the table must not share objects with the informer cache (or a file loader) it came from.
   return { plugin: { ref, source: meta.source, plugin, config: structuredClone(config) }, diagnostics };

@@ -4,7 +4,7 @@
  * id and the field, so the controller can put it on the object that caused it.
  */
 import { TypeCompiler } from '@sinclair/typebox/compiler';
-import { PLUGIN_SCHEMAS, type PluginName } from './plugins/index.ts';
+import { PLUGIN_CHECKS, PLUGIN_SCHEMAS, type PluginName } from './plugins/index.ts';
 import { RouteTable, Snapshot } from './route-table.ts';
 import { tableHash } from './canonical-json.ts';
 
@@ -80,9 +80,15 @@ export function validateRouteTable(table: unknown): TableError[] {
     if (!upstreamIds.has(r.handler.upstream))
       errors.push({ id: r.id, field: 'handler.upstream', message: `unknown upstream ${r.handler.upstream}` });
     r.plugins.forEach((p, j) => {
+      const at = ['plugins', String(j), 'config'];
+      const before = errors.length;
       for (const e of checkPlugin[p.name].Errors(p.config)) {
-        const field = toField(['plugins', String(j), 'config', ...e.path.split('/').slice(1)]);
-        errors.push({ id: r.id, field, message: e.message });
+        errors.push({ id: r.id, field: toField([...at, ...e.path.split('/').slice(1)]), message: e.message });
+      }
+      if (errors.length > before) return;
+      for (const e of PLUGIN_CHECKS[p.name]?.(p.config) ?? []) {
+        const field = toField([...at, ...(e.field ? e.field.split('.') : [])]);
+        errors.push({ id: r.id, field, message: `${p.name}: ${e.message}` });
       }
     });
   });

@@ -5,7 +5,8 @@
  * ("250ms", "10s", "24h").
  */
 import { type Static, Type } from '@sinclair/typebox';
-import { DURATION_PATTERN } from '../duration.ts';
+import { DURATION_PATTERN, parseDuration } from '../duration.ts';
+import type { ConfigProblem } from './problem.ts';
 
 const duration = (description: string) =>
   Type.String({ pattern: DURATION_PATTERN, maxLength: 32, description });
@@ -135,3 +136,15 @@ export const IdempotencyConfig = Type.Object(
   },
 );
 export type IdempotencyConfig = Static<typeof IdempotencyConfig>;
+
+/** What the schema cannot say; field paths are relative to the config. */
+export function checkIdempotencyConfig(c: IdempotencyConfig): ConfigProblem[] {
+  const problems: ConfigProblem[] = [];
+  const min = c.keyLength?.min ?? 32;
+  const max = c.keyLength?.max ?? 64;
+  if (min > max)
+    problems.push({ field: 'keyLength.min', message: `(${min}) is above keyLength.max (${max})` });
+  if (c.lease !== undefined && (parseDuration(c.lease) ?? 0) < 100)
+    problems.push({ field: 'lease', message: 'must be at least 100ms' });
+  return problems;
+}

@@ -3,10 +3,11 @@
  * validation of GatewayPlugin.config) and the data plane (validateRouteTable) read.
  */
 import type { TSchema } from '@sinclair/typebox';
-import { IdempotencyConfig } from './idempotency.ts';
+import { checkIdempotencyConfig, IdempotencyConfig } from './idempotency.ts';
 import { JwtConfig } from './jwt.ts';
 import { KeyAuthConfig } from './key-auth.ts';
-import { RateLimitingConfig } from './rate-limiting.ts';
+import type { ConfigProblem } from './problem.ts';
+import { checkRateLimitingConfig, RateLimitingConfig } from './rate-limiting.ts';
 import { RequestTransformerConfig } from './request-transformer.ts';
 
 export const PLUGIN_SCHEMAS = {
@@ -18,6 +19,16 @@ export const PLUGIN_SCHEMAS = {
 } as const satisfies Record<string, TSchema>;
 
 export type PluginName = keyof typeof PLUGIN_SCHEMAS;
+
+/**
+ * Rules across fields, checked after the schema by both the controller (GatewayPlugin status)
+ * and the data plane (validateRouteTable), so a bad config is named where it was written.
+ */
+// biome-ignore lint/suspicious/noExplicitAny: each check takes its plugin's config type
+export const PLUGIN_CHECKS: Partial<Record<PluginName, (config: any) => ConfigProblem[]>> = {
+  idempotency: checkIdempotencyConfig,
+  'rate-limiting': checkRateLimitingConfig,
+};
 
 /**
  * What the controller puts next to a plugin's secretKeyRefs: the value's SHA-256 (enough to

@@ -3,6 +3,7 @@
  * and day. Fixed windows, counted per process (`local`) or across every replica (`redis`).
  */
 import { type Static, Type } from '@sinclair/typebox';
+import type { ConfigProblem } from './problem.ts';
 
 const limit = (window: string) =>
   Type.Optional(
@@ -61,3 +62,13 @@ export const RateLimitingConfig = Type.Object(
 export type RateLimitingConfig = Static<typeof RateLimitingConfig>;
 
 export const WINDOWS = { second: 1, minute: 60, hour: 3_600, day: 86_400 } as const;
+
+/** What the schema cannot say; field paths are relative to the config ('' = the config itself). */
+export function checkRateLimitingConfig(c: RateLimitingConfig): ConfigProblem[] {
+  const problems: ConfigProblem[] = [];
+  if (!Object.keys(WINDOWS).some((w) => c[w as keyof typeof WINDOWS] !== undefined))
+    problems.push({ field: '', message: 'set at least one of second, minute, hour, day' });
+  if (c.limitBy === 'header' && c.header === undefined)
+    problems.push({ field: 'header', message: 'is required with limitBy: header' });
+  return problems;
+}

@@ -1,6 +1,6 @@
 /** The idempotency config, with its defaults filled in and durations in ms: compiled once per snapshot. */
 import { parseDuration } from '../../config/duration.ts';
-import type { IdempotencyConfig } from '../../config/plugins/idempotency.ts';
+import { checkIdempotencyConfig, type IdempotencyConfig } from '../../config/plugins/idempotency.ts';
 
 export interface Settings {
   methods: ReadonlySet<string>;
@@ -34,12 +34,12 @@ export const DEFAULTS = {
 const ms = (text: string | undefined, fallback: string): number => parseDuration(text ?? fallback) ?? 0;
 
 export function compileSettings(c: IdempotencyConfig): Settings {
+  // validateRouteTable has checked these; a table built by hand still cannot get past them.
+  const problems = checkIdempotencyConfig(c);
+  if (problems.length) throw new Error(`idempotency: ${problems[0].field} ${problems[0].message}`);
   const minKey = c.keyLength?.min ?? DEFAULTS.minKey;
   const maxKey = c.keyLength?.max ?? DEFAULTS.maxKey;
-  if (minKey > maxKey)
-    throw new Error(`idempotency: keyLength.min (${minKey}) is above keyLength.max (${maxKey})`);
   const leaseMs = ms(c.lease, DEFAULTS.lease);
-  if (leaseMs < 100) throw new Error('idempotency: lease must be at least 100ms');
   return {
     methods: new Set(c.methods ?? DEFAULTS.methods),
     required: c.required ?? false,

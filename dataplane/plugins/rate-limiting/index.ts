@@ -23,7 +23,7 @@ export const rateLimiting: Plugin<RateLimitingConfig> = {
       seconds: WINDOWS[n],
       limit: config[n]!,
     }));
-    if (!windows.length) throw new Error('rate-limiting: set at least one of second, minute, hour, day');
+    // validateRouteTable has checked the config (checkRateLimitingConfig): at least one window.
     const names = NAMES.filter((n) => config[n] !== undefined);
     const fallback = windows.map((w) => ({
       ...w,
