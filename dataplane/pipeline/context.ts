@@ -69,6 +69,6 @@ export type ResponseHook = (ctx: RequestContext, headers: Record<string, string 
 export interface ResponseTap {
   /** Status and headers as written to the client; returns where the body goes (it must pass it on to res). */
   start(status: number, headers: Record<string, string | string[]>, res: ServerResponse): Writable;
-  /** The upstream call failed, before or after the response started. */
-  fail(err: unknown): void;
+  /** The upstream call failed, before or after the response started; `sent`: it may have reached the upstream. */
+  fail(sent: boolean): void;
 }

@@ -57,13 +57,13 @@ export function proxy(ctx: RequestContext) {
   // Optimization: an upstream without retries, breaker or deadline takes the plain path.
   if (up.retry === null && up.breaker === null && up.requestMs === 0) return dispatch(ctx, body, null);
   up.retry?.budget.request();
-  const tries = { attempt: 0, deadline: up.requestMs ? Date.now() + up.requestMs : 0 };
+  const tries: Tries = { attempt: 0, deadline: up.requestMs ? Date.now() + up.requestMs : 0, sent: false };
   // A retry must send the body again: on retrying upstreams, small bodies of known length are read first.
   const length = Number(ctx.headers['content-length'] ?? -1);
   if (up.retry !== null && body === ctx.req && length >= 0 && length <= REPLAYABLE_BYTES) {
     readBody(ctx.req, REPLAYABLE_BYTES).then(
       (buffer) => dispatch(ctx, buffer, tries),
-      (err) => fail(ctx, upstreamErrorCode(err), null),
+      (err) => fail(ctx, upstreamErrorCode(err), false),
     );
     return;
   }
@@ -78,6 +78,8 @@ interface Tries {
   attempt: number;
   /** Date.now() past which no try starts (0: none). */
   deadline: number;
+  /** Whether an earlier try may have reached the upstream. */
+  sent: boolean;
 }
 
 type Body = Buffer | Readable | IncomingMessage | null;
@@ -92,11 +94,12 @@ const DISCARD = () =>
 
 function dispatch(ctx: RequestContext, body: Body, tries: Tries | null) {
   const up = ctx.route.upstream;
-  if (up.breaker !== null && !up.breaker.allow()) return fail(ctx, 'SLC_ERR_UPSTREAM_CIRCUIT_OPEN', NOT_SENT);
+  if (up.breaker !== null && !up.breaker.allow())
+    return fail(ctx, 'SLC_ERR_UPSTREAM_CIRCUIT_OPEN', tries?.sent ?? false);
   let headersTimeout = up.retry?.perTryMs ?? up.headersTimeout;
   if (tries !== null && tries.deadline !== 0) {
     const left = tries.deadline - Date.now();
-    if (left <= 0) return fail(ctx, 'SLC_ERR_UPSTREAM_TIMEOUT', null);
+    if (left <= 0) return fail(ctx, 'SLC_ERR_UPSTREAM_TIMEOUT', tries.sent);
     headersTimeout = Math.min(headersTimeout, left);
   }
   const upstreamStart = process.hrtime.bigint();
@@ -134,13 +137,13 @@ function dispatch(ctx: RequestContext, body: Body, tries: Tries | null) {
       return ctx.tap === null ? ctx.res : ctx.tap.start(statusCode, out, ctx.res);
     },
     (err) => {
-      if (retryStatus) return retryLater(ctx, body, tries!, 'status');
+      if (retryStatus) return retryLater(ctx, body, { ...tries!, sent: true }, 'status');
       if (err) {
         if (!responded) up.breaker?.record(false);
         const sent = mayHaveReachedUpstream(err);
         if (tries !== null && !responded && !ctx.res.headersSent && retryAllowed(ctx, body, tries, sent, 0))
-          return retryLater(ctx, body, tries, sent ? 'reset' : 'connect');
-        return fail(ctx, upstreamErrorCode(err), err);
+          return retryLater(ctx, body, { ...tries, sent: tries.sent || sent }, sent ? 'reset' : 'connect');
+        return fail(ctx, upstreamErrorCode(err), sent || responded || (tries?.sent ?? false));
       }
       finishRequest(ctx, null);
     },
@@ -169,14 +172,12 @@ function retryLater(ctx: RequestContext, body: Body, tries: Tries, reason: strin
   ctx.route.deps.metrics.retry(ctx.route.upstream.id, reason);
   // Exponential backoff with full jitter.
   const wait = Math.random() * Math.min(r.backoffMaxMs, r.backoffBaseMs * 2 ** tries.attempt);
-  setTimeout(() => dispatch(ctx, body, { attempt: tries.attempt + 1, deadline: tries.deadline }), wait);
+  setTimeout(() => dispatch(ctx, body, { ...tries, attempt: tries.attempt + 1 }), wait);
 }
 
-/** A failure the request never left the gateway for (breaker open): releases an idempotency record. */
-const NOT_SENT = Object.assign(new Error('not sent'), { code: 'ECONNREFUSED' });
-
-function fail(ctx: RequestContext, code: ErrorCode, err: unknown): void {
-  if (err !== null) ctx.tap?.fail(err);
+/** The request ends in a gateway error; `sent`: some try may have reached the upstream (an idempotency record then stays). */
+function fail(ctx: RequestContext, code: ErrorCode, sent: boolean): void {
+  ctx.tap?.fail(sent);
   if (!ctx.res.headersSent) {
     ctx.status = 0;
     sendProblem(ctx.res, code, { requestId: ctx.requestId, close: code === 'SLC_ERR_BODY_TOO_LARGE' });

@@ -10,7 +10,6 @@
  *    make that second execution safe (spec §2.1 rule 3).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { mayHaveReachedUpstream } from '../../upstream/errors.ts';
 import type { IdempotencyStore, StoredResponse } from '../../stores/idempotency-store.ts';
 import type { RuntimeDeps } from '../../runtime/runtime-route.ts';
 
@@ -88,11 +87,11 @@ export class Execution {
   }
 
   /** The upstream call failed: release the record when it cannot have been acted on, else let the lease lapse. */
-  fail(err: unknown): void {
+  fail(sent: boolean): void {
     if (this.#ended) return;
     this.#ended = true;
     this.#stop();
-    if (mayHaveReachedUpstream(err)) return;
+    if (sent) return;
     this.#store
       .release(this.#id, this.#owner)
       .catch((e) =>

@@ -8,6 +8,7 @@ import type { Dispatcher } from 'undici';
 import { answerProblem } from '../../pipeline/answer.ts';
 import type { RequestContext } from '../../pipeline/context.ts';
 import type { IdempotencyStore } from '../../stores/idempotency-store.ts';
+import { mayHaveReachedUpstream } from '../../upstream/errors.ts';
 import { upstreamPath } from '../../upstream/proxy.ts';
 import type { Execution } from './execution.ts';
 import { accepted, replay, storedHeaders } from './replay.ts';
@@ -47,7 +48,7 @@ export async function runInBackground(
       bodyOmitted: size > maxBytes,
     });
   } catch (err) {
-    execution.fail(err);
+    execution.fail(mayHaveReachedUpstream(err));
     ctx.route.deps.log.warn(
       { err, route: ctx.route.id, requestId: ctx.requestId },
       'asynchronous operation failed',

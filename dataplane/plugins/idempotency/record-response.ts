@@ -68,7 +68,7 @@ export class RecordResponse implements ResponseTap {
     });
   }
 
-  fail(err: unknown): void {
-    this.#execution.fail(err);
+  fail(sent: boolean): void {
+    this.#execution.fail(sent);
   }
 }
