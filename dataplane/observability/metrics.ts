@@ -119,24 +119,41 @@ export class Metrics {
     c.observe(Number(process.hrtime.bigint() - startNs) / NS_PER_S);
   }
 
-  readonly #pluginRoutes = new Set<string>();
+  /**
+   * Label children of the per-route and per-upstream counters, cached like #children: a request
+   * does no label hashing. Each knows its owner (route or upstream id) for retain().
+   */
+  readonly #counted = new Map<
+    string,
+    { child: { inc(): void }; drop(): void; owner: string; byRoute: boolean }
+  >();
+  readonly #circuitIds = new Set<string>();
+
+  #inc(tag: string, counter: Counter<string>, owner: string, value: string, byRoute: boolean): void {
+    const key = `${tag}\u0000${owner}\u0000${value}`;
+    let c = this.#counted.get(key);
+    if (c === undefined) {
+      c = { child: counter.labels(owner, value), drop: () => counter.remove(owner, value), owner, byRoute };
+      this.#counted.set(key, c);
+    }
+    c.child.inc();
+  }
 
   idempotency(route: string, outcome: IdempotencyOutcome): void {
-    this.#pluginRoutes.add(route);
-    this.#idempotency.labels(route, outcome).inc();
+    this.#inc('idempotency', this.#idempotency, route, outcome, true);
   }
 
   rateLimit(route: string, result: 'allowed' | 'limited' | 'fallback' | 'unavailable'): void {
-    this.#pluginRoutes.add(route);
-    this.#rateLimit.labels(route, result).inc();
+    this.#inc('rate', this.#rateLimit, route, result, true);
   }
 
   circuitState(upstream: string, state: 'closed' | 'open' | 'half-open'): void {
+    this.#circuitIds.add(upstream);
     this.#circuit.labels(upstream).set(state === 'closed' ? 0 : state === 'open' ? 1 : 2);
   }
 
   retry(upstream: string, reason: string): void {
-    this.#retries.labels(upstream, reason).inc();
+    this.#inc('retry', this.#retries, upstream, reason, false);
   }
 
   storeOperation(store: string, op: string, seconds: number, ok: boolean): void {
@@ -157,12 +174,15 @@ export class Metrics {
       this.#requests.remove(route, method, cls);
       this.#latency.remove(route, method, cls);
     }
-    for (const route of this.#pluginRoutes) {
-      if (routeIds.has(route)) continue;
-      this.#pluginRoutes.delete(route);
-      for (const outcome of IDEMPOTENCY_OUTCOMES) this.#idempotency.remove(route, outcome);
-      for (const result of ['allowed', 'limited', 'fallback', 'unavailable'])
-        this.#rateLimit.remove(route, result);
+    for (const [key, c] of this.#counted) {
+      if (c.byRoute ? routeIds.has(c.owner) : upstreamIds.has(c.owner)) continue;
+      this.#counted.delete(key);
+      c.drop();
+    }
+    for (const id of this.#circuitIds) {
+      if (upstreamIds.has(id)) continue;
+      this.#circuitIds.delete(id);
+      this.#circuit.remove(id);
     }
     for (const id of this.#upstreamChildren.keys()) {
       if (upstreamIds.has(id)) continue;
