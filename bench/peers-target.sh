@@ -17,9 +17,22 @@ dir="${TMPDIR:-/tmp}/sluice-peers-$BENCH_PORT"
 mkdir -p "$dir"
 plugins=""
 extra=()
+: >"$dir/gateway.yaml"
+if [[ ${1:-} == --transformer || ${1:-} == --chain ]]; then
+  cat >>"$dir/gateway.yaml" <<YAML
+apiVersion: sluice.dev/v1alpha1
+kind: GatewayPlugin
+metadata: { name: gateway-version, namespace: default }
+spec:
+  plugin: request-transformer
+  config: { add: { headers: ["X-Gateway-Version:v1"] } }
+---
+YAML
+  plugins="  plugins: [{ name: gateway-version }]"
+fi
 if [[ ${1:-} == --chain ]]; then
   pem_b64=$(base64 -w0 <"${2:?--chain needs the folder of jwt-public.pem}/jwt-public.pem")
-  cat >"$dir/gateway.yaml" <<YAML
+  cat >>"$dir/gateway.yaml" <<YAML
 apiVersion: v1
 kind: Secret
 metadata: { name: jwt-keys, namespace: default }
@@ -39,33 +52,14 @@ kind: GatewayPlugin
 metadata: { name: limit, namespace: default }
 spec: { plugin: rate-limiting, config: { second: 1000000000, policy: redis } }
 ---
-apiVersion: sluice.dev/v1alpha1
-kind: GatewayPlugin
-metadata: { name: gateway-version, namespace: default }
-spec:
-  plugin: request-transformer
-  config: { add: { headers: ["X-Gateway-Version:v1"] } }
----
 YAML
   # The harness's readiness probe sends no Authorization: it gets a plugin-free route; the
   # load (with the token) matches the chain route by its exact Authorization header.
   token=$(cat "$2/token")
+  plugins=""
   routes="    - { name: chain, paths: [\"/\"], headers: [{ name: Authorization, value: \"Bearer $token\" }], plugins: [{ name: auth }, { name: limit }, { name: gateway-version }] }
     - { name: probe, paths: [\"/\"] }"
   extra=(--redis redis://127.0.0.1:6379 --redis-prefix "sluice-bench-chain-$BENCH_PORT:")
-elif [[ ${1:-} == --transformer ]]; then
-  cat >"$dir/gateway.yaml" <<YAML
-apiVersion: sluice.dev/v1alpha1
-kind: GatewayPlugin
-metadata: { name: gateway-version, namespace: default }
-spec:
-  plugin: request-transformer
-  config: { add: { headers: ["X-Gateway-Version:v1"] } }
----
-YAML
-  plugins="  plugins: [{ name: gateway-version }]"
-else
-  : >"$dir/gateway.yaml"
 fi
 cat >>"$dir/gateway.yaml" <<YAML
 apiVersion: sluice.dev/v1alpha1

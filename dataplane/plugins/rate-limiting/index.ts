@@ -46,15 +46,14 @@ export const rateLimiting: Plugin<RateLimitingConfig> = {
       for (let i = 1; i < windows.length; i++)
         if (windows[i].limit - d.counts[i] < windows[tight].limit - d.counts[tight]) tight = i;
       const remaining = Math.max(0, windows[tight].limit - d.counts[tight]);
-      const headers: Record<string, string> = s.headers
-        ? {
-            'ratelimit-policy': policyHeader,
-            ratelimit: `"${names[tight]}";r=${remaining};t=${d.resets[tight]}`,
-          }
-        : {};
+      const state = `"${names[tight]}";r=${remaining};t=${d.resets[tight]}`;
       if (d.allowed) {
         deps.metrics.rateLimit(ctx.route.id, 'allowed');
-        if (s.headers) ctx.responseHeaders = { ...ctx.responseHeaders, ...headers };
+        if (s.headers) {
+          ctx.responseHeaders ??= {};
+          ctx.responseHeaders['ratelimit-policy'] = policyHeader;
+          ctx.responseHeaders.ratelimit = state;
+        }
         return;
       }
       // Retry when every full window has reset.
@@ -64,7 +63,9 @@ export const rateLimiting: Plugin<RateLimitingConfig> = {
       deps.metrics.rateLimit(ctx.route.id, 'limited');
       answerProblem(ctx, 'SLC_ERR_RATE_LIMITED', {
         detail: `limit of ${windows[tight].limit} per ${names[tight]} reached`,
-        headers: { ...headers, 'retry-after': String(wait) },
+        headers: s.headers
+          ? { 'ratelimit-policy': policyHeader, ratelimit: state, 'retry-after': String(wait) }
+          : { 'retry-after': String(wait) },
       });
     };
 
