@@ -13,7 +13,7 @@ import { createLogger } from './observability/log.ts';
 import { RuntimeHolder } from './runtime/holder.ts';
 import { createAdminServer } from './server/admin-server.ts';
 import { createProxyServer } from './server/proxy-server.ts';
-import { Background } from './runtime/background.ts';
+import { Background } from './pipeline/background.ts';
 import { LastGood } from './state/last-good.ts';
 import { openStores, type Stores } from './stores/open-stores.ts';
 import { PoolRegistry } from './upstream/pools.ts';
@@ -138,7 +138,7 @@ export async function startDataPlane(partial: Partial<DataPlaneOptions>): Promis
   const proxy = createProxyServer(
     holder,
     { ...ingress, maxHeaderBytes: o.maxHeaderBytes, requestTimeoutMs: 300_000, keepAliveTimeoutMs: 72_000 },
-    metrics,
+    { metrics, log, accessLog: o.accessLog },
   );
   const admin = createAdminServer(holder, metrics, {
     token: adminToken,
@@ -181,6 +181,7 @@ export async function startDataPlane(partial: Partial<DataPlaneOptions>): Promis
         ]);
         await admin.close();
         await stores.close();
+        holder.close();
         await pools.closeAll();
         await lastGood?.flushed();
         log.flush?.();

@@ -1,6 +1,6 @@
 /** GatewayPlugin: one plugin instance and its configuration, referenced by GatewayRoutes. */
 import { type Static, Type } from '@sinclair/typebox';
-import { PLUGIN_NAMES } from '../../dataplane/config/plugins/index.ts';
+import { PLUGIN_NAMES } from '../../dataplane/config/catalog.ts';
 import type { ObjectMeta, Status } from './common.ts';
 
 export const GatewayPluginSpec = Type.Object(

@@ -1,16 +1,12 @@
 /**
  * A GatewayPlugin is accepted when its spec fits GatewayPluginSpec and its config fits the
- * schema of its plugin (PLUGIN_SCHEMAS, the same one the data plane checks at the door).
+ * schema of its plugin (its manifest in the catalog, the same one the data plane checks at the door).
  */
 import { type TSchema, Type } from '@sinclair/typebox';
 import type { TypeCheck } from '@sinclair/typebox/compiler';
 import { type GatewayPlugin, GatewayPluginSpec } from '../api/gateway-plugin.ts';
-import {
-  PLUGIN_CHECKS,
-  PLUGIN_NAMES,
-  PLUGIN_SCHEMAS,
-  type PluginName,
-} from '../../dataplane/config/plugins/index.ts';
+import { PLUGIN_MANIFESTS } from '../../dataplane/config/catalog.ts';
+import type { ConfigProblem } from '../../dataplane/config/config-problem.ts';
 import { refOf } from '../source/resource-set.ts';
 import { type Diagnostic, invalid } from './diagnostic.ts';
 import { checkMetadata } from './metadata.ts';
@@ -25,8 +21,14 @@ const checkSpec = compileSchema(
     { additionalProperties: false },
   ),
 );
-const checkConfig = new Map<PluginName, TypeCheck<TSchema>>(
-  PLUGIN_NAMES.map((n) => [n, compileSchema<TSchema>(PLUGIN_SCHEMAS[n])]),
+const checkConfig = new Map<string, { schema: TypeCheck<TSchema>; checks?: (c: unknown) => ConfigProblem[] }>(
+  PLUGIN_MANIFESTS.map((m) => [
+    m.name,
+    {
+      schema: compileSchema<TSchema>(m.schema),
+      checks: m.checks as ((c: unknown) => ConfigProblem[]) | undefined,
+    },
+  ]),
 );
 
 export function validatePlugin(obj: GatewayPlugin): { plugin?: ModelPlugin; diagnostics: Diagnostic[] } {
@@ -38,10 +40,10 @@ export function validatePlugin(obj: GatewayPlugin): { plugin?: ModelPlugin; diag
   diagnostics.push(...specErrors.map((e) => invalid(ref, e.field, e.message)));
   if (specErrors.length) return { diagnostics };
   const { plugin, config = {} } = spec as GatewayPlugin['spec'];
-  const configErrors = schemaErrors(checkConfig.get(plugin)!, config, ['spec', 'config']);
+  const configErrors = schemaErrors(checkConfig.get(plugin)!.schema, config, ['spec', 'config']);
   diagnostics.push(...configErrors.map((e) => invalid(ref, e.field, `${plugin}: ${e.message}`)));
   if (!configErrors.length)
-    for (const e of PLUGIN_CHECKS[plugin]?.(config) ?? [])
+    for (const e of checkConfig.get(plugin)!.checks?.(config) ?? [])
       diagnostics.push(
         invalid(ref, e.field ? `spec.config.${e.field}` : 'spec.config', `${plugin}: ${e.message}`),
       );

@@ -11,7 +11,7 @@ import { validateRoute } from './gateway-route.ts';
 import type { Model, ModelPlugin, ModelRoute } from './model.ts';
 import { checkBackendRef } from './backend-refs.ts';
 import { resolveSecretRefs } from './secret-refs.ts';
-import { SECRET_RESOLUTION } from '../../dataplane/config/plugins/index.ts';
+import { pluginManifest } from '../../dataplane/config/catalog.ts';
 import { checkPluginRefs, type PluginState } from './plugin-refs.ts';
 
 export interface Validated {
@@ -26,7 +26,7 @@ export function validate(resources: ResourceSet): Validated {
   for (const [key, obj] of resources.plugins) {
     const result = guarded(obj, () => validatePlugin(obj));
     if (result.plugin) {
-      const as = SECRET_RESOLUTION[result.plugin.plugin] ?? 'sha256';
+      const as = pluginManifest(result.plugin.plugin)?.secrets ?? 'sha256';
       result.diagnostics.push(...resolveSecretRefs(refOf(obj), result.plugin.config, resources.secrets, as));
     }
     if (result.diagnostics.length) result.plugin = undefined;

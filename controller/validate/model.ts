@@ -3,7 +3,7 @@
  * resolve are in it, so the compiler never has to ask whether something is valid.
  */
 import type { GatewayRouteSpec } from '../api/gateway-route.ts';
-import type { PluginName } from '../../dataplane/config/plugins/index.ts';
+import type { PluginName } from '../../dataplane/config/catalog.ts';
 import type { SourceRef } from '../../dataplane/config/route-table.ts';
 import type { ObjectRef } from '../source/resource-set.ts';
 

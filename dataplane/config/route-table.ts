@@ -5,7 +5,7 @@
  * came from: route/<ns>/<name>/<route-name>/<match-index>, upstream/<ns>/<service>/<hash5>.
  */
 import { type Static, Type } from '@sinclair/typebox';
-import { PLUGIN_NAMES } from './plugins/index.ts';
+import { HANDLER_MANIFESTS, PLUGIN_NAMES } from './catalog.ts';
 
 export const TABLE_VERSION = 1;
 
@@ -56,17 +56,15 @@ export const PluginInstance = Type.Object(
     /** plugin/<ns>/<GatewayPlugin name> */
     id: Type.String({ minLength: 1 }),
     name: Type.Union(PLUGIN_NAMES.map((n) => Type.Literal(n))),
-    /** Validated against PLUGIN_SCHEMAS[name]. */
+    /** Validated against its manifest's schema (catalog.ts). */
     config: Type.Record(Type.String(), Type.Unknown()),
     source: SourceRef,
   },
   { additionalProperties: false },
 );
 
-export const ProxyHandler = Type.Object(
-  { type: Type.Literal('proxy'), upstream: Type.String({ minLength: 1 }) },
-  { additionalProperties: false },
-);
+/** The route's terminal step: one of the handler kinds of the catalog (proxy, …), each with its own shape. */
+export const Handler = Type.Union(HANDLER_MANIFESTS.map((m) => m.schema));
 
 export const Route = Type.Object(
   {
@@ -77,7 +75,7 @@ export const Route = Type.Object(
     stripPrefix: Type.Boolean(),
     /** In the order the controller resolved them; the data plane orders them by phase. */
     plugins: Type.Array(PluginInstance),
-    handler: ProxyHandler,
+    handler: Handler,
   },
   { additionalProperties: false },
 );

@@ -4,9 +4,10 @@
  * id and the field, so the controller can put it on the object that caused it.
  */
 import { TypeCompiler } from '@sinclair/typebox/compiler';
-import { PLUGIN_CHECKS, PLUGIN_SCHEMAS, type PluginName } from './plugins/index.ts';
+import { HANDLER_MANIFESTS, PLUGIN_MANIFESTS } from './catalog.ts';
 import { RouteTable, Snapshot } from './route-table.ts';
 import { tableHash } from './canonical-json.ts';
+import type { ConfigProblem } from './config-problem.ts';
 
 export interface TableError {
   /** route/… or upstream/… id, when the error belongs to one. */
@@ -18,9 +19,21 @@ export interface TableError {
 
 const checkTable = TypeCompiler.Compile(RouteTable);
 const checkSnapshot = TypeCompiler.Compile(Snapshot);
-const checkPlugin = Object.fromEntries(
-  Object.entries(PLUGIN_SCHEMAS).map(([name, schema]) => [name, TypeCompiler.Compile(schema)]),
-) as unknown as Record<PluginName, ReturnType<typeof TypeCompiler.Compile>>;
+const pluginCheckers = new Map(
+  PLUGIN_MANIFESTS.map((m) => [
+    m.name as string,
+    {
+      schema: TypeCompiler.Compile(m.schema),
+      checks: m.checks as ((c: unknown) => ConfigProblem[]) | undefined,
+    },
+  ]),
+);
+const handlerUpstreams = new Map(
+  HANDLER_MANIFESTS.map((m) => [
+    m.kind as string,
+    m.upstreams as (h: unknown) => { field: string; id: string }[],
+  ]),
+);
 
 /** "/routes/3/plugins/0/config" → { index: 3, field: "plugins[0].config" } */
 function splitPointer(pointer: string): { collection?: string; index?: number; field: string } {
@@ -77,16 +90,18 @@ export function validateRouteTable(table: unknown): TableError[] {
     if (routeIds.has(r.id))
       errors.push({ id: r.id, field: 'id', message: `duplicate route id (routes[${i}])` });
     routeIds.add(r.id);
-    if (!upstreamIds.has(r.handler.upstream))
-      errors.push({ id: r.id, field: 'handler.upstream', message: `unknown upstream ${r.handler.upstream}` });
+    for (const u of handlerUpstreams.get(r.handler.type)!(r.handler))
+      if (!upstreamIds.has(u.id))
+        errors.push({ id: r.id, field: `handler.${u.field}`, message: `unknown upstream ${u.id}` });
     r.plugins.forEach((p, j) => {
       const at = ['plugins', String(j), 'config'];
       const before = errors.length;
-      for (const e of checkPlugin[p.name].Errors(p.config)) {
+      const checker = pluginCheckers.get(p.name)!;
+      for (const e of checker.schema.Errors(p.config)) {
         errors.push({ id: r.id, field: toField([...at, ...e.path.split('/').slice(1)]), message: e.message });
       }
       if (errors.length > before) return;
-      for (const e of PLUGIN_CHECKS[p.name]?.(p.config) ?? []) {
+      for (const e of checker.checks?.(p.config) ?? []) {
         const field = toField([...at, ...(e.field ? e.field.split('.') : [])]);
         errors.push({ id: r.id, field, message: `${p.name}: ${e.message}` });
       }

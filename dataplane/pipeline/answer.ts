@@ -1,8 +1,8 @@
 /** A hook that answers the request itself: the problem, the end of the chain, metrics and the access log. */
 import type { ErrorCode } from '../errors/codes.ts';
 import { sendProblem } from '../errors/problem.ts';
-import { finishRequest } from '../server/finish.ts';
 import type { RequestContext } from './context.ts';
+import { finishRequest } from './finish.ts';
 
 export function answerProblem(
   ctx: RequestContext,

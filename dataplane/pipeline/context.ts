@@ -1,7 +1,7 @@
 /** The state of one request as it moves through the chain. One object per request, plain fields. */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Writable } from 'node:stream';
-import type { RuntimeRoute } from '../runtime/runtime-route.ts';
+import type { Duplex, Writable } from 'node:stream';
+import type { RuntimeRoute } from './route.ts';
 
 /** Who is calling: set by the authenticate phase (later issues), read by rate limits and idempotency. */
 export interface Consumer {
@@ -31,12 +31,18 @@ export class RequestContext {
   /** Whether the request has a body, and whether it is chunked (no Content-Length to check up front). */
   hasBody = false;
   chunked = false;
-  /** The request body, when a plugin had to read it first (idempotency fingerprint): the upstream gets these bytes. */
+  /** The whole request body, read once when something on the route needs it (RuntimeRoute.bodyAt): the upstream gets these bytes. */
   body: Buffer | null = null;
-  /** Headers plugins add to the response (RateLimit, …); the upstream phase writes them. */
+  /** Headers plugins add to the response (RateLimit, …); the handler writes them. */
   responseHeaders: Record<string, string> | null = null;
-  /** Set by a plugin that must see the response as it goes to the client (idempotency records it). */
-  tap: ResponseTap | null = null;
+  /** What sees the response body on its way to the client, in the order added (cache, idempotency, transformers). */
+  taps: ResponseTap[] | null = null;
+  /** An Idempotency-Key protects this request (the record is claimed): a POST may be retried if it never left. */
+  keyed = false;
+  /** An HTTP/1.1 upgrade (WebSocket): the client's socket and the bytes read past the head. */
+  upgrade: { socket: Duplex; head: Buffer } | null = null;
+  /** finishRequest has run (one log line and one metric sample per request, whatever happens after). */
+  finished = false;
 
   constructor(
     req: IncomingMessage,
@@ -58,6 +64,11 @@ export class RequestContext {
     this.requestId = requestId;
     this.startNs = startNs;
   }
+
+  addTap(tap: ResponseTap): void {
+    if (this.taps === null) this.taps = [tap];
+    else this.taps.push(tap);
+  }
 }
 
 /** A request hook; returns a promise only when it really waits. */
@@ -65,10 +76,15 @@ export type RequestHook = (ctx: RequestContext) => void | Promise<void>;
 /** A response hook edits the upstream's response headers before they are written. */
 export type ResponseHook = (ctx: RequestContext, headers: Record<string, string | string[]>) => void;
 
-/** Sees an upstream response on its way to the client. */
+/**
+ * Sees a response on its way to the client. Taps are chained: the last one added receives the
+ * upstream's bytes first and passes them on towards the client (a response transformer, added
+ * late, changes the body before idempotency or a cache, added earlier, store it). Headers are
+ * final when start runs (response hooks edit them); a tap does not change them.
+ */
 export interface ResponseTap {
-  /** Status and headers as written to the client; returns where the body goes (it must pass it on to res). */
-  start(status: number, headers: Record<string, string | string[]>, res: ServerResponse): Writable;
+  /** Status and headers as written to the client; returns where the body goes (it must pass it on to next, and end it). */
+  start(status: number, headers: Record<string, string | string[]>, next: Writable): Writable;
   /** The upstream call failed, before or after the response started; `sent`: it may have reached the upstream. */
   fail(sent: boolean): void;
 }

@@ -1,43 +1,29 @@
 /**
  * buildRuntime: a validated RouteTable → the structures the request path reads. Built once
  * per snapshot, then swapped in by the holder; nothing here runs per request.
+ *
+ * Each GatewayPlugin is created once for the snapshot, however many routes carry it (one jwt
+ * token cache, one JWKS fetch), then bound to each route; each handler kind is created once
+ * and bound to each route. `close` retires all of them when the snapshot is replaced.
  */
-import type { PluginInstance, RouteTable } from '../config/route-table.ts';
-import type { RequestContext, RequestHook, ResponseHook } from '../pipeline/context.ts';
-import { phaseIndex } from '../pipeline/phases.ts';
-import { PLUGINS } from '../plugins/index.ts';
-import { proxy } from '../upstream/proxy.ts';
-import type { PoolRegistry } from '../upstream/pools.ts';
+import type { PluginInstance, Route, RouteTable } from '../config/route-table.ts';
+import type { LiveHandler } from '../handlers/types.ts';
+import { phaseIndex } from '../config/phases.ts';
+import type { RequestHook, ResponseHook } from '../pipeline/context.ts';
+import type { RuntimeDeps, RuntimeRoute } from '../pipeline/route.ts';
+import type { LivePlugin } from '../plugins/types.ts';
+import type { PoolRegistry, UpstreamRuntime } from '../upstream/pools.ts';
+import { HANDLERS, PLUGINS } from './registry.ts';
 import { hostMatcher, RouteMatcher } from './router.ts';
-import type { RuntimeDeps, RuntimeRoute } from './runtime-route.ts';
 
 export interface Runtime {
   hash: string;
   matcher: RouteMatcher;
   routes: RuntimeRoute[];
   upstreamIds: ReadonlySet<string>;
+  /** Retires the snapshot's plugins and handlers (timers, caches). */
+  close(): void;
 }
-
-function compilePlugins(instances: PluginInstance[], deps: RuntimeDeps) {
-  const ordered = instances
-    .map((p, i) => ({ p, i, plugin: PLUGINS[p.name] }))
-    .sort((a, b) => phaseIndex(a.plugin.phase) - phaseIndex(b.plugin.phase) || a.i - b.i);
-  const requestHooks: RequestHook[] = [];
-  const responseHooks: ResponseHook[] = [];
-  for (const { p, plugin } of ordered) {
-    const hooks = plugin.create(p.config, deps);
-    if (hooks.onRequest) requestHooks.push(hooks.onRequest);
-    if (hooks.onResponse) responseHooks.push(hooks.onResponse);
-  }
-  return {
-    requestHooks: requestHooks.length ? requestHooks : null,
-    responseHooks: responseHooks.length ? responseHooks : null,
-  };
-}
-
-const handlers: Record<RuntimeRoute['entry']['handler']['type'], (ctx: RequestContext) => void> = {
-  proxy,
-};
 
 export function buildRuntime(
   hash: string,
@@ -45,25 +31,96 @@ export function buildRuntime(
   pools: PoolRegistry,
   deps: RuntimeDeps,
 ): Runtime {
-  const upstreams = new Map(table.upstreams.map((u) => [u.id, u]));
-  const routes = table.routes.map((entry): RuntimeRoute => {
-    const m = entry.match;
-    const upstream = upstreams.get(entry.handler.upstream);
-    if (upstream === undefined)
-      throw new Error(`route ${entry.id}: unknown upstream ${entry.handler.upstream}`);
-    return {
-      id: entry.id,
-      entry,
-      methods: m.methods ? new Set(m.methods) : null,
-      hosts: m.hosts ? hostMatcher(m.hosts) : null,
-      headers: m.headers ? m.headers.map((h) => [h.name, h.value] as const) : null,
-      stripLength:
-        entry.stripPrefix && m.path.type === 'Prefix' && m.path.value !== '/' ? m.path.value.length : 0,
-      ...compilePlugins(entry.plugins, deps),
-      handler: handlers[entry.handler.type],
-      upstream: pools.get(upstream),
-      deps,
-    };
-  });
-  return { hash, matcher: new RouteMatcher(routes), routes, upstreamIds: new Set(upstreams.keys()) };
+  const upstreams = new Map<string, UpstreamRuntime>(table.upstreams.map((u) => [u.id, pools.get(u)]));
+  const upstream = (id: string): UpstreamRuntime => {
+    const u = upstreams.get(id);
+    if (u === undefined) throw new Error(`unknown upstream ${id}`);
+    return u;
+  };
+  const plugins = new Map<string, LivePlugin>();
+  const handlers = new Map<string, LiveHandler<unknown>>();
+  const close = () => {
+    for (const p of plugins.values()) p.close?.();
+    for (const h of handlers.values()) h.close?.();
+  };
+  try {
+    const routes = table.routes.map((entry) => buildRoute(entry, deps, plugins, handlers, upstream));
+    return { hash, matcher: new RouteMatcher(routes), routes, upstreamIds: new Set(upstreams.keys()), close };
+  } catch (err) {
+    close();
+    throw err;
+  }
+}
+
+function buildRoute(
+  entry: Route,
+  deps: RuntimeDeps,
+  plugins: Map<string, LivePlugin>,
+  handlers: Map<string, LiveHandler<unknown>>,
+  upstream: (id: string) => UpstreamRuntime,
+): RuntimeRoute {
+  const m = entry.match;
+  const stripLength =
+    entry.stripPrefix && m.path.type === 'Prefix' && m.path.value !== '/' ? m.path.value.length : 0;
+  const kind = entry.handler.type;
+  let live = handlers.get(kind);
+  if (live === undefined) {
+    live = HANDLERS.get(kind)!.handler.create({ ...deps, upstream });
+    handlers.set(kind, live);
+  }
+  const chain = bindPlugins(entry, deps, plugins);
+  return {
+    id: entry.id,
+    entry,
+    methods: m.methods ? new Set(m.methods) : null,
+    hosts: m.hosts ? hostMatcher(m.hosts) : null,
+    headers: m.headers ? m.headers.map((h) => [h.name, h.value] as const) : null,
+    stripLength,
+    requestHooks: chain.requestHooks.length ? chain.requestHooks : null,
+    responseHooks: chain.responseHooks.length ? chain.responseHooks : null,
+    bodyAt:
+      chain.bodyAt >= 0
+        ? chain.bodyAt
+        : HANDLERS.get(kind)!.manifest.needs?.requestBody
+          ? chain.requestHooks.length
+          : -1,
+    handler: live.bind(entry, entry.handler, stripLength),
+    chain: [...chain.names, kind],
+    deps,
+  };
+}
+
+/** The route's plugins in phase order (the table's order within a phase), each bound to the route. */
+function bindPlugins(entry: Route, deps: RuntimeDeps, plugins: Map<string, LivePlugin>) {
+  const ordered = entry.plugins
+    .map((p, i) => ({ p, i, loaded: PLUGINS.get(p.name)! }))
+    .sort((a, b) => phaseIndex(a.loaded.manifest.phase) - phaseIndex(b.loaded.manifest.phase) || a.i - b.i);
+  const requestHooks: RequestHook[] = [];
+  const responseHooks: ResponseHook[] = [];
+  const names: string[] = [];
+  let bodyAt = -1;
+  for (const { p, loaded } of ordered) {
+    const hooks = instance(p, deps, plugins, loaded.plugin).bind(entry);
+    names.push(p.name);
+    if (bodyAt < 0 && loaded.manifest.needs?.requestBody) bodyAt = requestHooks.length;
+    if (hooks.onRequest) requestHooks.push(hooks.onRequest);
+    if (hooks.onResponse) responseHooks.push(hooks.onResponse);
+  }
+  return { requestHooks, responseHooks, names, bodyAt };
+}
+
+/** One live plugin per GatewayPlugin (id) and config: routes that share the object share it. */
+function instance(
+  p: PluginInstance,
+  deps: RuntimeDeps,
+  plugins: Map<string, LivePlugin>,
+  plugin: { create(config: unknown, deps: RuntimeDeps): LivePlugin },
+): LivePlugin {
+  const key = `${p.name}\n${p.id}\n${JSON.stringify(p.config)}`;
+  let live = plugins.get(key);
+  if (live === undefined) {
+    live = plugin.create(p.config, deps);
+    plugins.set(key, live);
+  }
+  return live;
 }

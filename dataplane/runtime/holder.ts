@@ -6,11 +6,13 @@ import type { Snapshot } from '../config/route-table.ts';
 import { validateSnapshot, type TableError } from '../config/validate.ts';
 import type { PoolRegistry } from '../upstream/pools.ts';
 import { buildRuntime, type Runtime } from './build-runtime.ts';
-import type { RuntimeDeps } from './runtime-route.ts';
+import type { RuntimeDeps } from '../pipeline/route.ts';
 
 export type ApplyResult =
   | { result: 'applied' | 'unchanged'; hash: string }
   | { result: 'rejected'; errors: TableError[] };
+
+const RETIRE_AFTER_MS = 10_000;
 
 export class RuntimeHolder {
   current: Runtime | null = null;
@@ -26,6 +28,12 @@ export class RuntimeHolder {
 
   get hash(): string {
     return this.current?.hash ?? '';
+  }
+
+  /** Retires the running runtime (shutdown). */
+  close(): void {
+    this.current?.close();
+    this.current = null;
   }
 
   /** Validates and applies a snapshot; on any error the running runtime stays. */
@@ -47,7 +55,10 @@ export class RuntimeHolder {
       this.#deps.metrics.configLoads.labels('rejected').inc();
       return { result: 'rejected', errors: [{ field: 'table', message: (err as Error).message }] };
     }
+    const previous = this.current;
     this.current = runtime;
+    // Requests matched on the previous runtime just before the swap still use its plugins: retire it after a grace.
+    if (previous !== null) setTimeout(() => previous.close(), RETIRE_AFTER_MS).unref();
     this.#pools.retain(runtime.upstreamIds);
     this.#deps.metrics.retain(new Set(runtime.routes.map((r) => r.id)), runtime.upstreamIds);
     this.#deps.metrics.configHash(s.hash);

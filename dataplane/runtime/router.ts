@@ -6,7 +6,7 @@
  * chain: a route whose headers do not match gives way to a shorter prefix without a second lookup.
  */
 import FindMyWay from 'find-my-way';
-import type { RuntimeRoute } from './runtime-route.ts';
+import type { RuntimeRoute } from '../pipeline/route.ts';
 
 type Node = { candidates: RuntimeRoute[] };
 

@@ -8,8 +8,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { BlockList } from 'node:net';
 import type { ErrorCode } from '../errors/codes.ts';
 import { sendProblem } from '../errors/problem.ts';
-import type { Metrics } from '../observability/metrics.ts';
 import { RequestContext } from '../pipeline/context.ts';
+import { finishRefused, type Observers } from '../pipeline/finish.ts';
 import { runChain } from '../pipeline/run-chain.ts';
 import type { RuntimeHolder } from '../runtime/holder.ts';
 import { readIngressHeaders, setForwardingHeaders } from './ingress-headers.ts';
@@ -30,12 +30,13 @@ export function ingress(
   res: ServerResponse,
   holder: RuntimeHolder,
   opts: IngressOptions,
-  metrics: Metrics,
+  obs: Observers,
 ): RequestContext | null {
   const startNs = process.hrtime.bigint();
   const fail = (code: ErrorCode, detail?: string, close = false): null => {
-    sendProblem(res, code, { detail, requestId: randomUUID(), close });
-    metrics.request('(none)', req.method ?? '', res.statusCode, startNs);
+    const requestId = randomUUID();
+    sendProblem(res, code, { detail, requestId, close });
+    finishRefused(obs, req, res.statusCode, code, requestId, startNs);
     return null;
   };
   // HTTP/1.0 and 1.1 only: llhttp also reads HTTP/0.9 and other versions, which peers could read differently.
@@ -72,9 +73,9 @@ function isTrusted(list: BlockList, peer: string): boolean {
   return list.check(v4, v4.includes(':') ? 'ipv6' : 'ipv4');
 }
 
-export function createRequestHandler(holder: RuntimeHolder, opts: IngressOptions, metrics: Metrics) {
+export function createRequestHandler(holder: RuntimeHolder, opts: IngressOptions, obs: Observers) {
   return (req: IncomingMessage, res: ServerResponse): void => {
-    const ctx = ingress(req, res, holder, opts, metrics);
+    const ctx = ingress(req, res, holder, opts, obs);
     if (ctx !== null) runChain(ctx);
   };
 }

@@ -8,10 +8,11 @@
  * Host header is required, and what Node's parser refuses gets a 400 problem and a closed
  * connection (431 when the headers are too large, 408 when the request is too slow).
  */
+import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { problem, sendProblem } from '../errors/problem.ts';
-import type { Metrics } from '../observability/metrics.ts';
+import { finishRefused, type Observers } from '../pipeline/finish.ts';
 import type { RuntimeHolder } from '../runtime/holder.ts';
 import { createRequestHandler, type IngressOptions } from './handle.ts';
 import { createUpgradeHandler } from './websocket.ts';
@@ -30,14 +31,16 @@ export interface ProxyServer {
   close(): Promise<void>;
 }
 
-const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'TRACE']);
+const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'TRACE'];
+const PROXIED = new Set(METHODS);
+const ALLOW = METHODS.join(', ');
 
 export function createProxyServer(
   holder: RuntimeHolder,
   opts: ProxyServerOptions,
-  metrics: Metrics,
+  obs: Observers,
 ): ProxyServer {
-  const handle = createRequestHandler(holder, opts, metrics);
+  const handle = createRequestHandler(holder, opts, obs);
   let closing = false;
   const server = createServer(
     {
@@ -50,26 +53,40 @@ export function createProxyServer(
     (req, res) => {
       // While draining, a request on a kept-alive connection is still served, then the connection closes.
       if (closing) res.shouldKeepAlive = false;
-      if (!METHODS.has(req.method ?? '')) {
+      if (!PROXIED.has(req.method ?? '')) {
+        const start = process.hrtime.bigint();
+        const requestId = randomUUID();
         sendProblem(res, 'SLC_ERR_METHOD_NOT_ALLOWED', {
           detail: `${req.method} is not proxied`,
+          requestId,
+          headers: { allow: ALLOW },
           close: true,
         });
+        finishRefused(obs, req, 405, 'SLC_ERR_METHOD_NOT_ALLOWED', requestId, start);
         return;
       }
       handle(req, res);
     },
   );
-  server.on('upgrade', createUpgradeHandler(holder, opts, metrics));
+  server.on('upgrade', createUpgradeHandler(holder, opts, obs));
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
     if (err.code === 'ECONNRESET' || !socket.writable) {
       socket.destroy();
       return;
     }
-    if (err.code === 'HPE_HEADER_OVERFLOW')
-      return refuse(socket, 431, null, 'Request Header Fields Too Large');
-    if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') return refuse(socket, 408, null, 'Request Timeout');
-    refuse(socket, 400, 'SLC_ERR_BAD_REQUEST', `the request cannot be parsed (${err.code ?? 'malformed'})`);
+    const start = process.hrtime.bigint();
+    const [status, code] =
+      err.code === 'HPE_HEADER_OVERFLOW'
+        ? refuse(socket, 431, null, 'Request Header Fields Too Large')
+        : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+          ? refuse(socket, 408, null, 'Request Timeout')
+          : refuse(
+              socket,
+              400,
+              'SLC_ERR_BAD_REQUEST',
+              `the request cannot be parsed (${err.code ?? 'malformed'})`,
+            );
+    finishRefused(obs, null, status, code ?? `HTTP_${status}`, undefined, start);
   });
   return {
     server,
@@ -89,11 +106,17 @@ export function createProxyServer(
 }
 
 /** Answers on the raw socket (the request could not be read) and closes it. */
-function refuse(socket: Duplex, status: number, code: 'SLC_ERR_BAD_REQUEST' | null, detail: string): void {
+function refuse(
+  socket: Duplex,
+  status: number,
+  code: 'SLC_ERR_BAD_REQUEST' | null,
+  detail: string,
+): [number, string | null] {
   const body = code === null ? '' : JSON.stringify(problem(code, detail));
   const type = code === null ? '' : 'Content-Type: application/problem+json\r\n';
   socket.end(
     `HTTP/1.1 ${status} ${code === null ? detail : 'Bad Request'}\r\n` +
       `${type}Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
   );
+  return [status, code];
 }

@@ -9,7 +9,7 @@ import { Type } from '@sinclair/typebox';
 import { parse } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import { CRD_DIRS, renderCrds, toStructural } from '../../controller/api/crds.ts';
-import { PLUGIN_NAMES } from '../../dataplane/config/plugins/index.ts';
+import { PLUGIN_NAMES } from '../../dataplane/config/catalog.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const files = renderCrds();

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Route } from '../../dataplane/config/route-table.ts';
 import { hostMatcher, RouteMatcher } from '../../dataplane/runtime/router.ts';
-import type { RuntimeRoute } from '../../dataplane/runtime/runtime-route.ts';
+import type { RuntimeRoute } from '../../dataplane/pipeline/route.ts';
 import { route } from '../helpers/tables.ts';
 
 // The matcher relies on table order for precedence (the controller sorts); these tests

@@ -1,7 +1,7 @@
 /** Fluent builders of custom resources for controller tests: `gatewayRoute('charges').url(…).route(…).build()`. */
 import type { GatewayPlugin } from '../../controller/api/gateway-plugin.ts';
 import type { GatewayRoute, RouteRule } from '../../controller/api/gateway-route.ts';
-import type { PluginName } from '../../dataplane/config/plugins/index.ts';
+import type { PluginName } from '../../dataplane/config/catalog.ts';
 
 type Service = GatewayRoute['spec']['service'];
 

@@ -1,12 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { validateRouteTable } from '../../dataplane/config/validate.ts';
 import type { RequestContext } from '../../dataplane/pipeline/context.ts';
-import { requestTransformer } from '../../dataplane/plugins/request-transformer/index.ts';
-import type { RuntimeDeps } from '../../dataplane/runtime/runtime-route.ts';
+import requestTransformer from '../../dataplane/plugins/request-transformer/index.ts';
+import type { RuntimeDeps } from '../../dataplane/pipeline/route.ts';
 import { route, snapshot, transformer, upstream } from '../helpers/tables.ts';
 
 function run(config: Parameters<typeof requestTransformer.create>[0], headers: Record<string, string>) {
-  const hook = requestTransformer.create(config, {} as RuntimeDeps).onRequest!;
+  const r = route('t', 'upstream/u', '/');
+  const hook = requestTransformer.create(config, {} as RuntimeDeps).bind(r).onRequest!;
   const ctx = { headers: { ...headers } } as RequestContext;
   hook(ctx);
   return ctx.headers;

@@ -11,7 +11,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { IdempotencyStore, StoredResponse } from '../../stores/idempotency-store.ts';
-import type { RuntimeDeps } from '../../runtime/runtime-route.ts';
+import type { RuntimeDeps } from '../../pipeline/route.ts';
 
 export class Execution {
   readonly #store: IdempotencyStore;

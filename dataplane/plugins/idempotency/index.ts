@@ -14,18 +14,16 @@
  */
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { IdempotencyConfig } from '../../config/plugins/idempotency.ts';
 import { answerProblem } from '../../pipeline/answer.ts';
 import type { RequestContext } from '../../pipeline/context.ts';
-import { readBody } from '../../pipeline/read-body.ts';
-import type { RuntimeDeps } from '../../runtime/runtime-route.ts';
+import type { RuntimeDeps } from '../../pipeline/route.ts';
 import {
   type ClaimResult,
   type IdempotencyStore,
   StoreUnavailableError,
 } from '../../stores/idempotency-store.ts';
-import { BodyTooLargeError } from '../../upstream/errors.ts';
-import type { Plugin } from '../types.ts';
+import { definePlugin } from '../types.ts';
+import { manifest } from './manifest.ts';
 import { Execution, keepTrying } from './execution.ts';
 import { fingerprint } from './fingerprint.ts';
 import { readIdempotencyKey } from './key.ts';
@@ -35,12 +33,11 @@ import { accepted, replay } from './replay.ts';
 import { callerScope, recordId } from './scope.ts';
 import { compileSettings, type Settings } from './settings.ts';
 
-export const idempotency: Plugin<IdempotencyConfig> = {
-  phase: 'idempotency',
+export default definePlugin(manifest, {
   create(config, deps) {
     const s = compileSettings(config);
     const store = deps.stores.idempotency;
-    return {
+    const hooks = {
       onRequest(ctx: RequestContext) {
         if (!s.methods.has(ctx.method)) {
           const lookup = s.operationsPrefix !== null && (ctx.method === 'GET' || ctx.method === 'HEAD');
@@ -68,8 +65,9 @@ export const idempotency: Plugin<IdempotencyConfig> = {
         return withKey(ctx, s, store, deps, k.key, scope);
       },
     };
+    return { bind: () => hooks };
   },
-};
+});
 
 async function withKey(
   ctx: RequestContext,
@@ -79,14 +77,8 @@ async function withKey(
   key: string,
   scope: string,
 ): Promise<void> {
-  let body: Buffer;
-  try {
-    body = await readBody(ctx.req, deps.limits.maxBodyBytes);
-  } catch (err) {
-    if (err instanceof BodyTooLargeError)
-      return answerProblem(ctx, 'SLC_ERR_BODY_TOO_LARGE', { close: true });
-    throw err;
-  }
+  // Read by the chain runner before this hook (the manifest needs the request body).
+  const body = ctx.body!;
   const fp = fingerprint({
     method: ctx.method,
     routeId: ctx.route.id,
@@ -131,12 +123,13 @@ async function withKey(
     const execution = new Execution(store, id, owner, s.leaseMs, ctx.route.id, deps);
     if (s.operationsPrefix !== null) {
       accepted(ctx, key, s.operationsPrefix, s.retryAfter);
-      deps.background.run(runInBackground(ctx, execution, body, s.maxResponseBytes));
+      ctx.keyed = true;
+      deps.background.run(runInBackground(ctx, execution, s.maxResponseBytes));
       return;
     }
-    // Execute: the upstream phase sends these bytes and records its response.
-    ctx.body = body;
-    ctx.tap = new RecordResponse(execution, s.maxResponseBytes);
+    // Execute: the handler sends these bytes (ctx.body) and the tap records its response.
+    ctx.keyed = true;
+    ctx.addTap(new RecordResponse(execution, s.maxResponseBytes));
     return;
   }
 

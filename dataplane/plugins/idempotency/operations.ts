@@ -4,56 +4,59 @@
  * background under the record's lease and its response is stored. GET <operationsPath>/<key>
  * reads the record of the same caller only: 202 while it runs, the stored response once done.
  */
-import type { Dispatcher } from 'undici';
+import { Writable } from 'node:stream';
 import { answerProblem } from '../../pipeline/answer.ts';
 import type { RequestContext } from '../../pipeline/context.ts';
 import type { IdempotencyStore } from '../../stores/idempotency-store.ts';
-import { mayHaveReachedUpstream } from '../../upstream/errors.ts';
-import { upstreamPath } from '../../upstream/proxy.ts';
+import type { CallFailure } from '../../upstream/call.ts';
 import type { Execution } from './execution.ts';
 import { accepted, replay, storedHeaders } from './replay.ts';
 import { callerScope, recordId } from './scope.ts';
 import type { Settings } from './settings.ts';
 
-/** Runs the upstream call of an accepted operation to its end and stores the response. */
-export async function runInBackground(
-  ctx: RequestContext,
-  execution: Execution,
-  body: Buffer,
-  maxBytes: number,
-) {
-  const up = ctx.route.upstream;
-  try {
-    const res = await up.pool.request({
-      path: upstreamPath(ctx),
-      method: ctx.method as Dispatcher.HttpMethod,
-      headers: ctx.headers,
-      body,
-      headersTimeout: up.headersTimeout,
-      bodyTimeout: up.bodyTimeout,
-    });
+/**
+ * Runs the route's handler for an accepted operation (the same upstream call, breaker and
+ * retries as a request in the foreground) to its end, and stores the response.
+ */
+export function runInBackground(ctx: RequestContext, execution: Execution, maxBytes: number): Promise<void> {
+  return new Promise<void>((resolve) => {
+    let response: { status: number; headers: Record<string, string | string[]> } | null = null;
     const chunks: Buffer[] = [];
     let size = 0;
-    for await (const chunk of res.body) {
-      size += (chunk as Buffer).length;
-      if (size <= maxBytes) chunks.push(chunk as Buffer);
-    }
-    const headers = res.headers as Record<string, string | string[]>;
-    const hooks = ctx.route.responseHooks;
-    if (hooks !== null) for (const h of hooks) h(ctx, headers);
-    await execution.complete({
-      status: res.statusCode,
-      headers: storedHeaders(headers),
-      body: size <= maxBytes ? Buffer.concat(chunks, size) : Buffer.alloc(0),
-      bodyOmitted: size > maxBytes,
+    ctx.route.handler.call(ctx, {
+      response(status, headers) {
+        response = { status, headers: headers as Record<string, string | string[]> };
+        const hooks = ctx.route.responseHooks;
+        if (hooks !== null) for (const h of hooks) h(ctx, response.headers);
+        return new Writable({
+          write(chunk: Buffer, _encoding, callback) {
+            size += chunk.length;
+            if (size <= maxBytes) chunks.push(chunk);
+            callback();
+          },
+        });
+      },
+      end(failure: CallFailure | null) {
+        if (failure !== null || response === null) {
+          execution.fail(failure?.sent ?? true);
+          ctx.route.deps.log.warn(
+            { error: failure?.code, route: ctx.route.id, requestId: ctx.requestId },
+            'asynchronous operation failed',
+          );
+          return resolve();
+        }
+        const r = response as { status: number; headers: Record<string, string | string[]> };
+        execution
+          .complete({
+            status: r.status,
+            headers: storedHeaders(r.headers),
+            body: size <= maxBytes ? Buffer.concat(chunks, size) : Buffer.alloc(0),
+            bodyOmitted: size > maxBytes,
+          })
+          .then(resolve, resolve);
+      },
     });
-  } catch (err) {
-    execution.fail(mayHaveReachedUpstream(err));
-    ctx.route.deps.log.warn(
-      { err, route: ctx.route.id, requestId: ctx.requestId },
-      'asynchronous operation failed',
-    );
-  }
+  });
 }
 
 export async function lookupOperation(

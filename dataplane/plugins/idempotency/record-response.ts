@@ -5,7 +5,6 @@
  * COMPLETED. If the client goes away, the upstream response is still read to its end and
  * stored: the retry that follows gets it.
  */
-import type { ServerResponse } from 'node:http';
 import { Writable } from 'node:stream';
 import type { ResponseTap } from '../../pipeline/context.ts';
 import type { Execution } from './execution.ts';
@@ -20,7 +19,7 @@ export class RecordResponse implements ResponseTap {
     this.#maxBytes = maxBytes;
   }
 
-  start(status: number, headers: Record<string, string | string[]>, res: ServerResponse): Writable {
+  start(status: number, headers: Record<string, string | string[]>, res: Writable): Writable {
     const execution = this.#execution;
     const max = this.#maxBytes;
     const chunks: Buffer[] = [];

@@ -1,6 +1,6 @@
 /** The idempotency config, with its defaults filled in and durations in ms: compiled once per snapshot. */
 import { parseDuration } from '../../config/duration.ts';
-import { checkIdempotencyConfig, type IdempotencyConfig } from '../../config/plugins/idempotency.ts';
+import { checkIdempotencyConfig, type IdempotencyConfig } from './manifest.ts';
 
 export interface Settings {
   methods: ReadonlySet<string>;

@@ -10,11 +10,12 @@
 import { createPublicKey, createSecretKey } from 'node:crypto';
 import { decodeJwt, errors, jwtVerify, type JWTVerifyGetKey } from 'jose';
 import { parseDuration } from '../../config/duration.ts';
-import type { JwtConfig } from '../../config/plugins/jwt.ts';
+import type { JwtConfig } from './manifest.ts';
 import { answerProblem } from '../../pipeline/answer.ts';
 import type { Consumer, RequestContext } from '../../pipeline/context.ts';
-import type { RuntimeDeps } from '../../runtime/runtime-route.ts';
-import type { Plugin } from '../types.ts';
+import type { RuntimeDeps } from '../../pipeline/route.ts';
+import { definePlugin } from '../types.ts';
+import { manifest } from './manifest.ts';
 import { remoteJwks } from './jwks.ts';
 
 type Issuer = JwtConfig['issuers'][number];
@@ -26,8 +27,7 @@ const CACHE_ENTRIES = 10_000;
 const CACHE_MS = 60_000;
 const challenge = (error: string) => ({ 'www-authenticate': `Bearer realm="sluice", error="${error}"` });
 
-export const jwt: Plugin<JwtConfig> = {
-  phase: 'authenticate',
+export default definePlugin(manifest, {
   create(config, deps) {
     const issuers = new Map(config.issuers.map((i) => [i.issuer, compileIssuer(i, deps)]));
     const header = (config.header ?? 'authorization').toLowerCase();
@@ -47,7 +47,7 @@ export const jwt: Plugin<JwtConfig> = {
       ctx.consumer = consumer;
       for (const [h, v] of headers) ctx.headers[h] = v;
     };
-    return {
+    const hooks = {
       onRequest(ctx: RequestContext) {
         for (const c of claims) delete ctx.headers[c.header];
         const raw = ctx.headers[header];
@@ -112,8 +112,9 @@ export const jwt: Plugin<JwtConfig> = {
         );
       },
     };
+    return { bind: () => hooks };
   },
-};
+});
 
 function refuse(
   ctx: RequestContext,

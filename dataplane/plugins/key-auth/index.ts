@@ -6,15 +6,14 @@
  * request goes upstream. Missing or wrong: 401 with WWW-Authenticate, nothing else runs.
  */
 import { createHash } from 'node:crypto';
-import type { KeyAuthConfig } from '../../config/plugins/key-auth.ts';
 import { answerProblem } from '../../pipeline/answer.ts';
 import type { Consumer, RequestContext } from '../../pipeline/context.ts';
-import type { Plugin } from '../types.ts';
+import { definePlugin } from '../types.ts';
+import { manifest } from './manifest.ts';
 
 const CHALLENGE = { 'www-authenticate': 'ApiKey realm="sluice"' };
 
-export const keyAuth: Plugin<KeyAuthConfig> = {
-  phase: 'authenticate',
+export default definePlugin(manifest, {
   create(config) {
     const byHash = new Map<string, Consumer>();
     for (const c of config.consumers) {
@@ -28,7 +27,7 @@ export const keyAuth: Plugin<KeyAuthConfig> = {
     const names = (config.keyNames ?? ['X-API-Key']).map((n) => n.toLowerCase());
     const inQuery = config.in === 'query';
     const consumerHeader = config.consumerHeader?.toLowerCase();
-    return {
+    const hooks = {
       onRequest(ctx: RequestContext): void {
         if (consumerHeader) delete ctx.headers[consumerHeader];
         const key = inQuery ? takeFromQuery(ctx, names) : takeFromHeaders(ctx, names);
@@ -51,8 +50,9 @@ export const keyAuth: Plugin<KeyAuthConfig> = {
         if (consumerHeader) ctx.headers[consumerHeader] = consumer.id;
       },
     };
+    return { bind: () => hooks };
   },
-};
+});
 
 /** The key from the first header that has one; every key header is removed either way. */
 function takeFromHeaders(ctx: RequestContext, names: string[]): string | undefined {

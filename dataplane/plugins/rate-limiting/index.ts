@@ -7,17 +7,17 @@
  * counts locally at limit ÷ replicas (failMode open) or answers 503 (closed).
  */
 import { createHash } from 'node:crypto';
-import { type RateLimitingConfig, WINDOWS } from '../../config/plugins/rate-limiting.ts';
+import { WINDOWS } from './manifest.ts';
 import { answerProblem } from '../../pipeline/answer.ts';
 import type { RequestContext } from '../../pipeline/context.ts';
-import type { RuntimeDeps } from '../../runtime/runtime-route.ts';
+import type { RuntimeDeps } from '../../pipeline/route.ts';
 import type { Decision, RateLimitStore, Window } from '../../stores/rate-limit-store.ts';
-import type { Plugin } from '../types.ts';
+import { definePlugin } from '../types.ts';
+import { manifest } from './manifest.ts';
 
 const NAMES = Object.keys(WINDOWS) as (keyof typeof WINDOWS)[];
 
-export const rateLimiting: Plugin<RateLimitingConfig> = {
-  phase: 'rate-limit',
+export default definePlugin(manifest, {
   create(config, deps) {
     const windows: Window[] = NAMES.filter((n) => config[n] !== undefined).map((n) => ({
       seconds: WINDOWS[n],
@@ -70,17 +70,25 @@ export const rateLimiting: Plugin<RateLimitingConfig> = {
     };
 
     return {
-      onRequest(ctx: RequestContext) {
-        const bucket = bucketOf(ctx, s.limitBy, s.header, s.service);
-        if (!s.redis) return decide(ctx, store.hit(bucket, windows) as Decision);
-        return Promise.resolve(store.hit(bucket, windows)).then(
-          (d) => decide(ctx, d),
-          (err) => unavailable(ctx, err, bucket, s.failOpen, fallback, deps, decide),
-        );
+      bind(route) {
+        // What is counted where: the route (or its service), computed once per route.
+        const where = s.service
+          ? `service\n${route.source.namespace}/${route.source.name}\n`
+          : `route\n${route.id}\n`;
+        return {
+          onRequest(ctx: RequestContext) {
+            const bucket = bucketOf(ctx, where, s.limitBy, s.header);
+            if (!s.redis) return decide(ctx, store.hit(bucket, windows) as Decision);
+            return Promise.resolve(store.hit(bucket, windows)).then(
+              (d) => decide(ctx, d),
+              (err) => unavailable(ctx, err, bucket, s.failOpen, fallback, deps, decide),
+            );
+          },
+        };
       },
     };
   },
-};
+});
 
 function unavailable(
   ctx: RequestContext,
@@ -102,10 +110,7 @@ function unavailable(
 }
 
 /** Who is counted, hashed: the bucket never holds a credential or an address in clear. */
-function bucketOf(ctx: RequestContext, by: string, header: string | undefined, service: boolean): string {
-  const where = service
-    ? `service\n${ctx.route.entry.source.namespace}/${ctx.route.entry.source.name}`
-    : `route\n${ctx.route.id}`;
+function bucketOf(ctx: RequestContext, where: string, by: string, header: string | undefined): string {
   let who: string | undefined;
   if (by === 'consumer') who = ctx.consumer ? `consumer\n${ctx.consumer.id}` : undefined;
   else if (by === 'credential')
@@ -115,5 +120,5 @@ function bucketOf(ctx: RequestContext, by: string, header: string | undefined, s
     if (v !== undefined) who = `header\n${Array.isArray(v) ? v.join(',') : v}`;
   }
   who ??= `ip\n${ctx.req.socket.remoteAddress ?? ''}`;
-  return createHash('sha256').update(where).update('\n').update(who).digest('hex');
+  return createHash('sha256').update(where).update(who).digest('hex');
 }

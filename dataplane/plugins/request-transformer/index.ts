@@ -4,9 +4,9 @@
  * split once when the snapshot is built; values were checked for CR/LF/NUL by the config schema,
  * and are checked again here so a table that skipped validation still cannot inject a header.
  */
-import type { RequestTransformerConfig } from '../../config/plugins/request-transformer.ts';
 import type { RequestContext } from '../../pipeline/context.ts';
-import type { Plugin } from '../types.ts';
+import { definePlugin } from '../types.ts';
+import { manifest } from './manifest.ts';
 
 type Pair = readonly [name: string, value: string];
 
@@ -23,15 +23,14 @@ function pairs(list: string[] | undefined): Pair[] {
   });
 }
 
-export const requestTransformer: Plugin<RequestTransformerConfig> = {
-  phase: 'transform-request',
+export default definePlugin(manifest, {
   create(config) {
     const remove = (config.remove?.headers ?? []).map((h) => h.toLowerCase());
     const rename = pairs(config.rename?.headers).map(([from, to]) => [from, to.toLowerCase()] as const);
     const replace = pairs(config.replace?.headers);
     const add = pairs(config.add?.headers);
     const append = pairs(config.append?.headers);
-    return {
+    const hooks = {
       onRequest(ctx: RequestContext): void {
         const h = ctx.headers;
         for (const name of remove) delete h[name];
@@ -47,5 +46,6 @@ export const requestTransformer: Plugin<RequestTransformerConfig> = {
         for (const [name, value] of append) h[name] = h[name] === undefined ? value : `${h[name]}, ${value}`;
       },
     };
+    return { bind: () => hooks };
   },
-};
+});

@@ -5,8 +5,9 @@
  * ("250ms", "10s", "24h").
  */
 import { type Static, Type } from '@sinclair/typebox';
-import { DURATION_PATTERN, parseDuration } from '../duration.ts';
-import type { ConfigProblem } from './problem.ts';
+import { pluginManifest } from '../../config/manifest.ts';
+import { DURATION_PATTERN, parseDuration } from '../../config/duration.ts';
+import type { ConfigProblem } from '../../config/config-problem.ts';
 
 const duration = (description: string) =>
   Type.String({ pattern: DURATION_PATTERN, maxLength: 32, description });
@@ -148,3 +149,12 @@ export function checkIdempotencyConfig(c: IdempotencyConfig): ConfigProblem[] {
     problems.push({ field: 'lease', message: 'must be at least 100ms' });
   return problems;
 }
+
+export const manifest = pluginManifest({
+  name: 'idempotency',
+  phase: 'idempotency',
+  schema: IdempotencyConfig,
+  checks: checkIdempotencyConfig,
+  needs: { requestBody: true, responseBody: true },
+  load: (): Promise<{ default: unknown }> => import('./index.ts'),
+});

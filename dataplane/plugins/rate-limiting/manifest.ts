@@ -3,7 +3,8 @@
  * and day. Fixed windows, counted per process (`local`) or across every replica (`redis`).
  */
 import { type Static, Type } from '@sinclair/typebox';
-import type { ConfigProblem } from './problem.ts';
+import { pluginManifest } from '../../config/manifest.ts';
+import type { ConfigProblem } from '../../config/config-problem.ts';
 
 const limit = (window: string) =>
   Type.Optional(
@@ -72,3 +73,11 @@ export function checkRateLimitingConfig(c: RateLimitingConfig): ConfigProblem[] 
     problems.push({ field: 'header', message: 'is required with limitBy: header' });
   return problems;
 }
+
+export const manifest = pluginManifest({
+  name: 'rate-limiting',
+  phase: 'rate-limit',
+  schema: RateLimitingConfig,
+  checks: checkRateLimitingConfig,
+  load: (): Promise<{ default: unknown }> => import('./index.ts'),
+});

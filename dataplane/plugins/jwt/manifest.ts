@@ -5,8 +5,9 @@
  * the controller copies its value into `value` (base64) for the data plane.
  */
 import { type Static, Type } from '@sinclair/typebox';
-import { DURATION_PATTERN } from '../duration.ts';
-import { SecretKeyRefSchema } from './secret-ref.ts';
+import { pluginManifest } from '../../config/manifest.ts';
+import { DURATION_PATTERN } from '../../config/duration.ts';
+import { SecretKeyRefSchema } from '../../config/secret-ref.ts';
 
 const ALGORITHMS = [
   'HS256',
@@ -117,3 +118,11 @@ export const JwtConfig = Type.Object(
   },
 );
 export type JwtConfig = Static<typeof JwtConfig>;
+
+export const manifest = pluginManifest({
+  name: 'jwt',
+  phase: 'authenticate',
+  schema: JwtConfig,
+  secrets: 'value',
+  load: (): Promise<{ default: unknown }> => import('./index.ts'),
+});

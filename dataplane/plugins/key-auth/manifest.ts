@@ -4,7 +4,8 @@
  * SHA-256 (`sha256`) in the snapshot, so no data plane, disk or log ever holds a key in clear.
  */
 import { type Static, Type } from '@sinclair/typebox';
-import { SecretKeyRefSchema } from './secret-ref.ts';
+import { pluginManifest } from '../../config/manifest.ts';
+import { SecretKeyRefSchema } from '../../config/secret-ref.ts';
 
 export const KeyAuthConfig = Type.Object(
   {
@@ -55,3 +56,11 @@ export const KeyAuthConfig = Type.Object(
   },
 );
 export type KeyAuthConfig = Static<typeof KeyAuthConfig>;
+
+export const manifest = pluginManifest({
+  name: 'key-auth',
+  phase: 'authenticate',
+  schema: KeyAuthConfig,
+  secrets: 'sha256',
+  load: (): Promise<{ default: unknown }> => import('./index.ts'),
+});

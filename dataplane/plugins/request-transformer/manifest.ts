@@ -4,6 +4,7 @@
  * Values can never carry CR, LF or NUL: the patterns reject them here, at the door.
  */
 import { type Static, Type } from '@sinclair/typebox';
+import { pluginManifest } from '../../config/manifest.ts';
 
 const TOKEN = "[A-Za-z0-9!#$%&'*+.^`|~-]+";
 /** Header value: visible ASCII, space and tab, and obs-text; never CR, LF or NUL. */
@@ -75,3 +76,10 @@ export const RequestTransformerConfig = Type.Object(
   { additionalProperties: false, description: 'Applied in order: remove, rename, replace, add, append.' },
 );
 export type RequestTransformerConfig = Static<typeof RequestTransformerConfig>;
+
+export const manifest = pluginManifest({
+  name: 'request-transformer',
+  phase: 'transform-request',
+  schema: RequestTransformerConfig,
+  load: (): Promise<{ default: unknown }> => import('./index.ts'),
+});

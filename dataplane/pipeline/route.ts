@@ -1,12 +1,13 @@
 /** The runtime form of a route: everything the request path reads, compiled once per snapshot. */
+import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import type { Route } from '../config/route-table.ts';
 import type { Metrics } from '../observability/metrics.ts';
-import type { RequestContext, RequestHook, ResponseHook } from '../pipeline/context.ts';
 import type { IdempotencyStore } from '../stores/idempotency-store.ts';
 import type { RateLimitStore } from '../stores/rate-limit-store.ts';
-import type { UpstreamRuntime } from '../upstream/pools.ts';
+import type { ResponseSink } from '../upstream/call.ts';
 import type { Background } from './background.ts';
+import type { RequestContext, RequestHook, ResponseHook } from './context.ts';
 
 export interface Limits {
   maxBodyBytes: number;
@@ -25,6 +26,19 @@ export interface RuntimeDeps {
   background: Background;
 }
 
+/** A route's terminal step (a handler kind bound to the route): the last thing its chain runs. */
+export interface BoundHandler {
+  /** Answers the request: calls the upstream(s) and writes the response to the client. */
+  handle(ctx: RequestContext): void;
+  /**
+   * The same upstream call(s), with the response delivered to `sink` instead of the client:
+   * asynchronous operations run the route's work this way (idempotency, §4.3).
+   */
+  call(ctx: RequestContext, sink: ResponseSink): void;
+  /** Present when the kind can carry an HTTP/1.1 upgrade (WebSocket): takes over ctx.upgrade's socket. */
+  upgrade?(ctx: RequestContext, socket: Duplex, head: Buffer): void;
+}
+
 export interface RuntimeRoute {
   id: string;
   entry: Route;
@@ -34,10 +48,17 @@ export interface RuntimeRoute {
   headers: ReadonlyArray<readonly [name: string, value: string]> | null;
   /** Length of the prefix to strip from the path before forwarding, or 0. */
   stripLength: number;
+  /** In phase order; null when the route has none (the common case costs no loop). */
   requestHooks: RequestHook[] | null;
   responseHooks: ResponseHook[] | null;
-  /** The upstream phase: forwards the request and writes the response. */
-  handler: (ctx: RequestContext) => void;
-  upstream: UpstreamRuntime;
+  /**
+   * Where the request body is read whole (once, with the body limit): the index of the first
+   * request hook that needs it, requestHooks.length when only the handler does, -1 when
+   * nothing does (the body then streams to the upstream).
+   */
+  bodyAt: number;
+  handler: BoundHandler;
+  /** The plugin names in the order they run, then the handler kind (golden match tests, debugging). */
+  chain: readonly string[];
   deps: RuntimeDeps;
 }

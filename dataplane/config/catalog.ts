@@ -1,0 +1,32 @@
+/**
+ * THE list of built-in plugins and terminal handlers: one line each. Everything else derives
+ * from it: the CRD's enum of plugin names, the route table's schema, validation in the
+ * controller and at the data plane's door, how Secrets resolve, and the runtime the data plane
+ * loads (runtime/registry.ts). Adding a plugin is its folder under plugins/ and one line here.
+ */
+import { manifest as proxy } from '../handlers/proxy/manifest.ts';
+import { manifest as idempotency } from '../plugins/idempotency/manifest.ts';
+import { manifest as jwt } from '../plugins/jwt/manifest.ts';
+import { manifest as keyAuth } from '../plugins/key-auth/manifest.ts';
+import { manifest as rateLimiting } from '../plugins/rate-limiting/manifest.ts';
+import { manifest as requestTransformer } from '../plugins/request-transformer/manifest.ts';
+import type { AnyHandlerManifest, AnyPluginManifest } from './manifest.ts';
+
+export const PLUGIN_MANIFESTS = [requestTransformer, idempotency, rateLimiting, keyAuth, jwt] as const;
+
+export const HANDLER_MANIFESTS = [proxy] as const;
+
+export type PluginName = (typeof PLUGIN_MANIFESTS)[number]['name'];
+export type HandlerKind = (typeof HANDLER_MANIFESTS)[number]['kind'];
+
+export const PLUGIN_NAMES = PLUGIN_MANIFESTS.map((m) => m.name) as PluginName[];
+
+const byName = new Map<string, AnyPluginManifest>(
+  PLUGIN_MANIFESTS.map((m) => [m.name, m as AnyPluginManifest]),
+);
+const byKind = new Map<string, AnyHandlerManifest>(
+  HANDLER_MANIFESTS.map((m) => [m.kind, m as AnyHandlerManifest]),
+);
+
+export const pluginManifest = (name: string): AnyPluginManifest | undefined => byName.get(name);
+export const handlerManifest = (kind: string): AnyHandlerManifest | undefined => byKind.get(kind);

@@ -1,0 +1,49 @@
+/**
+ * proxy: the request streams to the route's upstream and the response streams back, both
+ * ways without buffering unless something on the route read the body first. WebSocket
+ * upgrades are tunnelled to the same upstream.
+ */
+import type { RequestContext } from '../../pipeline/context.ts';
+import { limitedStream } from '../../upstream/body.ts';
+import { type Body, callUpstream, type ResponseSink } from '../../upstream/call.ts';
+import { upstreamPath } from '../../upstream/path.ts';
+import { ClientSink } from '../client-sink.ts';
+import { defineHandler } from '../types.ts';
+import { manifest } from './manifest.ts';
+import { tunnel } from './tunnel.ts';
+
+export default defineHandler(manifest, {
+  create(deps) {
+    return {
+      bind(_route, entry, stripLength) {
+        const up = deps.upstream(entry.upstream);
+        const path = (ctx: RequestContext) => upstreamPath(ctx.path, ctx.query, stripLength, up.basePath);
+        const call = (ctx: RequestContext, sink: ResponseSink) =>
+          callUpstream(
+            up,
+            {
+              path: path(ctx),
+              method: ctx.method,
+              headers: ctx.headers,
+              body: bodyOf(ctx),
+              keyed: ctx.keyed,
+            },
+            sink,
+            deps.metrics,
+          );
+        return {
+          handle: (ctx) => call(ctx, new ClientSink(ctx)),
+          call,
+          upgrade: (ctx, socket, head) => tunnel(ctx, up, path(ctx), socket, head),
+        };
+      },
+    };
+  },
+});
+
+/** The bytes read already, or the client's stream (bounded as it goes when chunked). */
+function bodyOf(ctx: RequestContext): Body {
+  if (ctx.body !== null) return ctx.body;
+  if (!ctx.hasBody) return null;
+  return ctx.chunked ? limitedStream(ctx.req, ctx.route.deps.limits.maxBodyBytes) : ctx.req;
+}

@@ -1,0 +1,171 @@
+/**
+ * The one upstream call every handler makes (ARCHITECTURE §8.11): the route's pool, the
+ * connect / header / body timeouts, the request deadline, the retry policy and its budget, the
+ * circuit breaker and the upstream metrics. Retries live here rather than in an undici
+ * interceptor because they must see the method, whether the body can be sent again and whether
+ * an idempotency key protects the request, and must stop before any byte reaches the client.
+ * Where the response goes is the caller's: a ResponseSink (the client, or a buffer for an
+ * asynchronous operation).
+ */
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
+import { type Readable, Writable } from 'node:stream';
+import type { Dispatcher } from 'undici';
+import type { ErrorCode } from '../errors/codes.ts';
+import type { Metrics } from '../observability/metrics.ts';
+import { readBody } from './body.ts';
+import { mayHaveReachedUpstream, upstreamErrorCode } from './errors.ts';
+import type { UpstreamRuntime } from './pools.ts';
+
+export type Body = Buffer | Readable | IncomingMessage | null;
+
+export interface UpstreamRequest {
+  path: string;
+  method: string;
+  headers: Record<string, string>;
+  body: Body;
+  /** An idempotency key protects the request: a POST or PATCH may be retried when no try was sent. */
+  keyed: boolean;
+}
+
+export interface CallFailure {
+  code: ErrorCode;
+  /** Some try may have reached the upstream (an idempotency record then stays in progress). */
+  sent: boolean;
+}
+
+/** Where a call's response goes. */
+export interface ResponseSink {
+  /** The response to deliver (no retry follows): returns where its body goes. */
+  response(status: number, headers: IncomingHttpHeaders): Writable;
+  /** The call is over: null once the body was delivered whole, else the gateway's error. */
+  end(failure: CallFailure | null): void;
+}
+
+interface Tries {
+  /** Retries done so far. */
+  attempt: number;
+  /** Date.now() past which no try starts (0: none). */
+  deadline: number;
+  /** Whether an earlier try may have reached the upstream. */
+  sent: boolean;
+}
+
+interface Call {
+  up: UpstreamRuntime;
+  req: UpstreamRequest;
+  sink: ResponseSink;
+  metrics: Metrics;
+}
+
+/** Bodies up to this size are kept to be sent again on retrying upstreams; larger ones stream and are not retried. */
+const REPLAYABLE_BYTES = 64 * 1024;
+
+const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE', 'TRACE']);
+const DISCARD = () =>
+  new Writable({
+    write(_chunk, _encoding, callback) {
+      callback();
+    },
+  });
+
+export function callUpstream(
+  up: UpstreamRuntime,
+  req: UpstreamRequest,
+  sink: ResponseSink,
+  metrics: Metrics,
+) {
+  const call: Call = { up, req, sink, metrics };
+  // Optimization: an upstream without retries, breaker or deadline takes the plain path.
+  if (up.retry === null && up.breaker === null && up.requestMs === 0) return dispatch(call, req.body, null);
+  up.retry?.budget.request();
+  const tries: Tries = { attempt: 0, deadline: up.requestMs ? Date.now() + up.requestMs : 0, sent: false };
+  // A retry must send the body again: on retrying upstreams, small bodies of known length are read first.
+  const body = req.body;
+  const length = Number(req.headers['content-length'] ?? -1);
+  if (
+    up.retry !== null &&
+    body !== null &&
+    !Buffer.isBuffer(body) &&
+    length >= 0 &&
+    length <= REPLAYABLE_BYTES
+  ) {
+    readBody(body, REPLAYABLE_BYTES).then(
+      (buffer) => dispatch(call, buffer, tries),
+      (err) => sink.end({ code: upstreamErrorCode(err), sent: false }),
+    );
+    return;
+  }
+  dispatch(call, body, tries);
+}
+
+function dispatch(call: Call, body: Body, tries: Tries | null) {
+  const { up, req, sink } = call;
+  if (up.breaker !== null && !up.breaker.allow())
+    return sink.end({ code: 'SLC_ERR_UPSTREAM_CIRCUIT_OPEN', sent: tries?.sent ?? false });
+  let headersTimeout = up.retry?.perTryMs ?? up.headersTimeout;
+  if (tries !== null && tries.deadline !== 0) {
+    const left = tries.deadline - Date.now();
+    if (left <= 0) return sink.end({ code: 'SLC_ERR_UPSTREAM_TIMEOUT', sent: tries.sent });
+    headersTimeout = Math.min(headersTimeout, left);
+  }
+  const upstreamStart = process.hrtime.bigint();
+  let responded = false;
+  let retryStatus = false;
+  up.pool.stream(
+    {
+      path: req.path,
+      method: req.method as Dispatcher.HttpMethod,
+      headers: req.headers,
+      body,
+      headersTimeout,
+      bodyTimeout: up.bodyTimeout,
+    },
+    ({ statusCode, headers }) => {
+      responded = true;
+      up.breaker?.record(statusCode < 500);
+      // A retryable status is read and dropped; the client sees only the last try.
+      if (tries !== null && statusCode >= 500 && retryAllowed(call, body, tries, true, statusCode)) {
+        retryStatus = true;
+        return DISCARD();
+      }
+      call.metrics.upstreamLatency(up.id, upstreamStart);
+      return sink.response(statusCode, headers);
+    },
+    (err) => {
+      if (retryStatus) return retryLater(call, body, { ...tries!, sent: true }, 'status');
+      if (err) {
+        if (!responded) up.breaker?.record(false);
+        const sent = mayHaveReachedUpstream(err);
+        if (tries !== null && !responded && retryAllowed(call, body, tries, sent, 0))
+          return retryLater(call, body, { ...tries, sent: tries.sent || sent }, sent ? 'reset' : 'connect');
+        return sink.end({ code: upstreamErrorCode(err), sent: sent || responded || (tries?.sent ?? false) });
+      }
+      sink.end(null);
+    },
+  );
+}
+
+/**
+ * Whether another try may go: tries left, a body that can be sent again (none, or read
+ * already), the method (idempotent; POST/PATCH only under an idempotency key when nothing was
+ * sent, or when the backend declares itself idempotent), then the budget.
+ */
+function retryAllowed(call: Call, body: Body, tries: Tries, sent: boolean, status: number): boolean {
+  const r = call.up.retry;
+  if (r === null || tries.attempt >= r.attempts) return false;
+  if (status !== 0 && !r.statuses.includes(status)) return false;
+  if (body !== null && !Buffer.isBuffer(body)) return false;
+  const safe = IDEMPOTENT.has(call.req.method) || r.idempotentBackend || (!sent && call.req.keyed);
+  if (!safe) return false;
+  if (r.budget.take()) return true;
+  call.metrics.retry(call.up.id, 'budget_exhausted');
+  return false;
+}
+
+function retryLater(call: Call, body: Body, tries: Tries, reason: string): void {
+  const r = call.up.retry!;
+  call.metrics.retry(call.up.id, reason);
+  // Exponential backoff with full jitter.
+  const wait = Math.random() * Math.min(r.backoffMaxMs, r.backoffBaseMs * 2 ** tries.attempt);
+  setTimeout(() => dispatch(call, body, { ...tries, attempt: tries.attempt + 1 }), wait);
+}
