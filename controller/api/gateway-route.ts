@@ -4,6 +4,7 @@
  * GatewayPlugin references at service scope (spec.plugins) and route scope (routes[].plugins).
  */
 import { type Static, Type } from '@sinclair/typebox';
+import { TOKEN_PATTERN } from '../../dataplane/config/http-grammar.ts';
 import { Duration, Name, type ObjectMeta, PluginRef, type Status } from './common.ts';
 
 const HTTP_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'TRACE'] as const;
@@ -163,7 +164,7 @@ export const HeaderMatch = Type.Object(
     name: Type.String({
       minLength: 1,
       maxLength: 256,
-      pattern: "^[A-Za-z0-9!#$%&'*+.^_`|~-]+$",
+      pattern: TOKEN_PATTERN,
       description: 'Header name (case-insensitive).',
     }),
     value: Type.String({
