@@ -5,6 +5,7 @@
  */
 import { type Static, Type } from '@sinclair/typebox';
 import { TOKEN_PATTERN } from '../../dataplane/config/http-grammar.ts';
+import { ROUTE_PATH_PATTERN } from '../../dataplane/config/path-grammar.ts';
 import { Duration, Name, type ObjectMeta, PluginRef, type Status } from './common.ts';
 
 const HTTP_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'TRACE'] as const;
@@ -185,7 +186,7 @@ export const RouteRule = Type.Object(
       Type.String({
         minLength: 1,
         maxLength: 1024,
-        pattern: "^/[A-Za-z0-9\\-._~!$&'()+,=:@/%]*$",
+        pattern: ROUTE_PATH_PATTERN,
         description:
           'A path starting with "/": letters, digits and -._~!$&\'()+,=:@/% (no ";", "*", "?", "#" or spaces).',
       }),

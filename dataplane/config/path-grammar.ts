@@ -18,6 +18,13 @@
  * boundaries, so "/a/" and "/a" match the same requests).
  */
 
+/**
+ * The characters a route path may be written with (a JSON Schema pattern for the CRD and the
+ * route table): pchar without ";" and "*" (find-my-way reads "*" as a wildcard), plus "/" and "%".
+ * normalizeRoutePath checks the rest.
+ */
+export const ROUTE_PATH_PATTERN = "^/[A-Za-z0-9\\-._~!$&'()+,=:@/%]*$";
+
 export type Target = { path: string; query: string } | { error: string };
 export type Normalized = string | { error: string };
 
