@@ -4,6 +4,8 @@
  * GatewayPlugin references at service scope (spec.plugins) and route scope (routes[].plugins).
  */
 import { type Static, Type } from '@sinclair/typebox';
+import { TOKEN_PATTERN } from '../../dataplane/config/http-grammar.ts';
+import { ROUTE_PATH_PATTERN } from '../../dataplane/config/path-grammar.ts';
 import { Duration, Name, type ObjectMeta, PluginRef, type Status } from './common.ts';
 
 const HTTP_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'TRACE'] as const;
@@ -163,7 +165,7 @@ export const HeaderMatch = Type.Object(
     name: Type.String({
       minLength: 1,
       maxLength: 256,
-      pattern: "^[A-Za-z0-9!#$%&'*+.^_`|~-]+$",
+      pattern: TOKEN_PATTERN,
       description: 'Header name (case-insensitive).',
     }),
     value: Type.String({
@@ -184,7 +186,7 @@ export const RouteRule = Type.Object(
       Type.String({
         minLength: 1,
         maxLength: 1024,
-        pattern: "^/[A-Za-z0-9\\-._~!$&'()+,=:@/%]*$",
+        pattern: ROUTE_PATH_PATTERN,
         description:
           'A path starting with "/": letters, digits and -._~!$&\'()+,=:@/% (no ";", "*", "?", "#" or spaces).',
       }),

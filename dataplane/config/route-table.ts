@@ -6,6 +6,7 @@
  */
 import { type Static, Type } from '@sinclair/typebox';
 import { HANDLER_MANIFESTS, PLUGIN_NAMES } from './catalog.ts';
+import { ROUTE_PATH_PATTERN } from './path-grammar.ts';
 
 export const TABLE_VERSION = 1;
 
@@ -13,7 +14,7 @@ export const PathMatch = Type.Object(
   {
     type: Type.Union([Type.Literal('Exact'), Type.Literal('Prefix')]),
     /** Normalized: starts with "/", no dot segments, no "//", no trailing "/" except the root; pchar only, no ";" or "*". */
-    value: Type.String({ minLength: 1, maxLength: 1024, pattern: "^/[A-Za-z0-9\\-._~!$&'()+,=:@/%]*$" }),
+    value: Type.String({ minLength: 1, maxLength: 1024, pattern: ROUTE_PATH_PATTERN }),
   },
   { additionalProperties: false },
 );

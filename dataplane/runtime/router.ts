@@ -62,7 +62,10 @@ export class RouteMatcher {
 
   /** The first route (in precedence order) that matches, or null. */
   match(path: string, method: string, host: string, headers: Record<string, string>): RuntimeRoute | null {
-    const found = this.#router.find(M, path);
+    // find-my-way percent-decodes the path it looks up but keeps registered paths literal (it stores
+    // their "%" as "%25"), so a route holding an escape ("/caf%C3%A9") never matched. Paths reach
+    // here normalized already: escaping each "%" makes its decoding give back the path as it is.
+    const found = this.#router.find(M, path.includes('%') ? path.replaceAll('%', '%25') : path);
     if (found === null) return null;
     const candidates = (found.store as Node).candidates;
     for (let i = 0; i < candidates.length; i++) {

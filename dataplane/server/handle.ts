@@ -13,7 +13,7 @@ import { finishRefused, type Observers } from '../pipeline/finish.ts';
 import { runChain } from '../pipeline/run-chain.ts';
 import type { RuntimeHolder } from '../runtime/holder.ts';
 import { readIngressHeaders, setForwardingHeaders } from './ingress-headers.ts';
-import { normalizeTarget } from './normalize-path.ts';
+import { normalizeTarget } from '../config/path-grammar.ts';
 
 export interface IngressOptions {
   /** Peers whose X-Forwarded-* / Forwarded headers are kept and extended; null = none. */

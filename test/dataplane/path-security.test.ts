@@ -54,6 +54,10 @@ const ATTEMPTS = [
   '/public/./../admin',
   '/public/a/../../admin',
   'http://evil.example/public/../admin/users',
+  '/public/%C0%AE%C0%AE/admin/users',
+  '/public/%E0%80%AE%E0%80%AE/admin/users',
+  '/public/%25%32%65%25%32%65/admin/users',
+  '/public/%25%32e%25%32e/admin/users',
 ];
 
 describe('path normalization keeps protected prefixes protected', () => {
@@ -70,6 +74,24 @@ describe('path normalization keeps protected prefixes protected', () => {
     }
     if (status === 200) expect(pub.seen.length).toBe(before); // served, so by the admin route
   });
+
+  it.each([
+    ['overlong %C0%AE', '/public/%C0%AE'],
+    ['lone continuation byte %80', '/public/a%80'],
+    ['truncated sequence %E2%82', '/public/%E2%82'],
+  ])(
+    'refuses a path whose percent-decoding is not UTF-8 (%s) with 400 SLC_ERR_BAD_PATH',
+    async (_why, target) => {
+      const before = pub.seen.length;
+      const reply = await rawRequest(
+        dp.proxyUrl,
+        `GET ${target} HTTP/1.1\r\nHost: gw\r\nConnection: close\r\n\r\n`,
+      );
+      expect(statusOf(reply)).toBe(400);
+      expect(reply).toContain('SLC_ERR_BAD_PATH');
+      expect(pub.seen.length).toBe(before);
+    },
+  );
 
   it('forwards exactly the normalized path that was matched', async () => {
     await request(`${dp.proxyUrl}/%61dmin/./x//y`).then((r) => r.body.dump());

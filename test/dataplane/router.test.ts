@@ -90,6 +90,23 @@ describe('RouteMatcher', () => {
     expect(m('/v2/:id/x')).toBe('param');
     expect(m('/v2/abc')).toBeNull();
   });
+
+  it('keeps escapes in paths literal: a route holding one matches that (normalized) path and no decoded form', () => {
+    const m = matcher(
+      route('cafe', 'u', '/caf%C3%A9'),
+      route('pct', 'u', '/100%25', { type: 'Exact' }),
+      route('colon', 'u', '/a%3Ab'),
+      route('root', 'u', '/'),
+    );
+    expect(m('/caf%C3%A9')).toBe('cafe');
+    expect(m('/caf%C3%A9/x%20y')).toBe('cafe');
+    expect(m('/100%25')).toBe('pct');
+    expect(m('/a%3Ab/c')).toBe('colon');
+    expect(m('/café')).toBe('root');
+    expect(m('/100%')).toBe('root');
+    expect(m('/100%2525')).toBe('root');
+    expect(m('/a:b')).toBe('root');
+  });
 });
 
 describe('RouteMatcher against a brute-force reference', () => {
