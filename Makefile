@@ -5,7 +5,7 @@ NODE_BIN := $(shell scripts/node-env.sh)
 export PATH := $(CURDIR)/node_modules/.bin:$(NODE_BIN):$(PATH)
 export NODE_ENV ?= development
 
-.PHONY: all deps run test unit test-k8s e2e-kind check typecheck lint fmt golden crds bench clean
+.PHONY: all deps run build test unit test-k8s e2e-kind check typecheck lint fmt golden crds bench clean
 
 all: test
 
@@ -18,6 +18,12 @@ node_modules/.installed: package.json package-lock.json
 ## run: the demo — sample upstreams and the gateway in standalone mode on examples/gateway.yaml
 run: deps
 	node examples/demo.ts
+
+## build: compile bin/, controller/ and dataplane/ to dist/ (tsconfig.build.json), the JavaScript
+## the npm package ships: Node does not strip types under node_modules. `npm pack` runs it
+## (prepack); development runs the TypeScript directly.
+build: deps
+	npm run build
 
 ## test: type check, lint, unit + integration tests; the Kubernetes tests too when KUBECONFIG is set
 test: deps check unit $(if $(KUBECONFIG),test-k8s)
@@ -61,4 +67,4 @@ bench: deps
 	node bench/idempotency.ts
 
 clean:
-	rm -rf node_modules .tools .state
+	rm -rf node_modules .tools .state dist

@@ -4,6 +4,8 @@ export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     exclude: ['test/k8s/**', '**/node_modules/**'],
+    // A Redis for the tests: the configured one, else a private redis-server (global-redis.ts).
+    globalSetup: ['test/helpers/global-redis.ts'],
     pool: 'forks',
     testTimeout: 20_000,
     hookTimeout: 20_000,

@@ -75,7 +75,9 @@ export class ControllerMetrics {
   });
 
   constructor() {
-    collectDefaultMetrics({ register: this.registry, prefix: 'sluice_controller_' });
+    // Unprefixed: the standard names stock Node.js dashboards query (a scrape's job and
+    // instance labels tell the controller from a data plane).
+    collectDefaultMetrics({ register: this.registry });
     this.leader.set(0);
   }
 }

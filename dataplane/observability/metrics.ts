@@ -94,7 +94,9 @@ export class Metrics {
   readonly #upstreamChildren = new Map<string, { observe(v: number): void }>();
 
   constructor(opts: { processMetrics?: boolean } = {}) {
-    if (opts.processMetrics !== false) collectDefaultMetrics({ register: this.registry, prefix: 'sluice_' });
+    // Unprefixed: the standard names (process_cpu_seconds_total, nodejs_heap_size_used_bytes, …)
+    // that stock Node.js dashboards query.
+    if (opts.processMetrics !== false) collectDefaultMetrics({ register: this.registry });
   }
 
   /** Records a finished request. route is a route id, or '(none)' when nothing matched. */

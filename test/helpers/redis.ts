@@ -1,16 +1,18 @@
 /**
- * Redis for tests. `sharedRedisUrl` is the machine's server (127.0.0.1:6379); each test takes
- * its own key prefix there. Fault tests start a private `redis-server` on a free port, which
- * they can pause (SIGSTOP), resume and kill without disturbing anyone else.
+ * Redis for tests. `sharedRedisUrl` is the machine's server (SLUICE_TEST_REDIS_URL, default
+ * 127.0.0.1:6379), or the private one global-redis.ts starts when that one does not answer; each
+ * test takes its own key prefix there. Fault tests start a private `redis-server` on a free
+ * port, which they can pause (SIGSTOP), resume and kill without disturbing anyone else.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
+import { type AddressInfo, createServer } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
-import { freePort } from './servers.ts';
 
-export const sharedRedisUrl = process.env.SLUICE_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+export const defaultRedisUrl = 'redis://127.0.0.1:6379';
+export const sharedRedisUrl = process.env.SLUICE_TEST_REDIS_URL ?? defaultRedisUrl;
 
 /** A key prefix no other test uses. */
 export const uniquePrefix = (what = 'test') => `sluice-test:${what}:${randomBytes(6).toString('hex')}:`;
@@ -22,6 +24,16 @@ export interface PrivateRedis {
   pause(): void;
   resume(): void;
   stop(): Promise<void>;
+}
+
+// Not servers.ts's freePort: that module loads the data plane, and global-redis.ts runs in
+// vitest's main process.
+async function freePort(): Promise<number> {
+  const s = createServer().listen(0, '127.0.0.1');
+  await once(s, 'listening');
+  const port = (s.address() as AddressInfo).port;
+  await new Promise((r) => s.close(r));
+  return port;
 }
 
 export async function startPrivateRedis(args: string[] = []): Promise<PrivateRedis> {

@@ -1,0 +1,76 @@
+/**
+ * The npm package as a user gets it: `npm pack` (prepack builds dist/ with tsconfig.build.json),
+ * then `npm install -g --prefix <tmp>` of the tarball (a real install: dependencies from the
+ * registry or npm's cache, about 6 s here, cold cache included), then the installed `sluice`
+ * binary validates the example it ships. Node does not strip types under node_modules, so this
+ * fails if the package points at TypeScript or a compiled import still ends in `.ts`.
+ */
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { delimiter, dirname, join, resolve } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+const exec = promisify(execFile);
+const ROOT = resolve(import.meta.dirname, '../..');
+// The Node running the tests (24) first on PATH, for npm and for the binary's `#!/usr/bin/env node`.
+const NODE_DIR = dirname(process.execPath);
+const env = { ...process.env, PATH: `${NODE_DIR}${delimiter}${process.env.PATH ?? ''}` };
+const NPM = existsSync(join(NODE_DIR, 'npm')) ? join(NODE_DIR, 'npm') : 'npm';
+const npm = (args: string[], cwd = ROOT) =>
+  exec(NPM, [...args, '--no-audit', '--no-fund', '--loglevel=error'], { cwd, env, maxBuffer: 1 << 24 });
+
+let dir: string;
+let tarball: string;
+let files: string[];
+let prefix: string;
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'sluice-pack-'));
+  const packed = JSON.parse((await npm(['pack', '--json', '--pack-destination', dir])).stdout);
+  tarball = join(dir, packed[0].filename);
+  files = packed[0].files.map((f: { path: string }) => f.path);
+  prefix = join(dir, 'prefix');
+  await npm(['install', '--global', '--prefix', prefix, tarball], dir);
+}, 180_000);
+afterAll(async () => {
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+describe('npm package', () => {
+  it('ships compiled JavaScript, the CRDs, the example and the licence; no sources or tests', () => {
+    expect(files).toEqual(
+      expect.arrayContaining([
+        'package.json',
+        'LICENSE',
+        'README.md',
+        'dist/bin/sluice.js',
+        'dist/dataplane/main.js',
+        'dist/controller/main.js',
+        'crds/sluice.dev_gatewayroutes.yaml',
+        'examples/gateway.yaml',
+      ]),
+    );
+    expect(files.filter((f) => f.endsWith('.ts') || f.startsWith('test/') || f.startsWith('bin/'))).toEqual(
+      [],
+    );
+  });
+
+  it('installs a sluice binary that runs: validate on the shipped example', async () => {
+    const bin = join(prefix, 'bin', 'sluice');
+    const example = join(prefix, 'lib', 'node_modules', 'sluice', 'examples', 'gateway.yaml');
+    const { stdout } = await exec(bin, ['validate', '-f', example], { env, cwd: dir });
+    expect(stdout).toMatch(/^ok: 4 routes, hash [0-9a-f]{64}$/m);
+  });
+
+  it('refuses a bad file from the installed binary, naming it', async () => {
+    const bin = join(prefix, 'bin', 'sluice');
+    const err = await exec(bin, ['validate', '-f', join(dir, 'missing.yaml')], { env, cwd: dir }).then(
+      () => null,
+      (e: { code: number; stderr: string }) => e,
+    );
+    expect(err?.code).not.toBe(0);
+    expect(err?.stderr).toContain('missing.yaml');
+  });
+});
