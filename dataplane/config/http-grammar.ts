@@ -11,6 +11,13 @@ export const TOKEN_PATTERN = `^${TOKEN_CHARS}$`;
 export const TOKEN = new RegExp(TOKEN_PATTERN);
 
 /**
+ * A header name the gateway writes (a plugin's config names it): a token without "_", since
+ * servers that read "_" as "-" would see an alias of another header (ARCHITECTURE §6.1 rule 3).
+ */
+export const HEADER_NAME_CHARS = "[A-Za-z0-9!#$%&'*+.^`|~-]+";
+export const HEADER_NAME_PATTERN = `^${HEADER_NAME_CHARS}$`;
+
+/**
  * Zero or more characters a header value may hold (RFC 9110 §5.5 field-value: HTAB, visible
  * ASCII, SP, obs-text), unanchored. Never CR, LF or NUL (ARCHITECTURE §6.1 rule 4).
  */

@@ -13,6 +13,7 @@ import { finishRefused, type Observers } from '../pipeline/finish.ts';
 import { runChain } from '../pipeline/run-chain.ts';
 import type { RuntimeHolder } from '../runtime/holder.ts';
 import { readIngressHeaders, setForwardingHeaders } from './ingress-headers.ts';
+import { REQUEST_ID } from '../config/http-grammar.ts';
 import { normalizeTarget } from '../config/path-grammar.ts';
 
 export interface IngressOptions {
@@ -21,8 +22,6 @@ export interface IngressOptions {
   maxBodyBytes: number;
   proto: 'http' | 'https';
 }
-
-const REQUEST_ID = /^[\x21-\x7e]{1,200}$/;
 
 /** Reads a request up to a matched route; on failure answers with a problem and returns null. */
 export function ingress(

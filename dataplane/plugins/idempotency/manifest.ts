@@ -5,13 +5,14 @@
  * ("250ms", "10s", "24h").
  */
 import { type Static, Type } from '@sinclair/typebox';
+import { HEADER_NAME_PATTERN } from '../../config/http-grammar.ts';
 import { pluginManifest } from '../../config/manifest.ts';
 import { DURATION_PATTERN, parseDuration } from '../../config/duration.ts';
 import type { ConfigProblem } from '../../config/config-problem.ts';
 
 const duration = (description: string) =>
   Type.String({ pattern: DURATION_PATTERN, maxLength: 32, description });
-const TOKEN = "^[A-Za-z0-9!#$%&'*+.^`|~-]+$";
+const TOKEN = HEADER_NAME_PATTERN;
 
 export const IdempotencyConfig = Type.Object(
   {

@@ -7,6 +7,7 @@
  * WWW-Authenticate and a problem that names the kind of failure, never key material; a
  * malformed token is a 401, never a 500.
  */
+import { HEADER_VALUE } from '../../config/http-grammar.ts';
 import { createPublicKey, createSecretKey } from 'node:crypto';
 import { decodeJwt, errors, jwtVerify, type JWTVerifyGetKey } from 'jose';
 import { parseDuration } from '../../config/duration.ts';
@@ -21,7 +22,6 @@ import { remoteJwks } from './jwks.ts';
 type Issuer = JwtConfig['issuers'][number];
 type KeyResolver = JWTVerifyGetKey;
 
-const SAFE_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
 /** Verified tokens kept per plugin instance, and for how long at most. */
 const CACHE_ENTRIES = 10_000;
 const CACHE_MS = 60_000;
@@ -99,7 +99,7 @@ export default definePlugin(manifest, {
                   : typeof v === 'number' || typeof v === 'boolean'
                     ? String(v)
                     : undefined;
-              if (text !== undefined && SAFE_VALUE.test(text)) headers.push([c.header, text]);
+              if (text !== undefined && HEADER_VALUE.test(text)) headers.push([c.header, text]);
             }
             accept(ctx, consumer, headers);
             // Not cached while not yet valid (nbf within the skew): it is checked again next time.

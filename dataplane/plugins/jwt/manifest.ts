@@ -5,6 +5,7 @@
  * the controller copies its value into `value` (base64) for the data plane.
  */
 import { type Static, Type } from '@sinclair/typebox';
+import { HEADER_NAME_PATTERN } from '../../config/http-grammar.ts';
 import { pluginManifest } from '../../config/manifest.ts';
 import { DURATION_PATTERN } from '../../config/duration.ts';
 import { SecretKeyRefSchema } from '../../config/secret-ref.ts';
@@ -24,7 +25,7 @@ const ALGORITHMS = [
   'ES512',
   'EdDSA',
 ] as const;
-const HEADER = "^[A-Za-z0-9!#$%&'*+.^`|~-]+$";
+const HEADER = HEADER_NAME_PATTERN;
 
 export const JwtConfig = Type.Object(
   {

@@ -4,13 +4,14 @@
  * SHA-256 (`sha256`) in the snapshot, so no data plane, disk or log ever holds a key in clear.
  */
 import { type Static, Type } from '@sinclair/typebox';
+import { HEADER_NAME_PATTERN, TOKEN_PATTERN } from '../../config/http-grammar.ts';
 import { pluginManifest } from '../../config/manifest.ts';
 import { SecretKeyRefSchema } from '../../config/secret-ref.ts';
 
 export const KeyAuthConfig = Type.Object(
   {
     keyNames: Type.Optional(
-      Type.Array(Type.String({ pattern: "^[A-Za-z0-9!#$%&'*+.^`|~_-]+$", maxLength: 128 }), {
+      Type.Array(Type.String({ pattern: TOKEN_PATTERN, maxLength: 128 }), {
         minItems: 1,
         maxItems: 8,
         description: 'Header (or query parameter) names that may carry the key (default X-API-Key).',
@@ -24,7 +25,7 @@ export const KeyAuthConfig = Type.Object(
     ),
     consumerHeader: Type.Optional(
       Type.String({
-        pattern: "^[A-Za-z0-9!#$%&'*+.^`|~-]+$",
+        pattern: HEADER_NAME_PATTERN,
         maxLength: 128,
         description: 'Send the consumer name upstream in this header (a client-sent copy is always removed).',
       }),

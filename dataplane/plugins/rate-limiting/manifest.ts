@@ -3,6 +3,7 @@
  * and day. Fixed windows, counted per process (`local`) or across every replica (`redis`).
  */
 import { type Static, Type } from '@sinclair/typebox';
+import { HEADER_NAME_PATTERN } from '../../config/http-grammar.ts';
 import { pluginManifest } from '../../config/manifest.ts';
 import type { ConfigProblem } from '../../config/config-problem.ts';
 
@@ -34,7 +35,7 @@ export const RateLimitingConfig = Type.Object(
     ),
     header: Type.Optional(
       Type.String({
-        pattern: "^[A-Za-z0-9!#$%&'*+.^`|~-]+$",
+        pattern: HEADER_NAME_PATTERN,
         maxLength: 256,
         description: 'With limitBy header: the request header whose value is counted (absent: by IP).',
       }),

@@ -4,20 +4,19 @@
  * split once when the snapshot is built; values were checked for CR/LF/NUL by the config schema,
  * and are checked again here so a table that skipped validation still cannot inject a header.
  */
+import { HEADER_VALUE } from '../../config/http-grammar.ts';
 import type { RequestContext } from '../../pipeline/context.ts';
 import { definePlugin } from '../types.ts';
 import { manifest } from './manifest.ts';
 
 type Pair = readonly [name: string, value: string];
 
-const SAFE_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
-
 function pairs(list: string[] | undefined): Pair[] {
   return (list ?? []).map((entry) => {
     const colon = entry.indexOf(':');
     const name = entry.slice(0, colon).trim().toLowerCase();
     const value = entry.slice(colon + 1).trim();
-    if (!name || !SAFE_VALUE.test(value))
+    if (!name || !HEADER_VALUE.test(value))
       throw new Error(`request-transformer: unsafe header entry ${JSON.stringify(entry)}`);
     return [name, value] as const;
   });

@@ -4,11 +4,12 @@
  * Values can never carry CR, LF or NUL: the patterns reject them here, at the door.
  */
 import { type Static, Type } from '@sinclair/typebox';
+import { HEADER_NAME_CHARS, HEADER_VALUE_CHARS } from '../../config/http-grammar.ts';
 import { pluginManifest } from '../../config/manifest.ts';
 
-const TOKEN = "[A-Za-z0-9!#$%&'*+.^`|~-]+";
+const TOKEN = HEADER_NAME_CHARS;
 /** Header value: visible ASCII, space and tab, and obs-text; never CR, LF or NUL. */
-const VALUE = '[\\t\\x20-\\x7e\\x80-\\xff]*';
+const VALUE = HEADER_VALUE_CHARS;
 
 const nameValues = (what: string) =>
   Type.Array(
