@@ -28,6 +28,7 @@ import { Background } from '../dataplane/pipeline/background.ts';
 import { MemoryIdempotencyStore } from '../dataplane/stores/memory-idempotency-store.ts';
 import { MemoryRateLimitStore } from '../dataplane/stores/rate-limit-store.ts';
 import { PoolRegistry } from '../dataplane/upstream/pools.ts';
+import { median } from './lib/stats.ts';
 
 const NS = 'bench';
 
@@ -77,12 +78,6 @@ function route(i: number): GatewayRoute {
 
 export function generate(n: number): Resource[] {
   return [...plugins(), ...Array.from({ length: n }, (_, i) => route(i))];
-}
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
 }
 
 /**

@@ -12,42 +12,44 @@
  * bench's Redis keys are deleted at the end; every process it started is stopped on exit.
  * Env: BENCH_DURATION (10), BENCH_WARMUP (3), BENCH_CONNECTIONS (50), BENCH_LOADGEN (wrk|undici).
  */
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import * as fs from 'node:fs';
-import { request } from 'node:http';
-import { createServer } from 'node:net';
 import { cpus, loadavg, tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { dirname, join } from 'node:path';
 import { Redis } from 'ioredis';
 import { Pool } from 'undici';
 import { CHARGE_BODY, CHARGE_REQUEST, GET_PATH, PORTS, POST_PATH } from './fixtures.ts';
+import { machineTicks, processTable, selfTicks, treeTicks } from './lib/cpu.ts';
+import { http, portFree, type Reply, sleep, waitReady } from './lib/http.ts';
+import { BENCH, HZ, LOAD_CORE, onPath, PIN, pinned, pinSelf, TARGET_CORE } from './lib/machine.ts';
+import {
+  type Proc,
+  start,
+  stopAll,
+  stopEverythingOnExit,
+  trackLoader,
+  untrackLoader,
+} from './lib/processes.ts';
+import { fmt, table as textTable } from './lib/table.ts';
+import { parseWrk } from './lib/wrk.ts';
 
-const BENCH = dirname(fileURLToPath(import.meta.url));
-const ROOT = resolve(BENCH, '..');
-const HZ = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout?.trim()) || 100;
 const PORT = 18205; // the proxy; PORTS (fixtures.ts) holds 18200–18204 and 18211
 const ADMIN = 18212;
 const REDIS_URL = 'redis://127.0.0.1:6379';
 const REPLAY_KEYS = 1000;
-const LOAD_CORE = 0; // this script, the upstream and the load generator
-const TARGET_CORE = 1; // the data plane alone
 const env = (name: string, fallback: number, min: number) => {
   const n = Number(process.env[name] || fallback);
   if (!Number.isInteger(n) || n < min) throw new Error(`${name}: a whole number >= ${min}`);
   return n;
 };
-const onPath = (cmd: string) => spawnSync('sh', ['-c', `command -v ${cmd}`]).status === 0;
 const opts = {
   duration: env('BENCH_DURATION', 10, 1),
   warmup: env('BENCH_WARMUP', 3, 0),
   connections: env('BENCH_CONNECTIONS', 50, 1),
   loadgen: process.env.BENCH_LOADGEN || (onPath('wrk') ? 'wrk' : 'undici'),
 };
-const PIN = onPath('taskset') && cpus().length >= 2;
-const pinned = (core: number, argv: string[]) => (PIN ? ['taskset', '-c', String(core), ...argv] : argv);
 const RUN = randomBytes(6).toString('hex');
 const PREFIX = `bench-idem-${RUN}:`;
 const HEADERS = { 'content-type': 'application/json', authorization: 'Bearer bench', 'user-agent': 'bench' };
@@ -63,128 +65,25 @@ const SCENARIOS: Scenario[] = [
 const replayKey = (i: number) => `replay-${RUN}-${String(i % REPLAY_KEYS).padStart(20, '0')}`;
 let loadRuns = 0;
 
-// ---------------------------------------------------------------- processes (as in run.ts)
+// ---------------------------------------------------------------- processes
 
-type Proc = { name: string; child: ChildProcess; log: string };
-const procs = new Set<Proc>();
-let loader: ChildProcess | null = null;
-/** Starts argv in its own process group, output to a log file. */
-function start(name: string, argv: string[], log: string): Proc {
-  const fd = fs.openSync(log, 'a');
-  const child = spawn(argv[0], argv.slice(1), {
-    cwd: ROOT,
-    env: { ...process.env, NODE_ENV: 'production' },
-    stdio: ['ignore', fd, fd],
-    detached: true,
-  });
-  fs.closeSync(fd);
-  const p = { name, child, log };
-  procs.add(p);
-  return p;
-}
-const running = (c: ChildProcess) => c.exitCode === null && c.signalCode === null;
-const killGroup = (c: ChildProcess, sig: NodeJS.Signals) => {
-  try {
-    if (c.pid !== undefined && running(c)) process.kill(-c.pid, sig);
-  } catch {} // already gone
-};
-/** TERM to each process group, KILL after 5 s. */
-async function stopAll(): Promise<void> {
-  loader?.kill('SIGKILL');
-  const stop = async (p: Proc) => {
-    killGroup(p.child, 'SIGTERM');
-    if (running(p.child)) await Promise.race([once(p.child, 'exit'), sleep(5_000)]);
-    killGroup(p.child, 'SIGKILL');
-    procs.delete(p);
-  };
-  await Promise.all([...procs].map(stop));
-}
-process.on('exit', () => {
-  loader?.kill('SIGKILL');
-  for (const p of procs) killGroup(p.child, 'SIGKILL');
-});
-for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const)
-  process.on(sig, () => {
-    process.stderr.write(`\nbench: ${sig}, stopping everything it started\n`);
-    stopAll()
-      .then(cleanRedis)
-      .finally(() => process.exit(130));
-  });
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms).unref());
+stopEverythingOnExit(() => cleanRedis());
+const running = (p: Proc) => !p.exited;
 
-type Reply = { status: number; headers: Record<string, unknown>; body: string };
-function http(method: string, url: string, body: string | null, headers = {}): Promise<Reply> {
-  return new Promise((ok, fail) => {
-    const req = request(url, { method, agent: false, timeout: 5_000, headers }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () =>
-        ok({ status: res.statusCode!, headers: res.headers, body: String(Buffer.concat(chunks)) }),
-      );
-      res.on('error', fail);
-    });
-    req.on('timeout', () => req.destroy(new Error('timeout')));
-    req.on('error', fail);
-    req.end(body ?? undefined);
-  });
-}
 const post = (path: string, key: string | null = null) =>
-  http('POST', `http://127.0.0.1:${PORT}${path}`, CHARGE_REQUEST, withKey(key));
-
-async function waitReady(p: Proc, url: string): Promise<void> {
-  for (const deadline = Date.now() + 20_000; Date.now() < deadline && running(p.child); await sleep(100))
-    if ((await http('GET', url, null).catch(() => null))?.status === 200) return;
-  throw new Error(
-    `${p.name} did not answer GET ${url}; ${p.log}:\n${fs.readFileSync(p.log, 'utf8').slice(-2000)}`,
-  );
-}
-const portFree = (port: number) =>
-  new Promise<boolean>((r) => {
-    const s = createServer().once('error', () => r(false));
-    s.listen(port, '127.0.0.1', () => s.close(() => r(true)));
+  http('POST', `http://127.0.0.1:${PORT}${path}`, CHARGE_REQUEST, {
+    headers: withKey(key),
+    timeoutMs: 5_000,
   });
 
 // ---------------------------------------------------------------- CPU and counters
 
-/** utime+stime (all threads) of every process, by pid, with its parent (as in run.ts). */
-function processTable(): Map<number, { ppid: number; ticks: number }> {
-  const table = new Map<number, { ppid: number; ticks: number }>();
-  for (const pid of fs.readdirSync('/proc').filter((e) => /^\d+$/.test(e)))
-    try {
-      const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' '); // f[0] is field 3 (state)
-      table.set(Number(pid), { ppid: Number(f[1]), ticks: Number(f[11]) + Number(f[12]) });
-    } catch {} // exited meanwhile
-  return table;
-}
-/** CPU ticks of pid and all its descendants. */
-function treeTicks(table: ReturnType<typeof processTable>, pid: number | undefined): number {
-  let total = 0;
-  for (const queue = pid === undefined ? [] : [pid]; queue.length; ) {
-    const p = queue.pop()!;
-    total += table.get(p)?.ticks ?? 0;
-    for (const [child, info] of table) if (info.ppid === p) queue.push(child);
-  }
-  return total;
-}
-/** This process with its reaped children (wrk, once it has exited). */
-function selfTicks(): number {
-  const stat = fs.readFileSync('/proc/self/stat', 'utf8');
-  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]);
-}
-/** Busy and total ticks of the whole machine (user nice system idle iowait irq softirq steal). */
-function machineTicks(): { busy: number; total: number } {
-  const v = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0].split(/\s+/).slice(1, 9).map(Number);
-  const total = v.reduce((a, b) => a + b, 0);
-  return { busy: total - v[3] - v[4], total };
-}
 const pgrep = spawnSync('pgrep', ['-f', 'redis-server.*:6379( |$)'], { encoding: 'utf8' }).stdout ?? '';
 const redisPid = Number(pgrep.split('\n')[0]) || undefined;
 
 /** Sums over the data plane's metrics that tell what its requests did. */
 async function counters() {
-  const text = (await http('GET', `http://127.0.0.1:${ADMIN}/metrics`, null)).body;
+  const text = (await http('GET', `http://127.0.0.1:${ADMIN}/metrics`, null, { timeoutMs: 5_000 })).body;
   const sum = (name: string, label = '') => {
     const re = new RegExp(`^${name}\\{[^}]*${label}[^}]*\\} (\\S+)$`, 'gm');
     return [...text.matchAll(re)].reduce((a, m) => a + Number(m[1]), 0);
@@ -226,27 +125,13 @@ async function wrk(work: string, s: Scenario, seconds: number, fresh: string): P
   const cmd = `wrk -t1 -c${opts.connections} -d${seconds}s --latency --timeout 5s -s`.split(' ');
   const argv = pinned(LOAD_CORE, [...cmd, lua, `http://127.0.0.1:${PORT}${s.path}`]);
   const child = spawn(argv[0], argv.slice(1), { stdio: ['ignore', 'pipe', 'inherit'] });
-  loader = child;
+  trackLoader(child);
   let out = '';
   child.stdout.on('data', (d: Buffer) => (out += d));
   const [code] = await once(child, 'exit');
-  loader = null;
-  const done = /(\d+) requests in ([\d.]+)(us|ms|s|m)\b/.exec(out);
-  if (code !== 0 || !done) throw new Error(`wrk exited with ${code}:\n${out}`);
-  const ms = (v: string, unit: string) => Number(v) * { us: 1e-3, ms: 1, s: 1e3, m: 6e4 }[unit]!;
-  const pct = (p: string) => {
-    const m = new RegExp(`^\\s*${p}%\\s+([\\d.]+)(us|ms|s|m)`, 'm').exec(out);
-    return m ? ms(m[1], m[2]) : null;
-  };
-  const sock = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(out);
-  return {
-    requests: Number(done[1]),
-    seconds: ms(done[2], done[3]) / 1000,
-    p50ms: pct('50'),
-    p99ms: pct('99'),
-    non2xx: Number(/Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? 0),
-    errors: sock ? sock.slice(1).reduce((a, b) => a + Number(b), 0) : 0,
-  };
+  untrackLoader(child);
+  if (code !== 0) throw new Error(`wrk exited with ${code}:\n${out}`);
+  return parseWrk(out);
 }
 
 /** Without wrk: `connections` loops on one undici Pool, in this process (on core 0 when pinned). */
@@ -313,7 +198,7 @@ async function measure(work: string, s: Scenario, sluice: Proc, upstream: Proc) 
   const [t1, self1, m1] = [processTable(), selfTicks(), machineTicks()];
   await sleep(300);
   const c1 = await counters();
-  const ticks = (pid: number | undefined) => treeTicks(t1, pid) - treeTicks(t0, pid);
+  const ticks = (pid: number | undefined) => treeTicks(pid, t1) - treeTicks(pid, t0);
   const [dp, up, redis] = [ticks(sluice.child.pid), ticks(upstream.child.pid), ticks(redisPid)];
   const wall = (m1.total - m0.total) / cpus().length;
   const foreign = m1.busy - m0.busy - dp - up - redis - (self1 - self0);
@@ -324,7 +209,7 @@ async function measure(work: string, s: Scenario, sluice: Proc, upstream: Proc) 
   if (load.non2xx) notes.push(`${load.non2xx} non-2xx`);
   if (load.errors) notes.push(`${load.errors} socket errors`);
   if (s.keys === 'replay' && c1.upstreamCalls > c0.upstreamCalls) notes.push('upstream called on replays');
-  if (!running(sluice.child)) notes.push('sluice exited');
+  if (!running(sluice)) notes.push('sluice exited');
   return {
     scenario: s.name,
     path: s.path,
@@ -364,7 +249,6 @@ async function deleteKeys(): Promise<void> {
 
 // ---------------------------------------------------------------- main
 
-const fmt = (n: number | null, digits = 1) => (n === null || Number.isNaN(n) ? '-' : n.toFixed(digits));
 function table(rows: Row[]): string {
   const base = rows.find((r) => r.scenario === 'plain-post' && !r.invalid);
   const x = (a: number, b: number | undefined) => (b === undefined ? '-' : `${fmt(a / b, 2)}×`);
@@ -384,20 +268,17 @@ function table(rows: Row[]): string {
     ['foreign %', (r) => fmt(r.foreignCpuPct, 0)],
     ['note', (r) => (r.invalid ? `INVALID: ${r.notes.join('; ')}` : '')],
   ];
-  const cells = [columns.map(([h]) => h), ...rows.map((r) => columns.map(([, f]) => f(r)))];
-  const widths = columns.map((_, i) => Math.max(...cells.map((c) => c[i].length)));
-  const line = (c: string[]) =>
-    c.map((v, i) => (i === 0 || i === c.length - 1 ? v.padEnd(widths[i]) : v.padStart(widths[i]))).join('  ');
-  const rule = widths.map((w) => '-'.repeat(w)).join('  ');
-  return [line(cells[0]), rule, ...cells.slice(1).map(line)].map((l) => l.trimEnd()).join('\n');
+  return textTable(
+    columns.map(([h]) => h),
+    rows.map((r) => columns.map(([, f]) => f(r))),
+  );
 }
 
 async function main(): Promise<void> {
   for (const port of [PORTS.upstream, PORT, ADMIN])
     if (!(await portFree(port)))
       throw new Error(`port ${port} on 127.0.0.1 is in use; the bench needs it free`);
-  if (PIN)
-    spawnSync('taskset', ['-a', '-p', '-c', String(LOAD_CORE), String(process.pid)], { stdio: 'ignore' });
+  pinSelf();
   const work = fs.mkdtempSync(join(tmpdir(), 'sluice-bench-idem-'));
   const load0 = loadavg()[0];
   process.stderr.write(

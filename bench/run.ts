@@ -17,34 +17,42 @@
  * Env: BENCH_DURATION, BENCH_WARMUP, BENCH_CONNECTIONS, BENCH_ROUNDS, BENCH_SCENARIOS, BENCH_TARGETS,
  *      BENCH_LOADGEN, BENCH_COMPILE=0.
  */
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
-import {
-  closeSync,
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  openSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs';
-import { request } from 'node:http';
-import { createServer } from 'node:net';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { CHARGE_BODY, CHARGE_REQUEST, GET_PATH, ITEM_BODY, PORTS, POST_PATH } from './fixtures.ts';
+import { coreTicks, processTable, selfTicks, treeTicks } from './lib/cpu.ts';
+import { http, portFree, waitReady as waitAnswer } from './lib/http.ts';
+import {
+  BENCH,
+  HZ,
+  LOAD_CORE,
+  NODE,
+  onPath,
+  PIN,
+  pinned,
+  pinSelf,
+  ROOT,
+  TARGET_CORE,
+} from './lib/machine.ts';
+import {
+  type Proc,
+  start,
+  stop,
+  stopAll,
+  stopEverythingOnExit,
+  tail,
+  trackLoader,
+  untrackLoader,
+} from './lib/processes.ts';
+import { median } from './lib/stats.ts';
+import { fmt, table } from './lib/table.ts';
+import { parseWrk } from './lib/wrk.ts';
 
-const BENCH = dirname(fileURLToPath(import.meta.url));
-const ROOT = resolve(BENCH, '..');
-const NODE = process.execPath;
-const HZ = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout?.trim()) || 100;
 const UPSTREAM_URL = `http://127.0.0.1:${PORTS.upstream}`;
-const LOAD_CORE = 0;
-const TARGET_CORE = 1;
 
 type Scenario = 'get' | 'post';
 const SCENARIOS: Record<
@@ -150,13 +158,6 @@ function options() {
 }
 type Options = ReturnType<typeof options>;
 
-function onPath(cmd: string): boolean {
-  return spawnSync('sh', ['-c', `command -v ${cmd}`], { stdio: 'ignore' }).status === 0;
-}
-
-const PIN = onPath('taskset') && cpus().length >= 2;
-const pinned = (core: number, cmd: string[]) => (PIN ? ['taskset', '-c', String(core), ...cmd] : cmd);
-
 function builtinTargets(work: string): Target[] {
   const sluice = (name: string, port: number, yaml: string): Target => ({
     name,
@@ -200,133 +201,20 @@ function builtinTargets(work: string): Target[] {
 
 // ---------------------------------------------------------------- processes
 
-interface Proc {
-  name: string;
-  child: ChildProcess;
-  log: string;
-  exited: boolean;
-}
-const procs = new Set<Proc>();
-/** Load generator runs under way (not in their own group: a Ctrl-C reaches them too). */
-const loaders = new Set<ChildProcess>();
-
-/** Starts argv in its own process group (so stopping it stops whatever it started), output to a log file. */
-function start(name: string, argv: string[], log: string, env: Record<string, string> = {}): Proc {
-  const fd = openSync(log, 'a');
-  const child = spawn(argv[0], argv.slice(1), {
-    cwd: ROOT,
-    env: { ...process.env, NODE_ENV: 'production', ...env },
-    stdio: ['ignore', fd, fd],
-    detached: true,
-  });
-  closeSync(fd);
-  const p: Proc = { name, child, log, exited: false };
-  child.on('exit', () => {
-    p.exited = true;
-  });
-  child.on('error', () => {
-    p.exited = true;
-  });
-  procs.add(p);
-  return p;
-}
-
-function killGroup(p: Proc, signal: NodeJS.Signals): void {
-  if (p.child.pid === undefined) return;
-  try {
-    process.kill(-p.child.pid, signal);
-  } catch {
-    // already gone
-  }
-}
-
-/** TERM to the process group, KILL after 5 s. */
-async function stop(p: Proc): Promise<void> {
-  if (!p.exited) {
-    killGroup(p, 'SIGTERM');
-    const timer = new Promise<void>((r) => setTimeout(r, 5_000).unref());
-    await Promise.race([once(p.child, 'exit'), timer]);
-  }
-  killGroup(p, 'SIGKILL');
-  procs.delete(p);
-}
-
-async function stopAll(): Promise<void> {
-  for (const c of loaders) c.kill('SIGKILL');
-  await Promise.all([...procs].map(stop));
-}
-
-process.on('exit', () => {
-  for (const c of loaders) c.kill('SIGKILL');
-  for (const p of procs) killGroup(p, 'SIGKILL');
-});
-for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
-  process.on(sig, () => {
-    process.stderr.write(`\nbench: ${sig}, stopping everything it started\n`);
-    stopAll().finally(() => process.exit(130));
-  });
-}
-
-function tail(file: string, lines = 15): string {
-  try {
-    return readFileSync(file, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
-  } catch {
-    return '(no log)';
-  }
-}
+stopEverythingOnExit();
 
 // ---------------------------------------------------------------- HTTP helpers
 
-function http(
-  method: string,
-  url: string,
-  body: string | null,
-  timeoutMs = 2_000,
-): Promise<{ status: number; body: string }> {
-  return new Promise((resolvePromise, reject) => {
-    const req = request(url, { method, agent: false, timeout: timeoutMs }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () =>
-        resolvePromise({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString() }),
-      );
-      res.on('error', reject);
-    });
-    req.on('timeout', () => req.destroy(new Error('timeout')));
-    req.on('error', reject);
-    if (body !== null) req.setHeader('content-type', 'application/json');
-    req.end(body ?? undefined);
-  });
-}
-
-async function waitReady(p: Proc, port: number, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  let last = '';
-  while (Date.now() < deadline) {
-    if (p.exited)
-      throw new Error(
-        `${p.name} exited (code ${p.child.exitCode ?? p.child.signalCode}) before answering; log ${p.log}\n${tail(p.log)}`,
-      );
-    try {
-      const r = await http('GET', `http://127.0.0.1:${port}${GET_PATH}`, null, 1_000);
-      if (r.status === 200) return;
-      last = `status ${r.status}: ${r.body.slice(0, 200)}`;
-    } catch (err) {
-      last = (err as Error).message;
-    }
-    await sleep(100);
-  }
-  throw new Error(
-    `${p.name} did not answer GET ${GET_PATH} on port ${port} within ${timeoutMs / 1000} s (${last}); log ${p.log}:\n${tail(p.log)}`,
-  );
-}
+/** Waits until the target answers GET on the bench's item path. */
+const waitReady = (p: Proc, port: number) => waitAnswer(p, `http://127.0.0.1:${port}${GET_PATH}`);
 
 /** The target must give the upstream's exact bodies; a difference is a note that invalidates its rows. */
 async function check(port: number): Promise<string[]> {
   const notes: string[] = [];
   for (const s of Object.values(SCENARIOS)) {
     try {
-      const r = await http(s.method, `http://127.0.0.1:${port}${s.path}`, s.body);
+      const headers = s.body !== null ? { 'content-type': 'application/json' } : {};
+      const r = await http(s.method, `http://127.0.0.1:${port}${s.path}`, s.body, { headers });
       if (r.status !== 200 || r.body !== s.expect)
         notes.push(`${s.method} ${s.path}: status ${r.status}, body ${JSON.stringify(r.body.slice(0, 120))}`);
     } catch (err) {
@@ -346,68 +234,6 @@ async function upstreamConnections(): Promise<number | null> {
   }
 }
 
-function portFree(port: number): Promise<boolean> {
-  return new Promise((r) => {
-    const s = createServer();
-    s.once('error', () => r(false));
-    s.listen(port, '127.0.0.1', () => s.close(() => r(true)));
-  });
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-// ---------------------------------------------------------------- CPU accounting
-
-/** utime+stime (all threads) of every process, by pid, with its parent. */
-function processTable(): Map<number, { ppid: number; ticks: number }> {
-  const table = new Map<number, { ppid: number; ticks: number }>();
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' '); // f[0] is field 3 (state)
-      table.set(Number(entry), { ppid: Number(f[1]), ticks: Number(f[11]) + Number(f[12]) });
-    } catch {
-      // exited meanwhile
-    }
-  }
-  return table;
-}
-
-/** CPU ticks of pid and all its descendants. */
-function treeTicks(pid: number, table = processTable()): number {
-  let total = 0;
-  const queue = [pid];
-  while (queue.length) {
-    const p = queue.pop()!;
-    total += table.get(p)?.ticks ?? 0;
-    for (const [child, info] of table) if (info.ppid === p) queue.push(child);
-  }
-  return total;
-}
-
-/** This process with its reaped children (the load generator once it has exited). */
-function selfTicks(): number {
-  const stat = readFileSync('/proc/self/stat', 'utf8');
-  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]);
-}
-
-/** Busy and total ticks: the whole machine and each core. */
-function coreTicks(): Map<string, { busy: number; total: number }> {
-  const out = new Map<string, { busy: number; total: number }>();
-  for (const line of readFileSync('/proc/stat', 'utf8').split('\n')) {
-    if (!line.startsWith('cpu')) continue;
-    const [name, ...rest] = line.split(/\s+/);
-    const v = rest.map(Number);
-    // user nice system idle iowait irq softirq steal (guest is already in user)
-    const idle = v[3] + v[4];
-    const total = v.slice(0, 8).reduce((a, b) => a + b, 0);
-    out.set(name, { busy: total - idle, total });
-  }
-  return out;
-}
-
 // ---------------------------------------------------------------- load generators
 
 interface LoadResult {
@@ -419,11 +245,6 @@ interface LoadResult {
   non2xx: number;
   errors: number;
   output: string;
-}
-
-function ms(value: string, unit: string): number {
-  const n = Number(value);
-  return unit === 'us' ? n / 1000 : unit === 'ms' ? n : unit === 's' ? n * 1000 : n * 60_000;
 }
 
 async function runLoad(
@@ -464,7 +285,7 @@ async function runLoad(
   }
   argv = pinned(LOAD_CORE, argv);
   const child = spawn(argv[0], argv.slice(1), { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
-  loaders.add(child);
+  trackLoader(child);
   let out = '';
   let err = '';
   child.stdout.on('data', (d: Buffer) => {
@@ -476,32 +297,12 @@ async function runLoad(
   const killer = setTimeout(() => child.kill('SIGKILL'), (seconds + 30) * 1000);
   const [code] = (await once(child, 'exit')) as [number | null];
   clearTimeout(killer);
-  loaders.delete(child);
+  untrackLoader(child);
   if (code !== 0)
     throw new Error(`${opts.loadgen} exited with ${code}: ${err.slice(-2000)}${out.slice(-2000)}`);
-  return opts.loadgen === 'wrk' ? parseWrk(out) : parseAutocannon(out);
-}
-
-function parseWrk(out: string): LoadResult {
-  const done = /(\d+) requests in ([\d.]+)(us|ms|s|m)/.exec(out);
-  if (!done) throw new Error(`cannot read wrk's output:\n${out}`);
-  const pct = (p: string) => {
-    const m = new RegExp(`^\\s*${p}%\\s+([\\d.]+)(us|ms|s|m)`, 'm').exec(out);
-    return m ? ms(m[1], m[2]) : null;
-  };
-  const sock = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(out);
-  const requests = Number(done[1]);
-  const seconds = ms(done[2], done[3]) / 1000;
-  return {
-    requests,
-    seconds,
-    rps: requests / seconds,
-    p50ms: pct('50'),
-    p99ms: pct('99'),
-    non2xx: Number(/Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? 0),
-    errors: sock ? sock.slice(1).reduce((a, b) => a + Number(b), 0) : 0,
-    output: out,
-  };
+  if (opts.loadgen === 'autocannon') return parseAutocannon(out);
+  const wrk = parseWrk(out);
+  return { ...wrk, rps: wrk.requests / wrk.seconds, output: out };
 }
 
 function parseAutocannon(out: string): LoadResult {
@@ -634,28 +435,6 @@ async function measure(
 
 // ---------------------------------------------------------------- output
 
-function fmt(n: number | null | undefined, digits = 1): string {
-  if (n === null || n === undefined || Number.isNaN(n)) return '-';
-  return n.toFixed(digits);
-}
-
-function table(header: string[], rows: string[][]): string {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
-  const line = (cells: string[]) =>
-    cells
-      .map((c, i) => (i === 0 || i === cells.length - 1 ? c.padEnd(widths[i]) : c.padStart(widths[i])))
-      .join('  ')
-      .trimEnd();
-  return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n');
-}
-
-function median(xs: number[]): number {
-  const v = xs.filter((x) => !Number.isNaN(x)).sort((a, b) => a - b);
-  if (!v.length) return Number.NaN;
-  const m = v.length >> 1;
-  return v.length % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
-}
-
 /** One target and scenario over its rounds: medians, sums of failures, the CPU range. */
 function aggregate(rows: Row[]) {
   const med = (f: (r: Row) => number | null) => median(rows.map((r) => f(r) ?? Number.NaN));
@@ -778,8 +557,7 @@ async function main(): Promise<void> {
     throw new Error(`port(s) ${busyPorts.join(', ')} on 127.0.0.1 are in use; the bench needs them free`);
 
   // This script and its helpers stay on the load core, with the load generator and the upstream.
-  if (PIN)
-    spawnSync('taskset', ['-a', '-p', '-c', String(LOAD_CORE), String(process.pid)], { stdio: 'ignore' });
+  pinSelf();
   const stamp = new Date().toISOString().replace(/[:.]/g, '-');
   const load0 = loadavg()[0];
   process.stderr.write(

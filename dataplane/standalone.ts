@@ -18,18 +18,25 @@ export interface FileProblem {
 export interface LoadedConfig {
   snapshot: Snapshot;
   problems: FileProblem[];
+  /** Objects of kinds sluice does not own (a Deployment beside the routes): skipped, not a problem. */
+  notes: FileProblem[];
 }
 
-/** Reads the files and compiles them; problems name the file, the object and the field. */
+/**
+ * Reads the files (a directory: its *.yaml and *.yml; "-": standard input) and compiles them;
+ * problems name the file, the object and the field.
+ */
 export async function loadConfig(paths: string[]): Promise<LoadedConfig> {
   const loaded = await loadFiles(paths);
   const result = build(loaded.resources);
-  const problems: FileProblem[] = [...loaded.diagnostics, ...result.diagnostics].map((d) => ({
+  const toProblem = (d: Parameters<typeof describe>[0] & { field?: string; message: string }) => ({
     where: describe(d, loaded),
     field: d.field,
     message: d.message,
-  }));
-  return { snapshot: result.snapshot, problems };
+  });
+  const notes = loaded.diagnostics.filter((d) => d.ignored).map(toProblem);
+  const problems = [...loaded.diagnostics.filter((d) => !d.ignored), ...result.diagnostics].map(toProblem);
+  return { snapshot: result.snapshot, problems, notes };
 }
 
 function describe(

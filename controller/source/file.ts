@@ -1,10 +1,14 @@
 /**
  * Standalone mode's source: multi-document YAML files holding the same GatewayRoute,
  * GatewayPlugin and Secret objects a user would `kubectl apply`. parseFiles is pure (text in,
- * objects and diagnostics out); loadFiles only adds the reading. A broken document is
- * reported with its file and line and skipped; the other documents still load.
+ * objects and diagnostics out); loadFiles only adds the reading (files, directories, standard
+ * input). A broken document is reported with its file and line and skipped; the other
+ * documents still load. Objects of kinds Sluice does not own (a Deployment in the same file)
+ * are skipped with a diagnostic marked `ignored`: a note, not a problem.
  */
-import { readFile } from 'node:fs/promises';
+import { readdir, readFile, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { text as readStream } from 'node:stream/consumers';
 import { LineCounter, parseAllDocuments } from 'yaml';
 import type { Resource } from '../api/index.ts';
 import {
@@ -18,6 +22,7 @@ import {
 
 export type LoadReason =
   | 'FileUnreadable'
+  | 'NoFiles'
   | 'YAMLSyntax'
   | 'NotAnObject'
   | 'UnknownKind'
@@ -36,6 +41,8 @@ export interface LoadDiagnostic {
   field?: string;
   reason: LoadReason;
   message: string;
+  /** An object of a kind Sluice does not own (apps/v1 Deployment…): skipped, and not an error. */
+  ignored?: true;
 }
 
 export interface FileText {
@@ -87,13 +94,14 @@ export function parseYaml(
     if (value === null || value === undefined) return; // an empty document, e.g. after a trailing "---"
     const checked = checkObject(value);
     if ('problem' in checked) {
-      const { reason, field, message } = checked.problem;
+      const { reason, field, message, ignored } = checked.problem;
       diagnostics.push({
         ...at,
         line,
         reason,
         field,
         message: `line ${line} (document ${document}): ${message}`,
+        ...(ignored && { ignored }),
       });
       return;
     }
@@ -102,7 +110,21 @@ export function parseYaml(
   return { objects, diagnostics };
 }
 
-type Problem = { reason: LoadReason; field?: string; message: string };
+type Problem = { reason: LoadReason; field?: string; message: string; ignored?: true };
+
+const OWN_KINDS = new Set(['GatewayRoute', 'GatewayPlugin']);
+
+/** A kind of someone else's (apps/v1 Deployment, v1 ConfigMap): not sluice.dev, and not named like ours. */
+function foreign(v: Record<string, unknown>): boolean {
+  const { apiVersion, kind } = v;
+  return (
+    typeof apiVersion === 'string' &&
+    typeof kind === 'string' &&
+    kind !== '' &&
+    !apiVersion.startsWith('sluice.dev/') &&
+    !OWN_KINDS.has(kind)
+  );
+}
 
 /** The object with its namespace filled in, or why it cannot be read. */
 function checkObject(value: unknown): { object: Resource } | { problem: Problem } {
@@ -113,6 +135,18 @@ function checkObject(value: unknown): { object: Resource } | { problem: Problem 
     return problem('NotAnObject', undefined, 'not a Kubernetes object (a YAML mapping)');
   const v = value as Record<string, unknown>;
   const type = `${String(v.apiVersion)} ${String(v.kind)}`;
+  if (!KNOWN.has(type) && foreign(v)) {
+    const name = (v.metadata as { name?: unknown } | undefined)?.name;
+    const named = typeof name === 'string' ? ` ${name}` : '';
+    return {
+      problem: {
+        reason: 'UnknownKind',
+        field: 'kind',
+        message: `${type}${named} is not a kind sluice reads; ignored`,
+        ignored: true,
+      },
+    };
+  }
   if (!KNOWN.has(type))
     return problem(
       'UnknownKind',
@@ -160,16 +194,41 @@ export function parseFiles(files: readonly FileText[]): LoadResult {
   };
 }
 
-/** Reads the files (the only I/O here) and parses them. An unreadable file is a diagnostic, not a throw. */
-export async function loadFiles(paths: readonly string[]): Promise<LoadResult> {
+/** The path that means standard input, and the name its diagnostics give it. */
+export const STDIN = '-';
+export const STDIN_NAME = '<stdin>';
+
+/** Whether a directory entry is a config file: *.yaml or *.yml. */
+export const isYamlFile = (name: string) => /\.ya?ml$/.test(name);
+
+/**
+ * Reads the paths (the only I/O here) and parses them: a file; a directory, for its *.yaml and
+ * *.yml files (sorted, not recursive); "-", standard input. An unreadable path is a
+ * diagnostic, not a throw.
+ */
+export async function loadFiles(
+  paths: readonly string[],
+  readStdin: () => Promise<string> = () => readStream(process.stdin),
+): Promise<LoadResult> {
   const files: FileText[] = [];
   const unreadable: LoadDiagnostic[] = [];
-  for (const file of paths) {
+  const read = async (file: string) => files.push({ file, text: await readFile(file, 'utf8') });
+  for (const path of paths) {
     try {
-      files.push({ file, text: await readFile(file, 'utf8') });
+      if (path === STDIN) files.push({ file: STDIN_NAME, text: await readStdin() });
+      else if ((await stat(path)).isDirectory()) {
+        const names = (await readdir(path)).filter(isYamlFile).sort();
+        if (names.length === 0)
+          unreadable.push({
+            file: path,
+            reason: 'NoFiles',
+            message: 'a directory without *.yaml or *.yml files',
+          });
+        for (const name of names) await read(join(path, name));
+      } else await read(path);
     } catch (err) {
       const message = `cannot be read (${(err as NodeJS.ErrnoException).code ?? String(err)})`;
-      unreadable.push({ file, reason: 'FileUnreadable', message });
+      unreadable.push({ file: path, reason: 'FileUnreadable', message });
     }
   }
   const result = parseFiles(files);

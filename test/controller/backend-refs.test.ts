@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Service } from '../../controller/api/index.ts';
 import { build } from '../../controller/build.ts';
-import { referencedServices } from '../../controller/runner.ts';
+import { referencedServices } from '../../controller/source/relevance.ts';
 import { resourceSetFrom } from '../../controller/source/resource-set.ts';
 import { gatewayRoute } from '../helpers/fixtures.ts';
 

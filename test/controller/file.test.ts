@@ -73,6 +73,41 @@ describe('loadFiles', () => {
     expect(result.diagnostics).toMatchObject([{ file: missing, reason: 'FileUnreadable' }]);
     expect(result.diagnostics[0].message).toContain('ENOENT');
   });
+
+  it('reads a directory for its *.yaml and *.yml files, in name order, and "-" from standard input', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sluice-dir-'));
+    writeFileSync(join(dir, 'b.yml'), route('b'));
+    writeFileSync(join(dir, 'a.yaml'), route('a'));
+    writeFileSync(join(dir, 'README.md'), '# not config');
+    const result = await loadFiles([dir, '-'], async () => route('piped'));
+    expect(result.diagnostics).toEqual([]);
+    expect([...result.resources.routes.keys()]).toEqual(['default/a', 'default/b', 'default/piped']);
+    expect(result.fileOf({ kind: 'GatewayRoute', name: 'b' })).toBe(join(dir, 'b.yml'));
+    expect(result.fileOf({ kind: 'GatewayRoute', name: 'piped' })).toBe('<stdin>');
+  });
+});
+
+describe('kinds sluice does not own', () => {
+  it('are skipped with an ignored diagnostic; misspelt kinds of ours and missing apiVersions are not', () => {
+    const text = [
+      'apiVersion: apps/v1\nkind: Deployment\nmetadata: { name: web }\n',
+      'apiVersion: v1\nkind: ConfigMap\nmetadata: { name: cfg }\n',
+      'apiVersion: sluice.dev/v1alpha1\nkind: GatewayRoutes\nmetadata: { name: typo }\n',
+      'apiVersion: v1\nkind: GatewayRoute\nmetadata: { name: wrong-group }\n',
+      'kind: GatewayPlugin\nmetadata: { name: no-api-version }\n',
+    ].join('---\n');
+    const { diagnostics } = parseYaml(text, 'x.yaml');
+    expect(diagnostics.map((d) => [d.document, d.reason, d.ignored ?? false])).toEqual([
+      [0, 'UnknownKind', true],
+      [1, 'UnknownKind', true],
+      [2, 'UnknownKind', false],
+      [3, 'UnknownKind', false],
+      [4, 'UnknownKind', false],
+    ]);
+    expect(diagnostics[0].message).toBe(
+      'line 1 (document 0): apps/v1 Deployment web is not a kind sluice reads; ignored',
+    );
+  });
 });
 
 describe('parseYaml on hostile input', () => {

@@ -1,7 +1,7 @@
 /** The pure parts of status: Programmed from what pods run, and when a status needs writing. */
 import { describe, expect, it } from 'vitest';
 import type { ObjectStatus } from '../../controller/build.ts';
-import { referencedSecrets } from '../../controller/runner.ts';
+import { referencedSecrets } from '../../controller/source/relevance.ts';
 import { ownerOf, programmed, type PodView } from '../../controller/status/conditions.ts';
 import { transitions } from '../../controller/status/events.ts';
 import { StatusWriter } from '../../controller/status/status-writer.ts';

@@ -1,0 +1,33 @@
+/** The machine the benches run on: where things are, clock ticks, and CPU pinning (taskset). */
+import { spawnSync } from 'node:child_process';
+import { cpus } from 'node:os';
+import { resolve } from 'node:path';
+
+/** bench/ and the repository root. */
+export const BENCH = resolve(import.meta.dirname, '..');
+export const ROOT = resolve(BENCH, '..');
+export const NODE = process.execPath;
+/** Clock ticks per second of /proc's CPU times. */
+export const HZ = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout?.trim()) || 100;
+
+/** The load generator, the upstream and the bench script share this core… */
+export const LOAD_CORE = 0;
+/** …and the process measured runs alone on this one. */
+export const TARGET_CORE = 1;
+
+export function onPath(cmd: string): boolean {
+  return spawnSync('sh', ['-c', `command -v ${cmd}`], { stdio: 'ignore' }).status === 0;
+}
+
+/** Whether processes are pinned to cores: taskset exists and there are two cores. */
+export const PIN = onPath('taskset') && cpus().length >= 2;
+
+/** argv run on `core` when pinning. */
+export const pinned = (core: number, argv: string[]) =>
+  PIN ? ['taskset', '-c', String(core), ...argv] : argv;
+
+/** Moves this process (all its threads) to the load core, when pinning. */
+export function pinSelf(): void {
+  if (PIN)
+    spawnSync('taskset', ['-a', '-p', '-c', String(LOAD_CORE), String(process.pid)], { stdio: 'ignore' });
+}

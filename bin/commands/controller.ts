@@ -1,0 +1,90 @@
+/** `sluice controller`: watch the custom resources, build snapshots, push them to data-plane pods, write status. */
+import { startController } from '../../controller/main.ts';
+import { createLogger } from '../../dataplane/observability/log.ts';
+import { type Command, failIn, intFlag, parseCommand } from '../lib/command.ts';
+import { ADMIN_TOKEN_FLAGS, adminToken, LOG_LEVEL_FLAG, logLevel, stopOnSignals } from '../lib/process.ts';
+
+const flags = {
+  'dataplane-service': {
+    type: 'string',
+    arg: 'NS/NAME',
+    help: "the data plane's headless admin Service (its EndpointSlices list the pods)",
+  },
+  'admin-port-name': {
+    type: 'string',
+    arg: 'NAME',
+    help: 'port of that Service to push to (default admin; else its first port)',
+  },
+  'admin-scheme': { type: 'string', arg: 'http|https', help: 'how to reach the pods (default http)' },
+  'admin-ca-file': {
+    type: 'string',
+    arg: 'FILE',
+    help: "with https: the CA of the data planes' admin certificates",
+  },
+  'admin-tls-server-name': {
+    type: 'string',
+    arg: 'NAME',
+    help: 'with https: the name in their certificate (pods are dialled by IP)',
+  },
+  ...ADMIN_TOKEN_FLAGS,
+  'metrics-port': { type: 'string', arg: 'N', help: '/metrics, /healthz, /readyz (default 9902)' },
+  'metrics-host': { type: 'string', arg: 'ADDR', help: 'address of the metrics port (default 0.0.0.0)' },
+  'lease-namespace': {
+    type: 'string',
+    arg: 'NS',
+    help: "where the leader-election Lease lives (default: the service's namespace)",
+  },
+  'lease-name': { type: 'string', arg: 'NAME', help: 'the Lease (default sluice-controller)' },
+  'lease-seconds': { type: 'string', arg: 'N', help: 'how long a dead leader blocks a standby (default 15)' },
+  identity: { type: 'string', arg: 'ID', help: "this replica's name in the Lease (default hostname-pid)" },
+  ...LOG_LEVEL_FLAG,
+} as const;
+
+export const controller: Command<typeof flags> = {
+  name: 'controller',
+  summary: 'the Kubernetes controller: watch, build, push to data-plane pods',
+  usage: 'sluice controller --dataplane-service NS/NAME --admin-token-file FILE [flags]',
+  about: [
+    'Watches GatewayRoute, GatewayPlugin, Secret and Service objects, builds one snapshot, pushes it',
+    "by hash to every data-plane pod and writes the objects' status (Accepted, ResolvedRefs,",
+    'Programmed). Every replica watches and builds; the holder of the Lease pushes and writes.',
+    'The cluster comes from KUBECONFIG, else the in-cluster service account.',
+  ].join('\n'),
+  flags,
+  examples: [
+    'sluice controller --dataplane-service sluice/sluice-admin --admin-token-file /etc/sluice/token',
+    'KUBECONFIG=~/.kube/config sluice controller --dataplane-service default/sluice-admin --admin-token t',
+  ],
+  notes: 'Signals: SIGTERM/SIGINT release the Lease and exit 0.',
+  async main(argv) {
+    const values = parseCommand(controller, argv);
+    const service = values['dataplane-service'];
+    if (!service || !/^[^/]+\/[^/]+$/.test(service))
+      failIn('controller', 'needs --dataplane-service NAMESPACE/NAME');
+    const scheme = values['admin-scheme'] ?? 'http';
+    if (scheme !== 'http' && scheme !== 'https') failIn('controller', '--admin-scheme must be http or https');
+    const token = adminToken('controller', values);
+    if (!token)
+      failIn(
+        'controller',
+        "needs the data planes' admin token (--admin-token, --admin-token-file or SLUICE_ADMIN_TOKEN)",
+      );
+    const log = createLogger(logLevel('controller', values));
+    const c = await startController({
+      log,
+      dataplaneService: service,
+      adminPortName: values['admin-port-name'] ?? 'admin',
+      adminScheme: scheme,
+      adminToken: token,
+      adminCaFile: values['admin-ca-file'],
+      adminTlsServerName: values['admin-tls-server-name'],
+      metricsHost: values['metrics-host'] ?? '0.0.0.0',
+      metricsPort: intFlag('controller', values['metrics-port'], 'metrics-port', 9902),
+      leaseNamespace: values['lease-namespace'] ?? service.split('/')[0],
+      leaseName: values['lease-name'] ?? 'sluice-controller',
+      identity: values.identity,
+      leaseSeconds: intFlag('controller', values['lease-seconds'], 'lease-seconds', 15),
+    }).catch((err: Error) => failIn('controller', err.message, 1));
+    stopOnSignals(log, 'stopping: releasing the lease', () => c.close());
+  },
+};

@@ -1,0 +1,35 @@
+/** `sluice dataplane`: the cluster data plane. Serves its last good snapshot and takes the controller's pushes. */
+import { startDataPlane } from '../../dataplane/main.ts';
+import { type Command, failIn, parseCommand } from '../lib/command.ts';
+import { DATAPLANE_FLAGS, dataplaneOptions } from '../lib/dataplane-flags.ts';
+import { stopOnSignals } from '../lib/process.ts';
+
+const flags = {
+  ...DATAPLANE_FLAGS,
+  'state-dir': { ...DATAPLANE_FLAGS['state-dir'], help: 'keep the last good snapshot here (required)' },
+} as const;
+
+export const dataplane: Command<typeof flags> = {
+  name: 'dataplane',
+  summary: 'cluster data plane: serve the last good snapshot, take pushes on PUT /config',
+  usage: 'sluice dataplane --state-dir DIR [--admin-token-file FILE] [flags]',
+  about: [
+    'The proxy pods in a cluster. The controller pushes snapshots to the admin port (PUT /config,',
+    'bearer token); each good one is kept in --state-dir and served at the next start until the',
+    'controller is reachable again. Ready only once it has a snapshot.',
+  ].join('\n'),
+  flags,
+  examples: [
+    'sluice dataplane --state-dir /var/lib/sluice --admin-token-file /etc/sluice/token --admin-host 0.0.0.0',
+    'sluice dataplane --state-dir /tmp/s --redis redis-sentinel://sentinel:26379/mymaster',
+  ],
+  notes: 'Signals: SIGTERM/SIGINT stop accepting, finish in-flight requests, exit 0.',
+  async main(argv) {
+    const values = parseCommand(dataplane, argv);
+    if (!values['state-dir']) failIn('dataplane', 'needs --state-dir (where the last good snapshot is kept)');
+    const dp = await startDataPlane(dataplaneOptions('dataplane', values, null)).catch((err: Error) =>
+      failIn('dataplane', err.message, 1),
+    );
+    stopOnSignals(dp.log, 'stopping: draining in-flight requests', () => dp.close());
+  },
+};

@@ -1,0 +1,108 @@
+/** The flags of a data-plane process, shared by `sluice run` and `sluice dataplane`, and the options they make. */
+import { DEFAULTS, type DataPlaneOptions } from '../../dataplane/main.ts';
+import { type Flags, failIn, intFlag, type Values } from './command.ts';
+import { ADMIN_TOKEN_FLAGS, adminToken, LOG_LEVEL_FLAG, logLevel } from './process.ts';
+
+export const DATAPLANE_FLAGS = {
+  port: { type: 'string', arg: 'N', help: `proxy port (default ${DEFAULTS.proxyPort})` },
+  host: { type: 'string', arg: 'ADDR', help: `proxy address (default ${DEFAULTS.host})` },
+  'admin-port': { type: 'string', arg: 'N', help: `admin port (default ${DEFAULTS.adminPort})` },
+  'admin-host': { type: 'string', arg: 'ADDR', help: `admin address (default ${DEFAULTS.adminHost})` },
+  ...ADMIN_TOKEN_FLAGS,
+  'admin-tls-cert': {
+    type: 'string',
+    arg: 'FILE',
+    help: 'serve the admin port over HTTPS with this PEM certificate (and --admin-tls-key)',
+  },
+  'admin-tls-key': { type: 'string', arg: 'FILE', help: 'the PEM key of --admin-tls-cert' },
+  'state-dir': { type: 'string', arg: 'DIR', help: 'keep the last good snapshot here' },
+  ...LOG_LEVEL_FLAG,
+  'no-access-log': { type: 'boolean', help: 'no per-request log line' },
+  'trusted-proxies': {
+    type: 'string',
+    arg: 'LIST',
+    help: 'comma-separated IPs/CIDRs whose X-Forwarded-*/Forwarded headers are kept',
+  },
+  'max-body-bytes': {
+    type: 'string',
+    arg: 'N',
+    help: `request body limit (default ${DEFAULTS.maxBodyBytes})`,
+  },
+  'max-header-bytes': {
+    type: 'string',
+    arg: 'N',
+    help: `request header limit (default ${DEFAULTS.maxHeaderBytes})`,
+  },
+  'drain-timeout-ms': {
+    type: 'string',
+    arg: 'N',
+    help: `on SIGTERM, time allowed for in-flight requests (default ${DEFAULTS.drainTimeoutMs})`,
+  },
+  redis: {
+    type: 'string',
+    arg: 'URL',
+    help: [
+      'shared state for every replica: redis://host:6379[/db], rediss://…,',
+      'redis-sentinel://host:26379[,host…]/master, redis-cluster://host:7000[,host…]',
+      '(or env SLUICE_REDIS_URL); without it, stores are in memory (one process)',
+    ].join('\n'),
+  },
+  'redis-timeout-ms': {
+    type: 'string',
+    arg: 'N',
+    help: `deadline of one Redis round trip; past it idempotent requests get 503 (default ${DEFAULTS.redisTimeoutMs})`,
+  },
+  'redis-prefix': {
+    type: 'string',
+    arg: 'P',
+    help: `prefix of every Redis key (default ${DEFAULTS.redisPrefix})`,
+  },
+  'replicas-hint': {
+    type: 'string',
+    arg: 'N',
+    help: [
+      'data-plane replicas sharing Redis limits: when Redis is down, a rate limit',
+      `with failMode open is counted here at limit ÷ N (default ${DEFAULTS.replicasHint})`,
+    ].join('\n'),
+  },
+} as const satisfies Flags;
+
+export function dataplaneOptions(
+  cmd: string,
+  values: Values<typeof DATAPLANE_FLAGS>,
+  stateDirDefault: string | null,
+): Partial<DataPlaneOptions> {
+  const int = (name: keyof typeof values & string, fallback: number) =>
+    intFlag(cmd, values[name] as string | undefined, name, fallback);
+  return {
+    proxyPort: int('port', DEFAULTS.proxyPort),
+    host: values.host ?? DEFAULTS.host,
+    adminPort: int('admin-port', DEFAULTS.adminPort),
+    adminHost: values['admin-host'] ?? DEFAULTS.adminHost,
+    adminToken: adminToken(cmd, values),
+    stateDir: values['state-dir'] ?? stateDirDefault,
+    logLevel: logLevel(cmd, values),
+    accessLog: !values['no-access-log'],
+    trustedProxies:
+      values['trusted-proxies']
+        ?.split(',')
+        .map((s) => s.trim())
+        .filter(Boolean) ?? [],
+    maxBodyBytes: int('max-body-bytes', DEFAULTS.maxBodyBytes),
+    maxHeaderBytes: int('max-header-bytes', DEFAULTS.maxHeaderBytes),
+    drainTimeoutMs: int('drain-timeout-ms', DEFAULTS.drainTimeoutMs),
+    adminTls: tlsFiles(cmd, values),
+    redisUrl: values.redis ?? (process.env.SLUICE_REDIS_URL || null),
+    redisTimeoutMs: int('redis-timeout-ms', DEFAULTS.redisTimeoutMs),
+    redisPrefix: values['redis-prefix'] ?? DEFAULTS.redisPrefix,
+    replicasHint: int('replicas-hint', DEFAULTS.replicasHint),
+  };
+}
+
+function tlsFiles(cmd: string, values: Values<typeof DATAPLANE_FLAGS>): DataPlaneOptions['adminTls'] {
+  const cert = values['admin-tls-cert'];
+  const key = values['admin-tls-key'];
+  if (!cert && !key) return undefined;
+  if (!cert || !key) failIn(cmd, `--admin-tls-cert and --admin-tls-key go together`);
+  return { certFile: cert, keyFile: key };
+}

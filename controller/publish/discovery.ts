@@ -1,0 +1,49 @@
+/**
+ * Data-plane pods from the EndpointSlices of the data plane's headless admin Service. Pure.
+ * Not-ready pods are included (a pod only becomes ready once it has a config); terminating
+ * ones are not. The port is the one named `portName` (default "admin"), else the first.
+ */
+import type { KubeObject } from '../source/informers.ts';
+import type { PodEndpoint } from './publisher.ts';
+
+export interface EndpointSlice extends KubeObject {
+  ports?: { name?: string; port?: number }[] | null;
+  endpoints?: {
+    addresses: string[];
+    conditions?: { ready?: boolean; terminating?: boolean };
+    targetRef?: { name?: string };
+  }[];
+}
+
+export interface DiscoveryOptions {
+  portName?: string;
+  scheme?: 'http' | 'https';
+}
+
+/** The API path that lists (and watches) the EndpointSlices of a Service. */
+export function endpointSlicesPath(namespace: string, service: string): string {
+  const selector = encodeURIComponent(`kubernetes.io/service-name=${service}`);
+  return `/apis/discovery.k8s.io/v1/namespaces/${namespace}/endpointslices?labelSelector=${selector}`;
+}
+
+export function podEndpoints(slices: Iterable<EndpointSlice>, o: DiscoveryOptions = {}): PodEndpoint[] {
+  const out: PodEndpoint[] = [];
+  const scheme = o.scheme ?? 'http';
+  const portName = o.portName ?? 'admin';
+  for (const slice of slices) {
+    const ports = slice.ports ?? [];
+    const port = (ports.find((p) => p.name === portName) ?? ports[0])?.port;
+    if (port === undefined) continue;
+    for (const e of slice.endpoints ?? []) {
+      const address = e.addresses?.[0];
+      if (!address || e.conditions?.terminating) continue;
+      const host = address.includes(':') ? `[${address}]` : address;
+      out.push({
+        key: `${host}:${port}`,
+        name: e.targetRef?.name ?? `${host}:${port}`,
+        url: `${scheme}://${host}:${port}`,
+      });
+    }
+  }
+  return out;
+}

@@ -1,0 +1,78 @@
+/**
+ * Which informer events can change the snapshot, and which objects build() reads. Pure.
+ * Not relevant: a GatewayRoute or GatewayPlugin update that leaves its generation and labels
+ * alone (our own status writes), Secrets no plugin references and Services no route sends
+ * traffic to.
+ */
+import type { GatewayPlugin, GatewayRoute, Resource, Secret, Service } from '../api/index.ts';
+import type { ChangeType, KubeObject } from './informers.ts';
+
+/** A GatewayRoute or GatewayPlugin event that can change the table: added, deleted, or a new generation or labels. */
+export function specChanged(type: ChangeType, obj: KubeObject, old?: KubeObject): boolean {
+  return (
+    type !== 'modified' ||
+    old?.metadata.generation !== obj.metadata.generation ||
+    JSON.stringify(old?.metadata.labels) !== JSON.stringify(obj.metadata.labels)
+  );
+}
+
+/** "namespace/name" of the Secrets and Services the current GatewayPlugins and GatewayRoutes name. */
+export interface References {
+  secrets: ReadonlySet<string>;
+  services: ReadonlySet<string>;
+}
+
+export const NO_REFERENCES: References = { secrets: new Set(), services: new Set() };
+
+export function referencesOf(plugins: Iterable<GatewayPlugin>, routes: Iterable<GatewayRoute>): References {
+  return { secrets: referencedSecrets(plugins), services: referencedServices(routes) };
+}
+
+/** Whether a Secret or Service is in a set of references ("namespace/name"). */
+export function isReferenced(refs: ReadonlySet<string>, obj: KubeObject): boolean {
+  return refs.has(`${obj.metadata.namespace}/${obj.metadata.name}`);
+}
+
+/** What build() reads: every GatewayPlugin and GatewayRoute, and only the referenced Secrets and Services. */
+export function relevantObjects(
+  all: {
+    plugins: Iterable<GatewayPlugin>;
+    routes: Iterable<GatewayRoute>;
+    secrets: Iterable<Secret & KubeObject>;
+    services: Iterable<Service & KubeObject>;
+  },
+  refs: References,
+): Resource[] {
+  const objects: Resource[] = [...all.plugins, ...all.routes];
+  for (const s of all.secrets) if (isReferenced(refs.secrets, s)) objects.push(s);
+  for (const s of all.services) if (isReferenced(refs.services, s)) objects.push(s);
+  return objects;
+}
+
+/** "namespace/name" of every Secret a GatewayPlugin's config names through a secretKeyRef. */
+export function referencedSecrets(plugins: Iterable<GatewayPlugin>): Set<string> {
+  const out = new Set<string>();
+  const walk = (ns: string, v: unknown): void => {
+    if (Array.isArray(v)) for (const x of v) walk(ns, x);
+    else if (v !== null && typeof v === 'object') {
+      for (const [k, x] of Object.entries(v)) {
+        if (k === 'secretKeyRef' && x && typeof (x as { name?: unknown }).name === 'string')
+          out.add(`${ns}/${(x as { name: string }).name}`);
+        else walk(ns, x);
+      }
+    }
+  };
+  for (const p of plugins) walk(p.metadata.namespace ?? 'default', p.spec?.config);
+  return out;
+}
+
+/** "namespace/name" of every Service a GatewayRoute sends traffic to (service.backendRef). */
+export function referencedServices(routes: Iterable<GatewayRoute>): Set<string> {
+  const out = new Set<string>();
+  for (const r of routes) {
+    const name = (r.spec as { service?: { backendRef?: { name?: unknown } } } | undefined)?.service
+      ?.backendRef?.name;
+    if (typeof name === 'string') out.add(`${r.metadata.namespace ?? 'default'}/${name}`);
+  }
+  return out;
+}

@@ -1,0 +1,42 @@
+/**
+ * Which generation of each object a snapshot hash stands for, so that Programmed can say
+ * whether the pods run this generation. One table can come from different object sets (a
+ * GatewayPlugin no route uses does not change it), so every build adds to the entry of its
+ * hash; only the newest `kept` hashes are remembered.
+ */
+import type { BuildResult } from '../build.ts';
+import { type Generations, type PodView, programmed } from './conditions.ts';
+import type { Wanted } from './status-writer.ts';
+
+export class GenerationLedger {
+  readonly #byHash = new Map<string, Map<string, number>>();
+  readonly #kept: number;
+
+  constructor(kept = 64) {
+    this.#kept = kept;
+  }
+
+  /** Notes the generation of every object this build accepted with all conditions True. */
+  record(result: Pick<BuildResult, 'snapshot' | 'status'>): void {
+    const { hash } = result.snapshot;
+    const gens = this.#byHash.get(hash) ?? new Map<string, number>();
+    for (const [key, st] of Object.entries(result.status))
+      if (st.conditions.every((c) => c.status === 'True')) gens.set(key, st.observedGeneration);
+    this.#byHash.delete(hash); // re-inserted: the newest hash is last
+    this.#byHash.set(hash, gens);
+    while (this.#byHash.size > this.#kept) this.#byHash.delete(this.#byHash.keys().next().value!);
+  }
+
+  get generations(): Generations {
+    return this.#byHash;
+  }
+
+  /** Every object's conditions: build's Accepted and ResolvedRefs, and Programmed from what the pods run. */
+  statuses(result: Pick<BuildResult, 'snapshot' | 'status'>, pods: readonly PodView[]): Wanted[] {
+    return Object.entries(result.status).map(([key, st]) => ({
+      key,
+      observedGeneration: st.observedGeneration,
+      conditions: [...st.conditions, programmed(key, st, result.snapshot.hash, pods, this.#byHash)],
+    }));
+  }
+}

@@ -1,0 +1,203 @@
+/**
+ * The sluice command's surface, through the real binary: one flag table per command (an
+ * unknown flag is refused naming flag and command, exit 2), --help per command, --version,
+ * and `sluice validate` reading standard input, directories, files with kinds it does not own,
+ * and printing the compiled snapshot with -o json|yaml.
+ */
+import { spawn } from 'node:child_process';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+
+const SLUICE = ['--disable-warning=ExperimentalWarning', 'bin/sluice.ts'];
+const VERSION = (JSON.parse(await readFile('package.json', 'utf8')) as { version: string }).version;
+const COMMANDS = ['run', 'validate', 'dataplane', 'controller'];
+
+interface Result {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs sluice with `args`, writing `stdin` (if any) to its standard input. */
+function sluice(args: string[], stdin?: string): Promise<Result> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [...SLUICE, ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => {
+      stdout += d;
+    });
+    child.stderr.setEncoding('utf8').on('data', (d: string) => {
+      stderr += d;
+    });
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+    child.stdin.end(stdin ?? '');
+  });
+}
+
+const route = (name: string, path: string) =>
+  `apiVersion: sluice.dev/v1alpha1\nkind: GatewayRoute\nmetadata: { name: ${name}, namespace: default }\nspec:\n  service: { name: ${name}, url: "http://127.0.0.1:9" }\n  routes:\n    - name: r\n      paths: ["${path}"]\n`;
+const deployment =
+  'apiVersion: apps/v1\nkind: Deployment\nmetadata: { name: web }\nspec: { replicas: 1, selector: { matchLabels: { app: web } } }\n';
+
+let dir: string;
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'sluice-commands-'));
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe('flags', () => {
+  it('refuses a flag of another command, naming the flag and the command (exit 2)', async () => {
+    const r = await sluice(['run', '-f', 'examples/gateway.yaml', '--lease-name', 'x']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('sluice run: unknown flag --lease-name');
+    const c = await sluice(['controller', '--dataplane-service', 'a/b', '--state-dir', '/tmp']);
+    expect(c.code).toBe(2);
+    expect(c.stderr).toContain('sluice controller: unknown flag --state-dir');
+    const v = await sluice(['validate', '-f', 'examples/gateway.yaml', '--port=80']);
+    expect(v.code).toBe(2);
+    expect(v.stderr).toContain('sluice validate: unknown flag --port');
+  });
+
+  it('refuses stray arguments, missing values, unknown commands and flags before the command (exit 2)', async () => {
+    for (const [args, said] of [
+      [['validate', '-f', 'examples/gateway.yaml', 'extra'], 'unexpected argument "extra"'],
+      [['run', '--port'], "'--port <value>' argument missing"],
+      [['nope'], 'unknown command "nope"'],
+      [['--port', '80', 'run'], '--port goes after a command'],
+      [['dataplane', '--state-dir', dir, '--port', 'eighty'], '--port must be a whole number'],
+    ] as const) {
+      const r = await sluice([...args]);
+      expect(r.code, args.join(' ')).toBe(2);
+      expect(r.stderr).toContain(said);
+    }
+  });
+
+  it('--version and <command> --version print the package.json version', async () => {
+    for (const args of [['--version'], ...COMMANDS.map((c) => [c, '--version'])]) {
+      const r = await sluice(args);
+      expect(r.code).toBe(0);
+      expect(r.stdout).toBe(`${VERSION}\n`);
+    }
+  });
+});
+
+describe('help', () => {
+  it('each command has its own --help: its flags only, with examples', async () => {
+    const own: Record<string, [string[], string[]]> = {
+      run: [
+        ['--file', '--watch', '--state-dir', '--redis'],
+        ['--lease-name', '--output'],
+      ],
+      validate: [
+        ['--file', '--output', 'FILE|DIR|-'],
+        ['--port', '--watch', '--lease-name'],
+      ],
+      dataplane: [
+        ['--state-dir', '--admin-token-file', '--redis'],
+        ['--file', '--lease-name'],
+      ],
+      controller: [
+        ['--dataplane-service', '--lease-name', '--admin-ca-file'],
+        ['--port ', '--state-dir'],
+      ],
+    };
+    const texts: Record<string, string> = {};
+    for (const cmd of COMMANDS) {
+      const r = await sluice([cmd, '--help']);
+      expect(r.code, `${cmd} --help`).toBe(0);
+      texts[cmd] = r.stdout;
+      expect(r.stdout).toMatch(new RegExp(`^sluice ${cmd} — `));
+      expect(r.stdout).toContain(`Usage:\n  sluice ${cmd} `);
+      expect(r.stdout).toMatch(new RegExp(`Examples:\\n  sluice ${cmd} `));
+      expect(r.stdout).toContain('--help');
+      const [has, hasNot] = own[cmd];
+      for (const flag of has) expect(r.stdout, `${cmd} --help shows ${flag}`).toContain(flag);
+      for (const flag of hasNot) expect(r.stdout, `${cmd} --help hides ${flag}`).not.toContain(flag);
+    }
+    expect((await sluice(['run', '-h'])).stdout).toBe(texts.run);
+    expect((await sluice(['help', 'validate'])).stdout).toBe(texts.validate);
+  });
+
+  it('sluice with no command prints the overview and exits 2', async () => {
+    const r = await sluice([]);
+    expect(r.code).toBe(2);
+    for (const cmd of COMMANDS) expect(r.stdout).toContain(`sluice ${cmd} `);
+    expect(r.stdout).toContain('sluice <command> --help');
+  });
+});
+
+describe('sluice validate', () => {
+  it('reads standard input with -f -', async () => {
+    const r = await sluice(['validate', '-f', '-'], route('a', '/a'));
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^ok: 1 routes, hash [0-9a-f]{64}\n$/);
+    const bad = await sluice(
+      ['validate', '-f', '-'],
+      route('b', 'no-slash').replace('http://127.0.0.1:9', 'x'),
+    );
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain('<stdin>: GatewayRoute default/b');
+  });
+
+  it('reads every *.yaml and *.yml of a directory, and nothing else', async () => {
+    const conf = join(dir, 'conf');
+    await mkdir(conf);
+    await writeFile(join(conf, 'a.yaml'), route('a', '/a'));
+    await writeFile(join(conf, 'b.yml'), route('b', '/b'));
+    await writeFile(join(conf, 'notes.txt'), 'not yaml: [');
+    const r = await sluice(['validate', '-f', conf]);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^ok: 2 routes, /);
+    await writeFile(join(conf, 'c.yaml'), route('c', '/c').replace('http://127.0.0.1:9', 'ftp://x'));
+    const bad = await sluice(['validate', '-f', conf]);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain(`${join(conf, 'c.yaml')}: GatewayRoute default/c`);
+    const empty = join(dir, 'empty');
+    await mkdir(empty);
+    const none = await sluice(['validate', '-f', empty]);
+    expect(none.code).toBe(1);
+    expect(none.stderr).toContain('a directory without *.yaml or *.yml files');
+  });
+
+  it('skips kinds it does not own with a note on stderr, exit 0', async () => {
+    const file = join(dir, 'mixed.yaml');
+    await writeFile(file, `${deployment}---\n${route('a', '/a')}`);
+    const r = await sluice(['validate', '-f', file]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^ok: 1 routes, /);
+    expect(r.stderr).toBe(
+      `sluice: note: ${file}: line 1 (document 0): apps/v1 Deployment web is not a kind sluice reads; ignored\n`,
+    );
+    // A kind of ours that is misspelt is still a problem.
+    const typo = await sluice(
+      ['validate', '-f', '-'],
+      route('a', '/a').replace('GatewayRoute', 'GatewayRoutes'),
+    );
+    expect(typo.code).toBe(1);
+    expect(typo.stderr).toContain('unknown apiVersion/kind "sluice.dev/v1alpha1 GatewayRoutes"');
+  });
+
+  it('prints the compiled snapshot with -o json and -o yaml (the summary then goes to stderr)', async () => {
+    const json = await sluice(['validate', '-f', '-', '-o', 'json'], `${deployment}---\n${route('a', '/a')}`);
+    expect(json.code).toBe(0);
+    const snapshot = JSON.parse(json.stdout);
+    expect(snapshot.hash).toMatch(/^[0-9a-f]{64}$/);
+    expect(snapshot.table.routes.map((r: { id: string }) => r.id)).toEqual(['route/default/a/r/0']);
+    expect(snapshot.table.routes[0].match.path).toEqual({ type: 'Prefix', value: '/a' });
+    expect(json.stderr).toContain(`ok: 1 routes, hash ${snapshot.hash}`);
+    const yaml = await sluice(['validate', '-f', '-', '--output=yaml'], route('a', '/a'));
+    expect(yaml.code).toBe(0);
+    expect(parse(yaml.stdout)).toEqual(snapshot);
+    const other = await sluice(['validate', '-f', '-', '-o', 'xml'], route('a', '/a'));
+    expect(other.code).toBe(2);
+    expect(other.stderr).toContain('-o must be json or yaml');
+  });
+});
