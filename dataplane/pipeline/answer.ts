@@ -19,3 +19,19 @@ export function answered(ctx: RequestContext): void {
   ctx.done = true;
   ctx.res.once('finish', () => finishRequest(ctx, null));
 }
+
+/**
+ * One credential, one reading: a credential header the client sent on two lines is refused
+ * with 400 (its values were joined at ingress and must never be read as one). True if refused.
+ */
+export function refusedRepeated(ctx: RequestContext, names: readonly string[]): boolean {
+  const repeated = ctx.repeatedHeaders;
+  if (repeated === null) return false;
+  for (const n of names) {
+    if (repeated.has(n)) {
+      answerProblem(ctx, 'SLC_ERR_BAD_HEADER', { detail: `${n} is sent more than once` });
+      return true;
+    }
+  }
+  return false;
+}

@@ -24,6 +24,10 @@ export class RequestContext {
   readonly requestId: string;
   readonly startNs: bigint;
   consumer: Consumer | null = null;
+  /** The client's address: the peer, or behind trusted proxies the first untrusted forwarded hop (server/client-address.ts). */
+  clientAddress = '';
+  /** Header names the client sent on more than one line (their values are joined in headers); null when none. */
+  repeatedHeaders: ReadonlySet<string> | null = null;
   /** Set by a hook that has answered the request itself: the chain stops. */
   done = false;
   /** Upstream status, for logs and metrics. */

@@ -36,6 +36,7 @@ export function finishRequest(ctx: RequestContext, errorCode: string | null, err
     error: errorCode ?? undefined,
     durationMs: Number(process.hrtime.bigint() - ctx.startNs) / 1e6,
     consumer: ctx.consumer?.id,
+    client: ctx.clientAddress,
   };
   if (err === undefined) deps.log.info(line, 'request');
   else deps.log.error({ ...line, err }, 'request failed');

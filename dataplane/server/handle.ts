@@ -12,6 +12,7 @@ import { RequestContext } from '../pipeline/context.ts';
 import { finishRefused, type Observers } from '../pipeline/finish.ts';
 import { runChain } from '../pipeline/run-chain.ts';
 import type { RuntimeHolder } from '../runtime/holder.ts';
+import { clientAddress, isTrusted } from './client-address.ts';
 import { readIngressHeaders, setForwardingHeaders } from './ingress-headers.ts';
 import { REQUEST_ID } from '../config/http-grammar.ts';
 import { normalizeTarget } from '../config/path-grammar.ts';
@@ -46,7 +47,7 @@ export function ingress(
   const target = normalizeTarget(req.url ?? '');
   if ('error' in target) return fail('SLC_ERR_BAD_PATH', target.error);
   const peer = req.socket.remoteAddress ?? '';
-  const trusted = opts.trustedProxies !== null && peer !== '' && isTrusted(opts.trustedProxies, peer);
+  const trusted = opts.trustedProxies !== null && isTrusted(opts.trustedProxies, peer);
   const ing = readIngressHeaders(req, trusted);
   if ('error' in ing) return fail('SLC_ERR_BAD_HEADER', ing.error, true);
   if (ing.transferEncoding && req.httpVersionMinor === 0)
@@ -60,16 +61,15 @@ export function ingress(
   const given = ing.headers['x-request-id'];
   const requestId = given !== undefined && REQUEST_ID.test(given) ? given : randomUUID();
   ing.headers['x-request-id'] = requestId;
+  // Read before the gateway extends X-Forwarded-For with the peer.
+  const client = clientAddress(peer, opts.trustedProxies, ing.headers);
   setForwardingHeaders(ing.headers, peer, opts.proto, ing.rawHost);
   const ctx = new RequestContext(req, res, route, target.path, target.query, ing.headers, requestId, startNs);
+  ctx.clientAddress = client;
+  ctx.repeatedHeaders = ing.repeated;
   ctx.hasBody = ing.hasBody;
   ctx.chunked = ing.hasBody && cl === undefined;
   return ctx;
-}
-
-function isTrusted(list: BlockList, peer: string): boolean {
-  const v4 = peer.startsWith('::ffff:') ? peer.slice(7) : peer;
-  return list.check(v4, v4.includes(':') ? 'ipv6' : 'ipv4');
 }
 
 export function createRequestHandler(holder: RuntimeHolder, opts: IngressOptions, obs: Observers) {

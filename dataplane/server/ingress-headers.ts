@@ -44,6 +44,8 @@ export interface IngressHeaders {
   /** Whether the request has a body (Content-Length above 0, or Transfer-Encoding). */
   hasBody: boolean;
   transferEncoding: boolean;
+  /** Names sent on more than one line (joined in headers), null when none: auth plugins refuse theirs. */
+  repeated: ReadonlySet<string> | null;
 }
 
 export function readIngressHeaders(
@@ -56,6 +58,7 @@ export function readIngressHeaders(
   let connection: string | undefined;
   let hasBody = false;
   let transferEncoding = false;
+  let repeated: Set<string> | null = null;
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i].toLowerCase();
     const value = raw[i + 1];
@@ -74,6 +77,12 @@ export function readIngressHeaders(
       return { error: `header ${JSON.stringify(raw[i])} aliases a header the gateway sets` };
     if (isGatewayOwned(name) && !(trustedPeer && FORWARDING.has(name))) continue;
     const prev = headers[name];
+    // One credential, one reading: two Authorization lines are never joined into one value.
+    if (prev !== undefined) {
+      if (name === 'authorization') return { error: 'more than one Authorization header' };
+      repeated ??= new Set();
+      repeated.add(name);
+    }
     headers[name] = prev === undefined ? value : `${prev}${name === 'cookie' ? '; ' : ', '}${value}`;
   }
   if (connection) {
@@ -81,7 +90,7 @@ export function readIngressHeaders(
   }
   const colon = rawHost.lastIndexOf(':');
   const host = (colon > rawHost.lastIndexOf(']') ? rawHost.slice(0, colon) : rawHost).toLowerCase();
-  return { headers, host, rawHost, hasBody, transferEncoding };
+  return { headers, host, rawHost, hasBody, transferEncoding, repeated };
 }
 
 /** Sets X-Forwarded-For/-Proto/-Host and Forwarded, extending trusted incoming values. */

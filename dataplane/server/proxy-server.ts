@@ -9,7 +9,7 @@
  * connection (431 when the headers are too large, 408 when the request is too slow).
  */
 import { randomUUID } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { problem, sendProblem } from '../errors/problem.ts';
 import { finishRefused, type Observers } from '../pipeline/finish.ts';
@@ -47,6 +47,9 @@ export function createProxyServer(
       maxHeaderSize: opts.maxHeaderBytes,
       insecureHTTPParser: false,
       requireHostHeader: true,
+      // Only WebSocket upgrades are taken over: any other (h2c from `curl --http2`, …) is served
+      // as plain HTTP/1.1 through the whole chain, its Upgrade tokens dropped at ingress.
+      shouldUpgradeCallback: isWebSocketUpgrade,
       requestTimeout: opts.requestTimeoutMs,
       keepAliveTimeout: opts.keepAliveTimeoutMs,
     },
@@ -103,6 +106,10 @@ export function createProxyServer(
       return new Promise((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+function isWebSocketUpgrade(req: IncomingMessage): boolean {
+  return (req.headers.upgrade ?? '').toLowerCase() === 'websocket';
 }
 
 /** Answers on the raw socket (the request could not be read) and closes it. */

@@ -1,5 +1,5 @@
 /**
- * HTTP/1.1 upgrades (WebSocket): the same ingress, route match and chain runner as any request
+ * WebSocket upgrades (the only upgrades the server takes over: proxy-server.ts): the same ingress, route match and chain runner as any request
  * (asynchronous hooks included: a jwt-protected route verifies a fresh token here too), then the
  * route handler's upgrade, which takes the socket over.
  */
@@ -7,8 +7,7 @@ import type { IncomingMessage } from 'node:http';
 import { ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { answerProblem } from '../pipeline/answer.ts';
-import { sendProblem } from '../errors/problem.ts';
-import { finishRefused, type Observers } from '../pipeline/finish.ts';
+import type { Observers } from '../pipeline/finish.ts';
 import { runChain } from '../pipeline/run-chain.ts';
 import type { RuntimeHolder } from '../runtime/holder.ts';
 import { type IngressOptions, ingress } from './handle.ts';
@@ -20,11 +19,6 @@ export function createUpgradeHandler(holder: RuntimeHolder, opts: IngressOptions
     const res = new ServerResponse(req);
     res.assignSocket(socket as never);
     res.on('finish', () => socket.destroy());
-    if ((req.headers.upgrade ?? '').toLowerCase() !== 'websocket') {
-      sendProblem(res, 'SLC_ERR_BAD_REQUEST', { detail: 'only WebSocket upgrades are proxied' });
-      finishRefused(obs, req, 400, 'SLC_ERR_BAD_REQUEST', undefined, process.hrtime.bigint());
-      return;
-    }
     const ctx = ingress(req, res, holder, opts, obs);
     if (ctx === null) return;
     if (ctx.route.handler.upgrade === undefined) {

@@ -7,13 +7,14 @@
  * Where the response goes is the caller's: a ResponseSink (the client, or a buffer for an
  * asynchronous operation).
  */
-import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import { type Readable, Writable } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import type { ErrorCode } from '../errors/codes.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import { readBody } from './body.ts';
 import { mayHaveReachedUpstream, upstreamErrorCode } from './errors.ts';
+import { endToEndHeaders } from './response-headers.ts';
 import type { UpstreamRuntime } from './pools.ts';
 
 export type Body = Buffer | Readable | IncomingMessage | null;
@@ -35,8 +36,8 @@ export interface CallFailure {
 
 /** Where a call's response goes. */
 export interface ResponseSink {
-  /** The response to deliver (no retry follows): returns where its body goes. */
-  response(status: number, headers: IncomingHttpHeaders): Writable;
+  /** The response to deliver (no retry follows), its end-to-end headers only: returns where its body goes. */
+  response(status: number, headers: Record<string, string | string[]>): Writable;
   /** The call is over: null once the body was delivered whole, else the gateway's error. */
   end(failure: CallFailure | null): void;
 }
@@ -129,7 +130,7 @@ function dispatch(call: Call, body: Body, tries: Tries | null) {
         return DISCARD();
       }
       call.metrics.upstreamLatency(up.id, upstreamStart);
-      return sink.response(statusCode, headers);
+      return sink.response(statusCode, endToEndHeaders(headers));
     },
     (err) => {
       if (retryStatus) return retryLater(call, body, { ...tries!, sent: true }, 'status');

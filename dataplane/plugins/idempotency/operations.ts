@@ -25,7 +25,7 @@ export function runInBackground(ctx: RequestContext, execution: Execution, maxBy
     let size = 0;
     ctx.route.handler.call(ctx, {
       response(status, headers) {
-        response = { status, headers: headers as Record<string, string | string[]> };
+        response = { status, headers };
         const hooks = ctx.route.responseHooks;
         if (hooks !== null) for (const h of hooks) h(ctx, response.headers);
         return new Writable({

@@ -12,7 +12,7 @@ import { createPublicKey, createSecretKey } from 'node:crypto';
 import { decodeJwt, errors, jwtVerify, type JWTVerifyGetKey } from 'jose';
 import { parseDuration } from '../../config/duration.ts';
 import type { JwtConfig } from './manifest.ts';
-import { answerProblem } from '../../pipeline/answer.ts';
+import { answerProblem, refusedRepeated } from '../../pipeline/answer.ts';
 import type { Consumer, RequestContext } from '../../pipeline/context.ts';
 import type { RuntimeDeps } from '../../pipeline/route.ts';
 import { definePlugin } from '../types.ts';
@@ -32,6 +32,7 @@ export default definePlugin(manifest, {
     const issuers = new Map(config.issuers.map((i) => [i.issuer, compileIssuer(i, deps)]));
     const header = (config.header ?? 'authorization').toLowerCase();
     const bearer = header === 'authorization';
+    const headerNames = [header];
     const skew = Math.floor((parseDuration(config.clockSkew ?? '30s') ?? 30_000) / 1000);
     const maxBytes = config.maxTokenBytes ?? 8192;
     const claims = (config.claimsToHeaders ?? []).map((c) => ({
@@ -50,6 +51,7 @@ export default definePlugin(manifest, {
     const hooks = {
       onRequest(ctx: RequestContext) {
         for (const c of claims) delete ctx.headers[c.header];
+        if (refusedRepeated(ctx, headerNames)) return;
         const raw = ctx.headers[header];
         if (raw === undefined)
           return refuse(ctx, 'SLC_ERR_CREDENTIALS_MISSING', 'a bearer token is required', 'invalid_request');
@@ -84,6 +86,15 @@ export default definePlugin(manifest, {
           requiredClaims: ['iss', 'aud', 'exp'],
         }).then(
           ({ payload }) => {
+            if (issuer.maxLifetimeMs > 0) {
+              const from = typeof payload.iat === 'number' ? payload.iat : Date.now() / 1000;
+              if (((payload.exp as number) - from) * 1000 > issuer.maxLifetimeMs)
+                return refuse(
+                  ctx,
+                  'SLC_ERR_CREDENTIALS_INVALID',
+                  'the token lives longer than the issuer allows',
+                );
+            }
             const sub = typeof payload.sub === 'string' ? payload.sub : '';
             const consumer: Consumer = {
               id: `${issuer.config.issuer}#${sub}`,
@@ -136,7 +147,10 @@ function reasonOf(err: unknown): string {
   return 'the token is not valid';
 }
 
-function compileIssuer(config: Issuer, deps: RuntimeDeps): { config: Issuer; key: KeyResolver } {
+function compileIssuer(
+  config: Issuer,
+  deps: RuntimeDeps,
+): { config: Issuer; key: KeyResolver; maxLifetimeMs: number } {
   const statics = (config.keys ?? []).map((k) => {
     if (!k.value) throw new Error(`jwt: a key of issuer ${config.issuer} has no resolved value`);
     const bytes = Buffer.from(k.value, 'base64');
@@ -164,5 +178,6 @@ function compileIssuer(config: Issuer, deps: RuntimeDeps): { config: Issuer; key
     if (remote) return remote.resolve(header, token);
     throw new errors.JWKSNoMatchingKey();
   };
-  return { config, key };
+  const maxLifetimeMs = config.maxLifetime ? (parseDuration(config.maxLifetime) ?? 0) : 0;
+  return { config, key, maxLifetimeMs };
 }

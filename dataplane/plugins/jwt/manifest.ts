@@ -43,6 +43,15 @@ export const JwtConfig = Type.Object(
             maxItems: ALGORITHMS.length,
             description: 'Algorithms accepted for this issuer; a token naming another one is refused.',
           }),
+          maxLifetime: Type.Optional(
+            Type.String({
+              pattern: DURATION_PATTERN,
+              maxLength: 32,
+              description:
+                'Refuse tokens that live longer than this (exp - iat, or exp - now without iat), e.g. 24h: a ' +
+                'stolen long-lived token is refused. Off by default; recommended.',
+            }),
+          ),
           jwksUri: Type.Optional(
             Type.String({
               pattern: '^https?://',

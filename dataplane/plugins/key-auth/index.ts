@@ -6,7 +6,7 @@
  * request goes upstream. Missing or wrong: 401 with WWW-Authenticate, nothing else runs.
  */
 import { createHash } from 'node:crypto';
-import { answerProblem } from '../../pipeline/answer.ts';
+import { answerProblem, refusedRepeated } from '../../pipeline/answer.ts';
 import type { Consumer, RequestContext } from '../../pipeline/context.ts';
 import { definePlugin } from '../types.ts';
 import { manifest } from './manifest.ts';
@@ -30,6 +30,7 @@ export default definePlugin(manifest, {
     const hooks = {
       onRequest(ctx: RequestContext): void {
         if (consumerHeader) delete ctx.headers[consumerHeader];
+        if (!inQuery && refusedRepeated(ctx, names)) return;
         const key = inQuery ? takeFromQuery(ctx, names) : takeFromHeaders(ctx, names);
         if (key === undefined) {
           answerProblem(ctx, 'SLC_ERR_CREDENTIALS_MISSING', {

@@ -119,6 +119,6 @@ function bucketOf(ctx: RequestContext, where: string, by: string, header: string
     const v = ctx.req.headers[header];
     if (v !== undefined) who = `header\n${Array.isArray(v) ? v.join(',') : v}`;
   }
-  who ??= `ip\n${ctx.req.socket.remoteAddress ?? ''}`;
+  who ??= `ip\n${ctx.clientAddress}`;
   return createHash('sha256').update(where).update(who).digest('hex');
 }
