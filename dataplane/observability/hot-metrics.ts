@@ -1,0 +1,166 @@
+/**
+ * Counters and histograms for the request path, in plain fields. prom-client's label children
+ * validate and hash their labels on every inc() and observe() (its Counter and Histogram
+ * `labels()` only bind the label object), and the request counter, the latency histograms and
+ * the per-request plugin counters cost about 2 µs of every proxied request that way (3 % of a
+ * GET's CPU in the profile). Here a series is looked up once, kept by the caller, and updated
+ * with a few additions; prom-client reads the series at scrape time through the registry's
+ * metric interface (name, help, type, get()), so /metrics is the same text.
+ */
+import type { Registry } from 'prom-client';
+
+type Labels = Record<string, string>;
+
+interface MetricValue {
+  labels: Record<string, string | number>;
+  value: number;
+  metricName?: string;
+}
+
+abstract class HotMetric<S> {
+  readonly name: string;
+  readonly help: string;
+  /** How prom-client's AggregatorRegistry merges workers' values. */
+  readonly aggregator = 'sum';
+  readonly #labelNames: readonly string[];
+  readonly #series = new Map<string, { labels: Labels; series: S }>();
+
+  constructor(o: { name: string; help: string; labelNames: readonly string[]; registers: Registry[] }) {
+    this.name = o.name;
+    this.help = o.help;
+    this.#labelNames = o.labelNames;
+    for (const r of o.registers) r.registerMetric(this as never);
+  }
+
+  protected abstract create(): S;
+
+  /** The series of these label values (in labelNames order): keep it, then update it with no lookup. */
+  series(...values: string[]): S {
+    const key = values.join('\u0000');
+    let entry = this.#series.get(key);
+    if (entry === undefined) {
+      const labels: Labels = {};
+      this.#labelNames.forEach((n, i) => {
+        labels[n] = values[i];
+      });
+      entry = { labels, series: this.create() };
+      this.#series.set(key, entry);
+    }
+    return entry.series;
+  }
+
+  remove(...values: string[]): void {
+    this.#series.delete(values.join('\u0000'));
+  }
+
+  /** Drops every series whose labels fail `keep` (a route or upstream no longer in the table). */
+  retain(keep: (labels: Labels) => boolean): void {
+    for (const [key, e] of this.#series) if (!keep(e.labels)) this.#series.delete(key);
+  }
+
+  protected entries(): Iterable<{ labels: Labels; series: S }> {
+    return this.#series.values();
+  }
+}
+
+export class CounterSeries {
+  value = 0;
+  inc(): void {
+    this.value++;
+  }
+}
+
+export class HotCounter extends HotMetric<CounterSeries> {
+  readonly type = 'counter';
+
+  protected create(): CounterSeries {
+    return new CounterSeries();
+  }
+
+  get(): { name: string; help: string; type: string; aggregator: string; values: MetricValue[] } {
+    const values: MetricValue[] = [];
+    for (const { labels, series } of this.entries()) values.push({ labels, value: series.value });
+    return { name: this.name, help: this.help, type: this.type, aggregator: this.aggregator, values };
+  }
+}
+
+export class HistogramSeries {
+  count = 0;
+  sum = 0;
+  /** Per bucket, not cumulative; the last one is +Inf. */
+  readonly counts: Float64Array;
+  readonly #bounds: readonly number[];
+
+  constructor(bounds: readonly number[]) {
+    this.#bounds = bounds;
+    this.counts = new Float64Array(bounds.length + 1);
+  }
+
+  observe(value: number): void {
+    const bounds = this.#bounds;
+    let i = 0;
+    while (i < bounds.length && value > bounds[i]) i++;
+    this.counts[i]++;
+    this.count++;
+    this.sum += value;
+  }
+}
+
+export class HotHistogram extends HotMetric<HistogramSeries> {
+  readonly type = 'histogram';
+  readonly #bounds: readonly number[];
+
+  constructor(o: {
+    name: string;
+    help: string;
+    labelNames: readonly string[];
+    buckets: readonly number[];
+    registers: Registry[];
+  }) {
+    super(o);
+    this.#bounds = o.buckets;
+  }
+
+  protected create(): HistogramSeries {
+    return new HistogramSeries(this.#bounds);
+  }
+
+  get(): { name: string; help: string; type: string; aggregator: string; values: MetricValue[] } {
+    const values: MetricValue[] = [];
+    for (const { labels, series } of this.entries()) {
+      let cumulative = 0;
+      for (let i = 0; i <= this.#bounds.length; i++) {
+        cumulative += series.counts[i];
+        const le = i < this.#bounds.length ? this.#bounds[i] : '+Inf';
+        values.push({ labels: { le, ...labels }, value: cumulative, metricName: `${this.name}_bucket` });
+      }
+      values.push({ labels, value: series.sum, metricName: `${this.name}_sum` });
+      values.push({ labels, value: series.count, metricName: `${this.name}_count` });
+    }
+    return { name: this.name, help: this.help, type: this.type, aggregator: this.aggregator, values };
+  }
+}
+
+/** A counter that reads a histogram's series counts: requests_total is the request-duration histogram's _count. */
+export class CountOf {
+  readonly name: string;
+  readonly help: string;
+  readonly type = 'counter';
+  readonly aggregator = 'sum';
+  readonly #of: HotHistogram;
+
+  constructor(o: { name: string; help: string; of: HotHistogram; registers: Registry[] }) {
+    this.name = o.name;
+    this.help = o.help;
+    this.#of = o.of;
+    for (const r of o.registers) r.registerMetric(this as never);
+  }
+
+  get(): { name: string; help: string; type: string; aggregator: string; values: MetricValue[] } {
+    const values = this.#of
+      .get()
+      .values.filter((v) => v.metricName === `${this.#of.name}_count`)
+      .map((v) => ({ labels: v.labels, value: v.value }));
+    return { name: this.name, help: this.help, type: this.type, aggregator: this.aggregator, values };
+  }
+}
