@@ -1,0 +1,80 @@
+/**
+ * The hot-path series print exactly what prom-client's own Counter and Histogram print for the
+ * same updates, so dashboards and promtool see no difference; retain drops series.
+ */
+import { Counter, Histogram, Registry } from 'prom-client';
+import { describe, expect, it } from 'vitest';
+import { CountOf, HotCounter, HotHistogram } from '../../dataplane/observability/hot-metrics.ts';
+
+const BUCKETS = [0.001, 0.01, 0.1, 1];
+const OBSERVED: [string, string, number][] = [
+  ['route/a', 'GET', 0.0005],
+  ['route/a', 'GET', 0.001],
+  ['route/a', 'GET', 0.05],
+  ['route/b', 'POST', 3],
+  ['route/a', 'GET', 0.2],
+];
+
+describe('hot metrics', () => {
+  it('a histogram and the counter of its counts print as prom-client prints them', async () => {
+    const ours = new Registry();
+    const theirs = new Registry();
+    const hot = new HotHistogram({
+      name: 'x_seconds',
+      help: 'h',
+      labelNames: ['route', 'method'],
+      buckets: BUCKETS,
+      registers: [ours],
+    });
+    new CountOf({ name: 'x_total', help: 'c', of: hot, registers: [ours] });
+    const ref = new Histogram({
+      name: 'x_seconds',
+      help: 'h',
+      labelNames: ['route', 'method'],
+      buckets: BUCKETS,
+      registers: [theirs],
+    });
+    const refCount = new Counter({
+      name: 'x_total',
+      help: 'c',
+      labelNames: ['route', 'method'],
+      registers: [theirs],
+    });
+    for (const [route, method, v] of OBSERVED) {
+      hot.series(route, method).observe(v);
+      ref.labels(route, method).observe(v);
+      refCount.labels(route, method).inc();
+    }
+    expect(await ours.metrics()).toBe(await theirs.metrics());
+  });
+
+  it('a counter prints as prom-client prints it, and retain drops the series of what is gone', async () => {
+    const ours = new Registry();
+    const theirs = new Registry();
+    const hot = new HotCounter({
+      name: 'y_total',
+      help: 'c',
+      labelNames: ['route', 'outcome'],
+      registers: [ours],
+    });
+    const ref = new Counter({
+      name: 'y_total',
+      help: 'c',
+      labelNames: ['route', 'outcome'],
+      registers: [theirs],
+    });
+    for (const [route, outcome] of [
+      ['a', 'ok'],
+      ['a', 'ok'],
+      ['b', 'no'],
+    ]) {
+      hot.series(route, outcome).inc();
+      ref.labels(route, outcome).inc();
+    }
+    expect(await ours.metrics()).toBe(await theirs.metrics());
+    hot.retain((l) => l.route !== 'b');
+    ref.remove('b', 'no');
+    expect(await ours.metrics()).toBe(await theirs.metrics());
+    expect(await ours.metrics()).not.toContain('route="b"');
+  });
+});
