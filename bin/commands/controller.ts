@@ -1,5 +1,4 @@
 /** `sluice controller`: watch the custom resources, build snapshots, push them to data-plane pods, write status. */
-import { startController } from '../../controller/main.ts';
 import { createLogger } from '../../dataplane/observability/log.ts';
 import { type Command, failIn, intFlag, parseCommand } from '../lib/command.ts';
 import { ADMIN_TOKEN_FLAGS, adminToken, LOG_LEVEL_FLAG, logLevel, stopOnSignals } from '../lib/process.ts';
@@ -70,6 +69,9 @@ export const controller: Command<typeof flags> = {
         "needs the data planes' admin token (--admin-token, --admin-token-file or SLUICE_ADMIN_TOKEN)",
       );
     const log = createLogger(logLevel('controller', values));
+    // Loaded here, not at the top: @kubernetes/client-node costs ~26 MB of heap and ~0.5 s to load,
+    // which `sluice run` and `sluice dataplane` (the proxies) must not pay.
+    const { startController } = await import('../../controller/main.ts');
     const c = await startController({
       log,
       dataplaneService: service,
