@@ -60,10 +60,12 @@ golden: deps
 crds: deps
 	node scripts/gen-crds.ts
 
-## bench: the data plane against a bare node:http + undici proxy and direct, same run; then the
-## idempotency plugin (first execution, replay) against a plain POST, on the machine's Redis
+## bench: the shared peers harness (floor, nginx, plain sluice, the jwt+rate-limit+transformer chain;
+## BENCH_BEFORE=DIR adds another checkout) with ratios to the floor; compile times; the idempotency
+## plugin against a plain POST. bench/run.ts is the harness without nginx (node bench/run.ts --help)
 bench: deps
-	node bench/run.ts
+	bench/chain.sh
+	node bench/compile.ts
 	node bench/idempotency.ts
 
 clean:

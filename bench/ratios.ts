@@ -1,0 +1,74 @@
+/**
+ * Reads one result of the shared peers harness (../shared/bench/peers.sh --out DIR) and prints
+ * every target next to the Node floor (bare-node-undici) measured in the same run: CPU µs per
+ * request, p99 latency and peak RSS, each as a ratio, with the targets of the performance issue
+ * (plain proxy GET ≤ 1.10×, POST ≤ 1.15×; the plugin chain ≤ 1.30×; p99 ≤ 1.5×; RSS ≤ 1.3×).
+ * It asserts nothing: figures are read, not tested.
+ *
+ * Usage: node bench/ratios.ts RESULT.json [--plain NAME[,NAME]] [--chain NAME[,NAME]]
+ */
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+
+interface Summary {
+  ok_runs: number;
+  cpu_us_per_req: number;
+  cpu_us_per_req_range: [number, number];
+  rps: number;
+  p99_ms: number;
+  peak_rss_mib: number;
+  foreign_cpu_pct: number;
+}
+
+const FLOOR = 'bare-node-undici';
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
+  options: {
+    plain: { type: 'string', default: 'sluice' },
+    chain: { type: 'string', default: 'sluice-chain' },
+  },
+});
+if (positionals.length !== 1) {
+  process.stderr.write('usage: node bench/ratios.ts RESULT.json [--plain NAME,…] [--chain NAME,…]\n');
+  process.exit(2);
+}
+const result = JSON.parse(readFileSync(positionals[0], 'utf8')) as {
+  meta: { params?: unknown; host?: unknown };
+  summary: Record<string, Record<string, Summary>>;
+};
+const plain = new Set(values.plain.split(','));
+const chain = new Set(values.chain.split(','));
+const CPU_TARGET: Record<string, number> = { get: 1.1, post: 1.15 };
+
+const x = (v: number, floor: number) => `${(v / floor).toFixed(2)}×`;
+const mark = (ratio: number, limit: number | undefined) =>
+  limit === undefined ? '' : ratio <= limit ? ` (≤ ${limit} ✓)` : ` (> ${limit})`;
+
+for (const [scenario, targets] of Object.entries(result.summary)) {
+  const floor = targets[FLOOR];
+  if (!floor?.ok_runs) {
+    process.stdout.write(`${scenario}: no ${FLOOR} figures in this run: no ratios\n`);
+    continue;
+  }
+  const rows = [
+    '| target | CPU µs/req (range) | ×floor | p99 ms | ×floor | peak RSS MiB | ×floor | req/s | foreign CPU % |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|',
+  ];
+  for (const [name, s] of Object.entries(targets)) {
+    if (!s.ok_runs) continue;
+    const cpuLimit = plain.has(name) ? CPU_TARGET[scenario] : chain.has(name) ? 1.3 : undefined;
+    const ours = cpuLimit !== undefined;
+    const cpu = s.cpu_us_per_req / floor.cpu_us_per_req;
+    const p99 = s.p99_ms / floor.p99_ms;
+    const rss = s.peak_rss_mib / floor.peak_rss_mib;
+    rows.push(
+      `| ${name} | ${s.cpu_us_per_req.toFixed(1)} (${s.cpu_us_per_req_range.map((v) => v.toFixed(1)).join('–')}) | ` +
+        `${x(s.cpu_us_per_req, floor.cpu_us_per_req)}${mark(cpu, cpuLimit)} | ${s.p99_ms.toFixed(2)} | ` +
+        `${x(s.p99_ms, floor.p99_ms)}${ours ? mark(p99, 1.5) : ''} | ${s.peak_rss_mib.toFixed(0)} | ` +
+        `${x(s.peak_rss_mib, floor.peak_rss_mib)}${ours ? mark(rss, 1.3) : ''} | ${Math.round(s.rps)} | ${s.foreign_cpu_pct} |`,
+    );
+  }
+  process.stdout.write(
+    `\n### ${scenario.toUpperCase()}: ratios to the Node floor (${FLOOR}) of the same run\n${rows.join('\n')}\n`,
+  );
+}
