@@ -207,6 +207,27 @@ describe('sluice run --workers 2', () => {
   });
 });
 
+describe('sluice run --workers 2 on SIGTERM', () => {
+  it('finishes the requests in flight on every worker before exiting 0', async () => {
+    const slow = await startUpstream((_req, res) => {
+      setTimeout(() => res.end('slow'), 700);
+      return true;
+    });
+    try {
+      const gw = await run(route('slow', '/slow').replace(up.url, slow.url), '2');
+      // Four requests on four connections: round-robin puts two on each worker.
+      const inFlight = Array.from({ length: 4 }, () => get(`${gw.proxy}/slow`));
+      await expect.poll(() => slow.seen.length).toBe(4);
+      gw.process.kill('SIGTERM');
+      expect(await Promise.all(inFlight)).toEqual([200, 200, 200, 200]);
+      expect(await gw.exited).toEqual({ code: 0, signal: null });
+      expect(answeredBy(gw, '/slow').size).toBe(2);
+    } finally {
+      await slow.close();
+    }
+  });
+});
+
 describe('--workers 1 and refusals', () => {
   it('--workers 1 is one process: no cluster, no workers', async () => {
     const gw = await run(route('a', '/a'), '1');
