@@ -19,7 +19,7 @@ ${COMMANDS.map((c) => `  ${c.usage}\n      ${c.summary}`).join('\n')}
   sluice --version
 
 Shared by several commands:
-  -f FILE|DIR (run, validate), --state-dir DIR (run, dataplane), --log-level LEVEL,
+  -f FILE|DIR (run, validate), --state-dir DIR and --workers N|auto (run, dataplane), --log-level LEVEL,
   --admin-token TOKEN / --admin-token-file FILE / env SLUICE_ADMIN_TOKEN (the admin API's bearer token)
 `;
 

@@ -8,10 +8,12 @@ import { readFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { BlockList, isIP } from 'node:net';
 import type { Logger } from 'pino';
+import type { Snapshot } from './config/route-table.ts';
 import { Metrics } from './observability/metrics.ts';
 import { createLogger } from './observability/log.ts';
 import { RuntimeHolder } from './runtime/holder.ts';
-import { createAdminServer } from './server/admin-server.ts';
+import { type AdminState, createAdminServer, holderAdminState } from './server/admin-server.ts';
+import type { FastifyInstance } from 'fastify';
 import { createProxyServer } from './server/proxy-server.ts';
 import { Background } from './pipeline/background.ts';
 import { LastGood } from './state/last-good.ts';
@@ -45,6 +47,10 @@ export interface DataPlaneOptions {
   replicasHint: number;
   /** A snapshot to start with (standalone mode); otherwise the last good one from stateDir. */
   initialSnapshot?: unknown;
+  /** initialSnapshot was validated already (by a cluster primary, once for every worker). */
+  prevalidated?: boolean;
+  /** Serve the admin port; false in a cluster worker (the primary serves it). */
+  admin?: boolean;
   log?: Logger;
 }
 
@@ -119,7 +125,7 @@ export async function startDataPlane(partial: Partial<DataPlaneOptions>): Promis
 
   const initial = o.initialSnapshot ?? (await lastGood?.load()) ?? null;
   if (initial !== null) {
-    const r = holder.apply(initial);
+    const r = o.prevalidated ? holder.applyValid(initial as Snapshot) : holder.apply(initial);
     if (r.result === 'rejected') {
       if (o.initialSnapshot !== undefined)
         throw new Error(`invalid configuration: ${JSON.stringify(r.errors)}`);
@@ -127,9 +133,6 @@ export async function startDataPlane(partial: Partial<DataPlaneOptions>): Promis
     }
   }
 
-  const adminToken = o.adminToken || randomBytes(24).toString('base64url');
-  if (!o.adminToken)
-    log.info('no admin token given: generated one; PUT /config needs --admin-token to be usable');
   const ingress = {
     trustedProxies: parseTrustedProxies(o.trustedProxies),
     maxBodyBytes: o.maxBodyBytes,
@@ -140,23 +143,12 @@ export async function startDataPlane(partial: Partial<DataPlaneOptions>): Promis
     { ...ingress, maxHeaderBytes: o.maxHeaderBytes, requestTimeoutMs: 300_000, keepAliveTimeoutMs: 72_000 },
     { metrics, log, accessLog: o.accessLog },
   );
-  const admin = createAdminServer(holder, metrics, {
-    token: adminToken,
-    maxConfigBytes: 256 * 1024 * 1024,
-    tls: o.adminTls && {
-      cert: await readFile(o.adminTls.certFile, 'utf8'),
-      key: await readFile(o.adminTls.keyFile, 'utf8'),
-    },
-  });
   await proxy.listen({ host: o.host, port: o.proxyPort });
-  await admin.listen({ host: o.adminHost, port: o.adminPort });
-  const url = (a: AddressInfo, scheme = 'http') =>
-    `${scheme}://${a.family === 'IPv6' ? `[${a.address}]` : a.address}:${a.port}`;
-  const proxyUrl = url(proxy.server.address() as AddressInfo).replace('0.0.0.0', '127.0.0.1');
-  const adminUrl = url(admin.server.address() as AddressInfo, o.adminTls ? 'https' : 'http').replace(
-    '0.0.0.0',
-    '127.0.0.1',
-  );
+  // After the proxy port: /readyz answering means the proxy port is open.
+  const admin = o.admin === false ? null : await startAdmin(holderAdminState(holder, metrics), o, log);
+  const proxyUrl = urlOf(proxy.server.address() as AddressInfo);
+  const adminUrl = admin?.url ?? '';
+  const adminToken = admin?.token ?? '';
   log.info({ proxy: proxyUrl, admin: adminUrl, hash: holder.hash }, 'sluice data plane listening');
 
   let closing: Promise<void> | null = null;
@@ -179,7 +171,7 @@ export async function startDataPlane(partial: Partial<DataPlaneOptions>): Promis
           background.drain(),
           new Promise<void>((r) => setTimeout(r, o.drainTimeoutMs).unref()),
         ]);
-        await admin.close();
+        await admin?.server.close();
         await stores.close();
         holder.close();
         await pools.closeAll();
@@ -189,4 +181,36 @@ export async function startDataPlane(partial: Partial<DataPlaneOptions>): Promis
       return closing;
     },
   };
+}
+
+/** A listening address as a URL, 0.0.0.0 shown as 127.0.0.1. */
+export function urlOf(a: AddressInfo, scheme = 'http'): string {
+  return `${scheme}://${a.family === 'IPv6' ? `[${a.address}]` : a.address}:${a.port}`.replace(
+    '0.0.0.0',
+    '127.0.0.1',
+  );
+}
+
+/**
+ * The admin port on `state` (one process's holder, or a cluster primary): its token (generated
+ * when none is given), TLS when configured, listening on adminHost:adminPort.
+ */
+export async function startAdmin(
+  state: AdminState,
+  o: Pick<DataPlaneOptions, 'adminToken' | 'adminTls' | 'adminHost' | 'adminPort'>,
+  log: Logger,
+): Promise<{ server: FastifyInstance; url: string; token: string }> {
+  const token = o.adminToken || randomBytes(24).toString('base64url');
+  if (!o.adminToken)
+    log.info('no admin token given: generated one; PUT /config needs --admin-token to be usable');
+  const server = createAdminServer(state, {
+    token,
+    maxConfigBytes: 256 * 1024 * 1024,
+    tls: o.adminTls && {
+      cert: await readFile(o.adminTls.certFile, 'utf8'),
+      key: await readFile(o.adminTls.keyFile, 'utf8'),
+    },
+  });
+  await server.listen({ host: o.adminHost, port: o.adminPort });
+  return { server, url: urlOf(server.server.address() as AddressInfo, o.adminTls ? 'https' : 'http'), token };
 }

@@ -1,8 +1,8 @@
 /** `sluice dataplane`: the cluster data plane. Serves its last good snapshot and takes the controller's pushes. */
-import { startDataPlane } from '../../dataplane/main.ts';
 import { type Command, failIn, parseCommand } from '../lib/command.ts';
-import { DATAPLANE_FLAGS, dataplaneOptions } from '../lib/dataplane-flags.ts';
+import { DATAPLANE_FLAGS, dataplaneOptions, workersFlag } from '../lib/dataplane-flags.ts';
 import { stopOnSignals } from '../lib/process.ts';
+import { serve } from '../lib/serve.ts';
 
 const flags = {
   ...DATAPLANE_FLAGS,
@@ -22,14 +22,14 @@ export const dataplane: Command<typeof flags> = {
   examples: [
     'sluice dataplane --state-dir /var/lib/sluice --admin-token-file /etc/sluice/token --admin-host 0.0.0.0',
     'sluice dataplane --state-dir /tmp/s --redis redis-sentinel://sentinel:26379/mymaster',
+    'sluice dataplane --state-dir /var/lib/sluice --workers auto --redis redis://redis:6379   # one process per CPU',
   ],
   notes: 'Signals: SIGTERM/SIGINT stop accepting, finish in-flight requests, exit 0.',
   async main(argv) {
     const values = parseCommand(dataplane, argv);
     if (!values['state-dir']) failIn('dataplane', 'needs --state-dir (where the last good snapshot is kept)');
-    const dp = await startDataPlane(dataplaneOptions('dataplane', values, null)).catch((err: Error) =>
-      failIn('dataplane', err.message, 1),
-    );
+    const options = dataplaneOptions('dataplane', values, null);
+    const dp = await serve('dataplane', options, workersFlag('dataplane', values));
     stopOnSignals(dp.log, 'stopping: draining in-flight requests', () => dp.close());
   },
 };

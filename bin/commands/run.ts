@@ -3,12 +3,12 @@
  * process with in-memory stores (or Redis). Re-reads its files on SIGHUP and, with --watch, when
  * they change; an invalid edit is logged and the running configuration stays.
  */
-import { startDataPlane } from '../../dataplane/main.ts';
 import { loadConfig } from '../../dataplane/standalone.ts';
 import { type Command, failIn, parseCommand } from '../lib/command.ts';
 import { FILE_FLAG, loadOrExit, watchConfig } from '../lib/config-files.ts';
-import { DATAPLANE_FLAGS, dataplaneOptions } from '../lib/dataplane-flags.ts';
+import { DATAPLANE_FLAGS, dataplaneOptions, workersFlag } from '../lib/dataplane-flags.ts';
 import { stopOnSignals } from '../lib/process.ts';
+import { serve } from '../lib/serve.ts';
 
 const flags = {
   ...FILE_FLAG,
@@ -32,11 +32,16 @@ export const run: Command<typeof flags> = {
     'sluice run -f examples/gateway.yaml',
     'sluice run -f config/ --watch                    # reload on every save',
     'sluice run -f gateway.yaml --port 8000 --redis redis://127.0.0.1:6379',
+    'sluice run -f gateway.yaml --workers auto --redis redis://127.0.0.1:6379   # one process per CPU',
   ],
   notes: [
     'Signals: SIGHUP re-reads the files (an invalid edit is refused, logged, and the running',
     'configuration stays); SIGTERM/SIGINT stop accepting, finish in-flight requests (bounded',
     'by --drain-timeout-ms) and exit 0.',
+    '',
+    'Workers: with --workers N > 1, each worker counts a local rate limit on its own (a limit L',
+    'admits up to N×L; policy: redis is exact), and idempotency needs --redis (records in',
+    'memory would be per worker, so such routes are refused without it).',
   ].join('\n'),
   async main(argv) {
     const values = parseCommand(run, argv);
@@ -44,10 +49,9 @@ export const run: Command<typeof flags> = {
     if (!files.length) failIn('run', 'needs at least one -f FILE');
     if (files.includes('-')) failIn('run', '-f - (standard input) is for validate: run re-reads its files');
     const options = dataplaneOptions('run', values, '.state');
+    const workers = workersFlag('run', values);
     const loaded = await loadOrExit(files, (n) => `sluice: the configuration has ${n} problem(s):`);
-    const dp = await startDataPlane({ ...options, initialSnapshot: loaded.snapshot }).catch((err: Error) =>
-      failIn('run', err.message, 1),
-    );
+    const dp = await serve('run', { ...options, initialSnapshot: loaded.snapshot }, workers);
     const reload = serialized(async (trigger: string) => {
       const next = await loadConfig(files).catch((err: Error) => ({
         snapshot: null,
@@ -57,7 +61,7 @@ export const run: Command<typeof flags> = {
         dp.log.error({ trigger, problems: next.problems }, 'reload refused: the running configuration stays');
         return;
       }
-      const r = dp.holder.apply(next.snapshot);
+      const r = await dp.apply(next.snapshot);
       if (r.result === 'rejected')
         dp.log.error({ trigger, errors: r.errors }, 'reload refused: the running configuration stays');
       else dp.log.info({ trigger, hash: r.hash, result: r.result }, 'configuration reloaded');

@@ -1,4 +1,5 @@
 /** The flags of a data-plane process, shared by `sluice run` and `sluice dataplane`, and the options they make. */
+import { availableParallelism } from 'node:os';
 import { DEFAULTS, type DataPlaneOptions } from '../../dataplane/main.ts';
 import { type Flags, failIn, intFlag, type Values } from './command.ts';
 import { ADMIN_TOKEN_FLAGS, adminToken, LOG_LEVEL_FLAG, logLevel } from './process.ts';
@@ -57,6 +58,14 @@ export const DATAPLANE_FLAGS = {
     arg: 'P',
     help: `prefix of every Redis key (default ${DEFAULTS.redisPrefix})`,
   },
+  workers: {
+    type: 'string',
+    arg: 'N|auto',
+    help: [
+      'processes serving the proxy port (default 1: one process, no cluster);',
+      '0 or auto: one per CPU. The admin port, state and metrics stay one.',
+    ].join('\n'),
+  },
   'replicas-hint': {
     type: 'string',
     arg: 'N',
@@ -105,4 +114,11 @@ function tlsFiles(cmd: string, values: Values<typeof DATAPLANE_FLAGS>): DataPlan
   if (!cert && !key) return undefined;
   if (!cert || !key) failIn(cmd, `--admin-tls-cert and --admin-tls-key go together`);
   return { certFile: cert, keyFile: key };
+}
+
+/** --workers: 1 by default; 0 or auto = os.availableParallelism(); anything else but N ≥ 1 exits 2. */
+export function workersFlag(cmd: string, values: { workers?: string }): number {
+  if (values.workers === 'auto') return availableParallelism();
+  const n = intFlag(cmd, values.workers, 'workers', 1);
+  return n === 0 ? availableParallelism() : n;
 }

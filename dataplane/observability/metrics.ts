@@ -79,6 +79,8 @@ export class Metrics {
     name: 'sluice_upstream_circuit_state',
     help: 'Circuit breaker state by upstream id: 0 closed, 1 open, 2 half-open.',
     labelNames: ['upstream'] as const,
+    // Each worker of a cluster has its own breakers: /metrics shows the highest state of any.
+    aggregator: 'max',
     registers: [this.registry],
   });
   readonly #retries = new HotCounter({

@@ -43,7 +43,14 @@ export class RuntimeHolder {
       this.#deps.metrics.configLoads.labels('rejected').inc();
       return { result: 'rejected', errors };
     }
-    const s = snapshot as Snapshot;
+    return this.applyValid(snapshot as Snapshot);
+  }
+
+  /**
+   * Applies a snapshot that validateSnapshot already accepted (a cluster primary validates once
+   * for all its workers); building the runtime can still refuse it.
+   */
+  applyValid(s: Snapshot): ApplyResult {
     if (s.hash === this.hash) {
       this.#deps.metrics.configLoads.labels('unchanged').inc();
       return { result: 'unchanged', hash: s.hash };

@@ -8,7 +8,38 @@ import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import type { ErrorCode } from '../errors/codes.ts';
 import { problem } from '../errors/problem.ts';
 import type { Metrics } from '../observability/metrics.ts';
-import type { RuntimeHolder } from '../runtime/holder.ts';
+import type { ApplyResult, RuntimeHolder } from '../runtime/holder.ts';
+
+/**
+ * What the admin port serves: one process's holder (holderAdminState), or a cluster primary
+ * that forwards snapshots to its workers and aggregates their metrics.
+ */
+export interface AdminState {
+  /** Validates and applies a snapshot (everywhere); on refusal the running configuration stays. */
+  apply(snapshot: unknown): ApplyResult | Promise<ApplyResult>;
+  /** The hash of the running snapshot ("" when none, or when the workers disagree). */
+  readonly hash: string;
+  /** GET /config: {hash} and whatever else describes the running configuration. */
+  describe(): Record<string, unknown>;
+  /** Ready: a configuration is loaded (by every worker). */
+  ready(): boolean;
+  /** The Prometheus text of /metrics. */
+  metrics(): Promise<string>;
+  readonly metricsContentType: string;
+}
+
+export function holderAdminState(holder: RuntimeHolder, metrics: Metrics): AdminState {
+  return {
+    apply: (snapshot) => holder.apply(snapshot),
+    get hash() {
+      return holder.hash;
+    },
+    describe: () => ({ hash: holder.hash }),
+    ready: () => holder.current !== null,
+    metrics: () => metrics.registry.metrics(),
+    metricsContentType: metrics.registry.contentType,
+  };
+}
 
 export interface AdminOptions {
   token: string;
@@ -24,11 +55,7 @@ function sendError(reply: FastifyReply, code: ErrorCode, detail?: string, extra?
   return reply.code(body.status).type('application/problem+json').send(body);
 }
 
-export function createAdminServer(
-  holder: RuntimeHolder,
-  metrics: Metrics,
-  opts: AdminOptions,
-): FastifyInstance {
+export function createAdminServer(state: AdminState, opts: AdminOptions): FastifyInstance {
   const app = Fastify({
     logger: false,
     bodyLimit: opts.maxConfigBytes,
@@ -51,7 +78,7 @@ export function createAdminServer(
       reply.header('www-authenticate', 'Bearer realm="sluice-admin"');
       return sendError(reply, 'SLC_ERR_UNAUTHORIZED', 'PUT /config needs the admin bearer token');
     }
-    const outcome = holder.apply(request.body);
+    const outcome = await state.apply(request.body);
     if (outcome.result === 'rejected')
       return sendError(
         reply,
@@ -59,19 +86,19 @@ export function createAdminServer(
         'the snapshot was not applied; the running configuration stays',
         {
           errors: outcome.errors,
-          hash: holder.hash,
+          hash: state.hash,
         },
       );
     return { result: outcome.result, hash: outcome.hash };
   });
-  app.get('/config', async () => ({ hash: holder.hash }));
+  app.get('/config', async () => state.describe());
   app.get('/healthz', async () => ({ status: 'ok' }));
   app.get('/readyz', async (_request, reply) =>
-    holder.current ? { status: 'ready', hash: holder.hash } : sendError(reply, 'SLC_ERR_NOT_READY'),
+    state.ready() ? { status: 'ready', hash: state.hash } : sendError(reply, 'SLC_ERR_NOT_READY'),
   );
   app.get('/metrics', async (_request, reply) => {
-    reply.type(metrics.registry.contentType);
-    return metrics.registry.metrics();
+    reply.type(state.metricsContentType);
+    return state.metrics();
   });
   return app;
 }

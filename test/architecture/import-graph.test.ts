@@ -37,6 +37,8 @@ const LAYERS: Record<string, number> = {
   server: 7,
   'main.ts': 8,
   'standalone.ts': 8,
+  // Composition of several data planes (--workers N): a primary and its workers, each a main.ts.
+  cluster: 9,
 };
 
 const IMPURE =

@@ -1,0 +1,4 @@
+/** The file node:cluster runs in each worker (cluster.setupPrimary's exec). */
+import { runWorker } from './worker.ts';
+
+runWorker();

@@ -1,0 +1,63 @@
+/**
+ * A cluster worker: one data plane on the proxy port it shares with its siblings (node:cluster
+ * hands it connections), without an admin port or a state dir: the primary owns both. It takes
+ * its options and the current snapshot from the primary before it listens, so it never serves
+ * without the configuration its siblings run; later snapshots come validated (applyValid).
+ * SIGTERM/SIGINT, the primary's stop, or losing the primary: drain like a single process, exit.
+ */
+import cluster from 'node:cluster';
+import { type DataPlane, startDataPlane } from '../main.ts';
+import { createLogger } from '../observability/log.ts';
+import { type FromWorker, isMessage, type ToWorker } from './messages.ts';
+
+export function runWorker(): void {
+  let dp: DataPlane | null = null;
+  let stopping = false;
+  const send = (m: FromWorker) => {
+    if (process.connected) process.send?.(m);
+  };
+  const stop = () => {
+    if (stopping) return;
+    stopping = true;
+    (dp?.close() ?? Promise.resolve()).then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
+  };
+
+  process.on('message', async (m: unknown) => {
+    if (!isMessage<ToWorker>(m) || stopping) return;
+    switch (m.sluice) {
+      case 'start': {
+        const log = createLogger(m.options.logLevel).child({ worker: cluster.worker?.id, pid: process.pid });
+        try {
+          dp = await startDataPlane({
+            ...m.options,
+            stateDir: null,
+            admin: false,
+            log,
+            ...(m.snapshot && { initialSnapshot: m.snapshot, prevalidated: true }),
+          });
+        } catch (err) {
+          send({ sluice: 'failed', message: (err as Error).message });
+          process.exit(1);
+        }
+        send({ sluice: 'started', hash: dp.holder.hash });
+        return;
+      }
+      case 'apply':
+        if (dp) send({ sluice: 'applied', id: m.id, outcome: dp.holder.applyValid(m.snapshot) });
+        return;
+      case 'metrics':
+        if (dp) send({ sluice: 'metrics', id: m.id, metrics: await dp.metrics.registry.getMetricsAsJSON() });
+        return;
+      case 'stop':
+        stop();
+        return;
+    }
+  });
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+  process.on('disconnect', stop);
+  send({ sluice: 'hello' });
+}
