@@ -6,7 +6,8 @@
 #   bench/peers-target.sh --transformer    plus a request-transformer GatewayPlugin (adds X-Gateway-Version: v1)
 #   bench/peers-target.sh --chain DIR      jwt (RS256, public key DIR/jwt-public.pem) + rate-limiting (redis)
 #                                          + request-transformer; needs Redis on 127.0.0.1:6379 (bench/chain.sh)
-# Env: BENCH_PORT, BENCH_UPSTREAM_URL (set by the harness); BENCH_ADMIN_PORT (default BENCH_PORT + 100).
+# Env: BENCH_PORT, BENCH_UPSTREAM_URL (set by the harness); BENCH_ADMIN_PORT (default BENCH_PORT + 100);
+# BENCH_NODE_FLAGS: node/V8 flags for the data plane (compare heap sizings as separate targets).
 set -euo pipefail
 : "${BENCH_PORT:?set by peers.sh: the port to listen on}"
 : "${BENCH_UPSTREAM_URL:?set by peers.sh: the upstream to proxy to}"
@@ -73,7 +74,8 @@ ${routes:-    - { name: all, paths: [\"/\"] \}}
 YAML
 
 export NODE_ENV=production
-exec node bin/sluice.ts run -f "$dir/gateway.yaml" \
+# shellcheck disable=SC2086 # BENCH_NODE_FLAGS is a list of node flags (e.g. --max-semi-space-size=16)
+exec node ${BENCH_NODE_FLAGS:-} bin/sluice.ts run -f "$dir/gateway.yaml" \
   --host 127.0.0.1 --port "$BENCH_PORT" \
   --admin-host 127.0.0.1 --admin-port "${BENCH_ADMIN_PORT:-$((BENCH_PORT + 100))}" \
   --no-access-log --log-level warn --drain-timeout-ms 2000 --state-dir "$dir/state" "${extra[@]}"
