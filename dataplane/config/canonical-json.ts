@@ -7,8 +7,9 @@ import { hash } from 'node:crypto';
 
 /**
  * Optimization: the text is written by the native JSON.stringify over a copy of the value whose
- * objects hold their keys in sorted order (subtrees already in that order are not copied).
- * For a 10,000-route table (7.6 MB) this takes ~60 ms instead of ~200 ms for building the text
+ * objects hold their keys in sorted order (subtrees already in that order are not copied), and
+ * the sorted order of a key list is worked out once per call for all objects with that list.
+ * For a 10,000-route table (7.6 MB) this takes ~45 ms instead of ~135 ms for building the text
  * in JS (canonicalJsonReference below, kept as the definition and the fallback). A value the
  * copy cannot reproduce exactly (an object with a key starting with a digit, which V8 would
  * put first in numeric order) is written by the reference.
@@ -16,7 +17,7 @@ import { hash } from 'node:crypto';
 export function canonicalJson(value: unknown): string {
   let sorted: unknown;
   try {
-    sorted = sortedCopy(value);
+    sorted = new SortedCopy().of(value);
   } catch (err) {
     if (err !== NOT_PLAIN) throw err;
     return canonicalJsonReference(value);
@@ -43,57 +44,83 @@ export function canonicalJsonReference(value: unknown): string {
 const NOT_PLAIN = new Error('canonicalJson: not reproducible by a sorted copy');
 
 /**
- * value with every object's keys in sorted order, as JSON.stringify writes them the way the
+ * A value with every object's keys in sorted order, for JSON.stringify to write the way the
  * reference does: the same value when nothing needs to change, else a plain copy (functions and
  * symbols become null, as the reference writes them; toJSON is never called).
  */
-function sortedCopy(value: unknown): unknown {
-  if (value === null || typeof value !== 'object') {
-    if (typeof value === 'number') {
-      if (!Number.isFinite(value)) throw new TypeError('canonicalJson: non-finite number');
-    } else if (typeof value === 'function' || typeof value === 'symbol') return null;
-    return value;
-  }
-  if (Array.isArray(value)) {
-    let out: unknown[] | null = typeof (value as { toJSON?: unknown }).toJSON === 'function' ? [] : null;
-    for (let i = 0; i < value.length; i++) {
-      const v: unknown = value[i];
-      const c = sortedCopy(v);
-      if (out === null && c !== v) out = value.slice(0, i);
-      if (out !== null) out.push(c);
+class SortedCopy {
+  /** Key lists met so far (by first key, a few each) and their sorted order (null: already sorted). */
+  readonly #orders = new Map<string, { keys: string[]; sorted: string[] | null }[]>();
+
+  of(value: unknown): unknown {
+    if (value === null || typeof value !== 'object') {
+      if (typeof value === 'number') {
+        if (!Number.isFinite(value)) throw new TypeError('canonicalJson: non-finite number');
+      } else if (typeof value === 'function' || typeof value === 'symbol') return null;
+      return value;
     }
-    return out ?? value;
+    if (Array.isArray(value)) {
+      let out: unknown[] | null = typeof (value as { toJSON?: unknown }).toJSON === 'function' ? [] : null;
+      for (let i = 0; i < value.length; i++) {
+        const v: unknown = value[i];
+        const c = this.of(v);
+        if (out === null && c !== v) out = value.slice(0, i);
+        if (out !== null) out.push(c);
+      }
+      return out ?? value;
+    }
+    const obj = value as Record<string, unknown>;
+    const own = Object.keys(obj);
+    const sorted = this.#sortedOrder(own);
+    const keys = sorted ?? own;
+    const proto: unknown = Object.getPrototypeOf(obj);
+    // A class instance (Date, Map, a boxed string…) or a toJSON would be written differently by JSON.stringify.
+    let same =
+      sorted === null && (proto === Object.prototype || proto === null) && typeof obj.toJSON !== 'function';
+    const copies = new Array<unknown>(keys.length);
+    for (let i = 0; i < keys.length; i++) {
+      const v = obj[keys[i]];
+      copies[i] = this.of(v);
+      if (copies[i] !== v) same = false;
+    }
+    if (same) return obj;
+    const out: Record<string, unknown> = {};
+    for (let i = 0; i < keys.length; i++) {
+      if (keys[i] === '__proto__')
+        Object.defineProperty(out, '__proto__', {
+          value: copies[i],
+          enumerable: true,
+          writable: true,
+          configurable: true,
+        });
+      else out[keys[i]] = copies[i];
+    }
+    return out;
   }
-  const obj = value as Record<string, unknown>;
-  const keys = Object.keys(obj);
-  const proto: unknown = Object.getPrototypeOf(obj);
-  // A class instance (Date, Map, a boxed string…) or a toJSON would be written differently by JSON.stringify.
-  let same = (proto === Object.prototype || proto === null) && typeof obj.toJSON !== 'function';
-  for (let i = 0; i < keys.length; i++) {
-    const c = keys[i].charCodeAt(0);
-    if (c >= 0x30 && c <= 0x39) throw NOT_PLAIN; // "0"–"9": maybe an array index, see above
-    if (i > 0 && keys[i - 1] > keys[i]) same = false;
+
+  /** keys in sorted order, or null when they are in it already. */
+  #sortedOrder(keys: string[]): string[] | null {
+    if (keys.length === 0) return null;
+    let list = this.#orders.get(keys[0]);
+    if (list === undefined) {
+      list = [];
+      this.#orders.set(keys[0], list);
+    }
+    next: for (const known of list) {
+      if (known.keys.length !== keys.length) continue;
+      for (let i = 1; i < keys.length; i++) if (known.keys[i] !== keys[i]) continue next;
+      return known.sorted;
+    }
+    let same = true;
+    for (let i = 0; i < keys.length; i++) {
+      const c = keys[i].charCodeAt(0);
+      if (c >= 0x30 && c <= 0x39) throw NOT_PLAIN; // "0"–"9": maybe an array index, see above
+      if (i > 0 && keys[i - 1] > keys[i]) same = false;
+    }
+    const sorted = same ? null : [...keys].sort();
+    if (list.length < 8) list.push({ keys, sorted });
+    return sorted;
   }
-  if (!same) keys.sort(); // Object.keys gives a fresh array
-  const copies = new Array<unknown>(keys.length);
-  for (let i = 0; i < keys.length; i++) {
-    const v = obj[keys[i]];
-    copies[i] = sortedCopy(v);
-    if (copies[i] !== v) same = false;
-  }
-  if (same) return obj;
-  const out: Record<string, unknown> = {};
-  for (let i = 0; i < keys.length; i++) {
-    if (keys[i] === '__proto__')
-      Object.defineProperty(out, '__proto__', {
-        value: copies[i],
-        enumerable: true,
-        writable: true,
-        configurable: true,
-      });
-    else out[keys[i]] = copies[i];
-  }
-  return out;
 }
 
 export function sha256Hex(text: string): string {

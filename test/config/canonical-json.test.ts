@@ -28,6 +28,22 @@ const cases: Record<string, unknown> = {
   'array toJSON': Object.assign([1, 2], { toJSON: () => 'no' }),
   'null prototype': Object.assign(Object.create(null), { b: 1, a: { toJSON: 1 } }),
   empty: { a: {}, b: [], c: '' },
+  'repeated key lists': [
+    { b: 1, a: 2 },
+    { b: 3, a: { d: 1, c: 2 } },
+    { a: 1, b: 2 },
+    { a: 1, c: 2 },
+    { a: 1, c: 2, b: 3 },
+  ],
+  'many key lists under one first key': Array.from({ length: 20 }, (_, i) => ({
+    k: i,
+    [`z${i % 12}`]: 1,
+    [`a${i}`]: 2,
+  })),
+  'a digit key after a known key list': [
+    { b: 1, a: 2 },
+    { b: 1, '1': 2 },
+  ],
 };
 
 describe('canonicalJson', () => {
