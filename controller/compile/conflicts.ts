@@ -11,7 +11,7 @@ import { type Draft, type Pass, pathField } from './draft.ts';
 
 export const dropConflicts: Pass = (state) => {
   // Optimization: identical matches have the same path, so a match's canonical JSON is only
-  // written once a second draft has its path (most paths have one): 10,000 routes, ~20 -> ~5 ms.
+  // written once a second draft has its path (most paths have one): 10,000 routes, ~22 -> ~6 ms.
   const firstByPath = new Map<string, Draft | null>(); // null: that first draft is in winners
   const winners = new Map<string, Draft>();
   const kept: Draft[] = [];

@@ -24,7 +24,7 @@ export function schemaErrors(
   prefix: readonly string[],
 ): FieldError[] {
   // Optimization: the compiled Check first; Errors interprets the schema (~10× slower) and is
-  // only needed to describe a value that fails (10,000 valid GatewayRoutes: ~60 ms saved).
+  // only needed to describe a value that fails (validate() of 10,000 GatewayRoutes: 77 -> 27 ms).
   if (check.Check(value)) return [];
   const out: FieldError[] = [];
   const fields = new Set<string>();

@@ -63,8 +63,8 @@ function idOf(table: unknown, collection: string | undefined, index: number | un
 }
 
 export function validateRouteTable(table: unknown): TableError[] {
-  // Optimization: the compiled Check first, Errors (an interpreter walking the schema: ~150 ms
-  // for 10,000 routes against ~15 ms) only to describe a table that fails it.
+  // Optimization: the compiled Check first, Errors (an interpreter walking the schema: ~135 ms
+  // for 10,000 routes against ~22 ms) only to describe a table that fails it.
   if (!checkTable.Check(table)) {
     const errors: TableError[] = [];
     for (const e of checkTable.Errors(table)) {

@@ -29,7 +29,8 @@ export class RouteMatcher {
   constructor(routes: RuntimeRoute[]) {
     // Optimization: lists hold table indices (ascending as pushed) rather than routes sorted
     // through a Map of positions, and each key's prefix chain is collected once for its two
-    // nodes: ~35 ms less for 10,000 routes.
+    // nodes. 10,000 routes, from CPU profiles: ~40 -> ~25 ms of this constructor's own work;
+    // find-my-way's insertion (~200 ms, a new Function() or two per handler) is the rest.
     const exact = new Map<string, number[]>();
     const prefix = new Map<string, number[]>();
     for (let i = 0; i < routes.length; i++) {
