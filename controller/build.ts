@@ -6,7 +6,7 @@
 import type { Condition } from './api/common.ts';
 import { compile } from './compile/index.ts';
 import { snapshotOf } from './snapshot/snapshot.ts';
-import { type ObjectRef, type ResourceSet, refKey, refOf } from './source/resource-set.ts';
+import { type ResourceSet, refKey, refOf } from './source/resource-set.ts';
 import type { Snapshot } from '../dataplane/config/route-table.ts';
 import type { ConditionType, Diagnostic } from './validate/diagnostic.ts';
 import { validate } from './validate/index.ts';
@@ -32,12 +32,22 @@ export function build(resources: ResourceSet): BuildResult {
   const validated = validate(resources);
   const compiled = compile(validated.model);
   const diagnostics = byObject([...validated.diagnostics, ...compiled.diagnostics]);
-  const status: Record<string, ObjectStatus> = {};
-  const owned = [...resources.plugins.values(), ...resources.routes.values()];
-  for (const obj of owned.sort((a, b) => compareText(refKey(refOf(a)), refKey(refOf(b))))) {
-    const ref = refOf(obj);
-    status[refKey(ref)] = statusOf(ref, generationOf(obj.metadata), diagnostics);
+  // Optimization: diagnostics grouped by object once, and sort keys computed once per object:
+  // filtering every diagnostic for every object made 10,000 conflicting routes take ~15 s.
+  const found = new Map<string, Diagnostic[]>();
+  for (const d of diagnostics) {
+    const key = refKey(d.object);
+    const list = found.get(key);
+    if (list === undefined) found.set(key, [d]);
+    else list.push(d);
   }
+  const status: Record<string, ObjectStatus> = {};
+  const owned = [...resources.plugins.values(), ...resources.routes.values()].map((obj) => ({
+    obj,
+    key: refKey(refOf(obj)),
+  }));
+  for (const { obj, key } of owned.sort((a, b) => compareText(a.key, b.key)))
+    status[key] = statusOf(generationOf(obj.metadata), found.get(key) ?? []);
   return { snapshot: snapshotOf(compiled.table), status, diagnostics };
 }
 
@@ -47,8 +57,8 @@ const FINE = {
 } as const;
 const MAX_IN_MESSAGE = 3;
 
-function statusOf(ref: ObjectRef, observedGeneration: number, all: Diagnostic[]): ObjectStatus {
-  const mine = all.filter((d) => refKey(d.object) === refKey(ref));
+/** The conditions of one object from its own diagnostics (mine, in the order found). */
+function statusOf(observedGeneration: number, mine: Diagnostic[]): ObjectStatus {
   const condition = (type: ConditionType): ComputedCondition => {
     const found = mine.filter((d) => d.condition === type);
     if (found.length === 0) return { type, status: 'True', observedGeneration, ...FINE[type] };
@@ -61,7 +71,9 @@ function statusOf(ref: ObjectRef, observedGeneration: number, all: Diagnostic[])
 
 /** Stable sort by object: whatever stage found a problem, an object's diagnostics sit together. */
 function byObject(list: Diagnostic[]): Diagnostic[] {
-  return list.sort((a, b) => compareText(refKey(a.object), refKey(b.object)));
+  const keyed = list.map((d, i) => ({ d, i, key: refKey(d.object) }));
+  keyed.sort((a, b) => compareText(a.key, b.key) || a.i - b.i);
+  return keyed.map((k) => k.d);
 }
 
 function compareText(a: string, b: string): number {

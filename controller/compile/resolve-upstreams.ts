@@ -6,7 +6,6 @@
  */
 import { canonicalJson, sha256Hex } from '../../dataplane/config/canonical-json.ts';
 import type { Upstream } from '../../dataplane/config/route-table.ts';
-import { refKey } from '../source/resource-set.ts';
 import { type Diagnostic, invalid } from '../validate/diagnostic.ts';
 import type { ModelRoute } from '../validate/model.ts';
 import { MAX_TIMEOUT_MS, parseDuration } from '../../dataplane/config/duration.ts';
@@ -23,10 +22,14 @@ type Settings = Omit<Upstream, 'id'>;
 
 export const resolveUpstreams: Pass = (state) => {
   const errors: Diagnostic[] = [];
-  const settings = new Map<string, { route: ModelRoute; settings: Settings }>();
+  // Optimization: keyed by the ModelRoute object (drafts of one GatewayRoute share it) rather
+  // than by its refKey, and the routes already judged in a Set: the search through errors for
+  // each draft was quadratic in the number of invalid routes.
+  const settings = new Map<ModelRoute, Settings>();
+  const seen = new Set<ModelRoute>();
   for (const { route } of state.drafts) {
-    const key = refKey(route.ref);
-    if (settings.has(key) || errors.some((e) => refKey(e.object) === key)) continue;
+    if (seen.has(route)) continue;
+    seen.add(route);
     const timeouts = timeoutsOf(route);
     const resilience = resilienceOf(route);
     if (Array.isArray(timeouts) || Array.isArray(resilience))
@@ -34,12 +37,12 @@ export const resolveUpstreams: Pass = (state) => {
         ...(Array.isArray(timeouts) ? timeouts : []),
         ...(Array.isArray(resilience) ? resilience : []),
       );
-    else settings.set(key, { route, settings: { url: route.upstreamUrl, timeouts, ...resilience } });
+    else settings.set(route, { url: route.upstreamUrl, timeouts, ...resilience });
   }
-  const ids = upstreamIds([...settings.values()]);
+  const ids = upstreamIds(settings);
   const drafts = state.drafts.map((d) => {
-    const s = settings.get(refKey(d.route.ref));
-    return s ? { ...d, upstream: { id: ids.get(s.route)!, ...s.settings } } : d;
+    const s = settings.get(d.route);
+    return s ? { ...d, upstream: { id: ids.get(d.route)!, ...s } } : d;
   });
   return rejectObjects({ ...state, drafts }, errors);
 };
@@ -110,9 +113,9 @@ function resilienceOf(route: ModelRoute): Pick<Upstream, 'retries' | 'breaker'> 
  * settings of one service share them, that service's ids grow until they differ (by content
  * only, so the result does not depend on input order).
  */
-function upstreamIds(entries: { route: ModelRoute; settings: Settings }[]): Map<ModelRoute, string> {
+function upstreamIds(entries: ReadonlyMap<ModelRoute, Settings>): Map<ModelRoute, string> {
   const groups = new Map<string, { route: ModelRoute; hash: string }[]>();
-  for (const { route, settings } of entries) {
+  for (const [route, settings] of entries) {
     const group = `${route.ref.namespace}/${route.spec.service.name}`;
     const list = groups.get(group) ?? [];
     list.push({ route, hash: sha256Hex(canonicalJson(settings)) });
@@ -122,7 +125,8 @@ function upstreamIds(entries: { route: ModelRoute; settings: Settings }[]): Map<
   for (const [group, list] of groups) {
     const distinct = [...new Set(list.map((e) => e.hash))];
     let length = HASH_LENGTH;
-    while (new Set(distinct.map((h) => h.slice(0, length))).size < distinct.length) length++;
+    while (distinct.length > 1 && new Set(distinct.map((h) => h.slice(0, length))).size < distinct.length)
+      length++;
     for (const { route, hash } of list) ids.set(route, `upstream/${group}/${hash.slice(0, length)}`);
   }
   return ids;

@@ -23,6 +23,9 @@ export function schemaErrors(
   value: unknown,
   prefix: readonly string[],
 ): FieldError[] {
+  // Optimization: the compiled Check first; Errors interprets the schema (~10× slower) and is
+  // only needed to describe a value that fails (validate() of 10,000 GatewayRoutes: 77 -> 27 ms).
+  if (check.Check(value)) return [];
   const out: FieldError[] = [];
   const fields = new Set<string>();
   for (const e of check.Errors(value)) {

@@ -63,14 +63,23 @@ function idOf(table: unknown, collection: string | undefined, index: number | un
 }
 
 export function validateRouteTable(table: unknown): TableError[] {
-  const errors: TableError[] = [];
-  for (const e of checkTable.Errors(table)) {
-    const { collection, index, field } = splitPointer(e.path);
-    errors.push({ id: idOf(table, collection, index), field, message: e.message });
-    if (errors.length >= 50) return errors;
+  // Optimization: the compiled Check first, Errors (an interpreter walking the schema: ~135 ms
+  // for 10,000 routes against ~22 ms) only to describe a table that fails it.
+  if (!checkTable.Check(table)) {
+    const errors: TableError[] = [];
+    for (const e of checkTable.Errors(table)) {
+      const { collection, index, field } = splitPointer(e.path);
+      errors.push({ id: idOf(table, collection, index), field, message: e.message });
+      if (errors.length >= 50) return errors;
+    }
+    if (errors.length) return errors;
   }
-  if (errors.length) return errors;
-  const t = table as RouteTable;
+  return checkShaped(table as RouteTable);
+}
+
+/** What the schema cannot say: unique ids, known upstreams, URLs, each plugin's own config schema and checks. */
+function checkShaped(t: RouteTable): TableError[] {
+  const errors: TableError[] = [];
 
   const upstreamIds = new Set<string>();
   t.upstreams.forEach((u, i) => {
@@ -97,9 +106,14 @@ export function validateRouteTable(table: unknown): TableError[] {
       const at = ['plugins', String(j), 'config'];
       const before = errors.length;
       const checker = pluginCheckers.get(p.name)!;
-      for (const e of checker.schema.Errors(p.config)) {
-        errors.push({ id: r.id, field: toField([...at, ...e.path.split('/').slice(1)]), message: e.message });
-      }
+      if (!checker.schema.Check(p.config))
+        for (const e of checker.schema.Errors(p.config)) {
+          errors.push({
+            id: r.id,
+            field: toField([...at, ...e.path.split('/').slice(1)]),
+            message: e.message,
+          });
+        }
       if (errors.length > before) return;
       for (const e of checker.checks?.(p.config) ?? []) {
         const field = toField([...at, ...(e.field ? e.field.split('.') : [])]);
@@ -120,7 +134,7 @@ export function validateSnapshot(body: unknown): TableError[] {
     return validateRouteTable(table);
   }
   const s = body as Snapshot;
-  const errors = validateRouteTable(s.table);
+  const errors = checkShaped(s.table); // the table's shape is part of Snapshot's, checked above
   if (!errors.length && tableHash(s.table) !== s.hash)
     errors.push({ field: 'hash', message: 'does not match the sha256 of the canonical JSON of table' });
   return errors;

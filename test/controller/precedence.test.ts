@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Ranked } from '../../controller/compile/draft.ts';
-import { comparePrecedence } from '../../controller/compile/precedence.ts';
+import type { CompileState, Draft } from '../../controller/compile/draft.ts';
+import { comparePrecedence, sortByPrecedence } from '../../controller/compile/precedence.ts';
 import type { RouteMatch } from '../../dataplane/config/route-table.ts';
 
 function ranked(
@@ -76,5 +77,44 @@ describe('comparePrecedence', () => {
 
   it('is a total order: only the same entry compares equal', () => {
     expect(comparePrecedence(ranked('/a'), ranked('/a'))).toBe(0);
+  });
+});
+
+describe('sortByPrecedence', () => {
+  it('gives the order comparePrecedence defines (precomputed keys, same result)', () => {
+    let seed = 7;
+    const pick = <T>(list: readonly T[]): T => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return list[seed % list.length];
+    };
+    const drafts = Array.from({ length: 600 }, (_, i) =>
+      ranked(
+        pick(['/', '/a', '/a/b', '/ab', '/a/b/c']),
+        {
+          type: pick(['Exact', 'Prefix'] as const),
+          ...pick([{}, { hosts: ['h'] }]),
+          ...pick([
+            {},
+            { headers: [{ name: 'x', value: '1' }] },
+            {
+              headers: [
+                { name: 'x', value: '1' },
+                { name: 'y', value: '2' },
+              ],
+            },
+          ]),
+          ...pick([{}, { methods: ['GET'] }]),
+        },
+        {
+          createdMs: pick([undefined, 0, 5, 1e12]),
+          namespace: pick(['a', 'b']),
+          name: pick(['r', 'R', 's']),
+          routeName: pick(['x', 'y']),
+          matchIndex: i,
+        },
+      ),
+    ) as unknown as Draft[];
+    const state = { drafts, diagnostics: [] } as unknown as CompileState;
+    expect(sortByPrecedence(state).drafts).toEqual([...drafts].sort(comparePrecedence));
   });
 });
