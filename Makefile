@@ -5,7 +5,7 @@ NODE_BIN := $(shell scripts/node-env.sh)
 export PATH := $(CURDIR)/node_modules/.bin:$(NODE_BIN):$(PATH)
 export NODE_ENV ?= development
 
-.PHONY: all deps run build test unit test-k8s e2e-kind check typecheck lint fmt golden crds bench clean
+.PHONY: all deps run build test unit test-k8s e2e-kind check typecheck lint fmt golden crds bench bench-smoke clean
 
 all: test
 
@@ -67,6 +67,12 @@ bench: deps
 	bench/chain.sh
 	node bench/compile.ts
 	node bench/idempotency.ts
+
+## bench-smoke: every benchmark once, for seconds: keeps them working (CI runs it); the figures mean nothing
+bench-smoke: deps
+	bench/chain.sh -d 1 -w 0 -r 1 --max-load 1000
+	node bench/compile.ts --sizes 100 --runs 1
+	BENCH_DURATION=1 BENCH_WARMUP=0 node bench/idempotency.ts
 
 clean:
 	rm -rf node_modules .tools .state dist
