@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { BlockList, isIP } from 'node:net';
+import { setFlagsFromString } from 'node:v8';
 import type { Logger } from 'pino';
 import type { Snapshot } from './config/route-table.ts';
 import { Metrics } from './observability/metrics.ts';
@@ -100,6 +101,13 @@ export function parseTrustedProxies(list: string[]): BlockList | null {
 }
 
 export async function startDataPlane(partial: Partial<DataPlaneOptions>): Promise<DataPlane> {
+  // V8's allocation-site pretenuring misjudges the proxy: during warm-up a few allocation sites
+  // of the request path see their objects survive a scavenge, V8 then allocates them straight
+  // into the old generation, which fills at ~35 MB/s and costs a 9–17 ms mark-compact every
+  // ~2 s: that was the p99 under load. Measured with --trace-gc under wrk -c50 (one core): with
+  // it off, 0–1 mark-compact per 10 s instead of 5, scavenges ≤ 2.5 ms instead of ~15, p99
+  // 20.5 → 5.4 ms, +8 % req/s. The flag is read at each GC, so setting it here takes effect.
+  setFlagsFromString('--no-allocation-site-pretenuring');
   const o: DataPlaneOptions = { ...DEFAULTS, ...partial };
   const log = o.log ?? createLogger(o.logLevel);
   const metrics = new Metrics();
