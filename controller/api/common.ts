@@ -24,22 +24,6 @@ export const Name = Type.String({
   description: 'A DNS-1123 label: lower-case letters, digits and "-", at most 63 characters.',
 });
 
-export const SecretKeyRef = Type.Object(
-  {
-    name: Type.String({
-      minLength: 1,
-      maxLength: 253,
-      description: 'Name of the Secret, in the namespace of this object.',
-    }),
-    key: Type.String({ minLength: 1, maxLength: 253, description: "Key within the Secret's data." }),
-  },
-  {
-    additionalProperties: false,
-    description: 'A value held in a Kubernetes Secret. Credentials are never written inline.',
-  },
-);
-export type SecretKeyRef = Static<typeof SecretKeyRef>;
-
 export const PluginRef = Type.Object(
   { name: { ...Name, description: 'Name of a GatewayPlugin in the namespace of this GatewayRoute.' } },
   { additionalProperties: false, description: 'A reference to a GatewayPlugin object.' },

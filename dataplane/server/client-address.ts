@@ -19,14 +19,9 @@ export function isTrusted(list: BlockList, address: string): boolean {
   return family !== 0 && list.check(a, family === 6 ? 'ipv6' : 'ipv4');
 }
 
-/** The client address; `headers` are the ingress headers (lower-case), kept only from trusted peers. */
-export function clientAddress(
-  peer: string,
-  trusted: BlockList | null,
-  headers: Record<string, string>,
-): string {
+/** The client address when the peer is a trusted proxy; `headers` are the ingress headers (lower-case). */
+export function clientAddress(peer: string, trusted: BlockList, headers: Record<string, string>): string {
   const ip = plainAddress(peer);
-  if (trusted === null || !isTrusted(trusted, ip)) return ip;
   const hops = forwardedHops(headers);
   for (let i = hops.length - 1; i >= 0; i--) {
     const hop = hops[i];

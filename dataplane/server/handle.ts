@@ -12,7 +12,7 @@ import { RequestContext } from '../pipeline/context.ts';
 import { finishRefused, type Observers } from '../pipeline/finish.ts';
 import { runChain } from '../pipeline/run-chain.ts';
 import type { RuntimeHolder } from '../runtime/holder.ts';
-import { clientAddress, isTrusted } from './client-address.ts';
+import { clientAddress, isTrusted, plainAddress } from './client-address.ts';
 import { readIngressHeaders, setForwardingHeaders } from './ingress-headers.ts';
 import { REQUEST_ID } from '../config/http-grammar.ts';
 import { normalizeTarget } from '../config/path-grammar.ts';
@@ -33,12 +33,8 @@ export function ingress(
   obs: Observers,
 ): RequestContext | null {
   const startNs = process.hrtime.bigint();
-  const fail = (code: ErrorCode, detail?: string, close = false): null => {
-    const requestId = randomUUID();
-    sendProblem(res, code, { detail, requestId, close });
-    finishRefused(obs, req, res.statusCode, code, requestId, startNs);
-    return null;
-  };
+  const fail = (code: ErrorCode, detail?: string, close = false) =>
+    refuse(req, res, obs, startNs, code, detail, close);
   // HTTP/1.0 and 1.1 only: llhttp also reads HTTP/0.9 and other versions, which peers could read differently.
   if (req.httpVersionMajor !== 1 || req.httpVersionMinor > 1)
     return fail('SLC_ERR_BAD_REQUEST', `HTTP version ${req.httpVersion} is not accepted`, true);
@@ -62,7 +58,7 @@ export function ingress(
   const requestId = given !== undefined && REQUEST_ID.test(given) ? given : randomUUID();
   ing.headers['x-request-id'] = requestId;
   // Read before the gateway extends X-Forwarded-For with the peer.
-  const client = clientAddress(peer, opts.trustedProxies, ing.headers);
+  const client = trusted ? clientAddress(peer, opts.trustedProxies!, ing.headers) : plainAddress(peer);
   setForwardingHeaders(ing.headers, peer, opts.proto, ing.rawHost);
   const ctx = new RequestContext(req, res, route, target.path, target.query, ing.headers, requestId, startNs);
   ctx.clientAddress = client;
@@ -70,6 +66,22 @@ export function ingress(
   ctx.hasBody = ing.hasBody;
   ctx.chunked = ing.hasBody && cl === undefined;
   return ctx;
+}
+
+/** Answers a request the ingress refuses (no route yet): the problem, one log line, one metric sample. */
+function refuse(
+  req: IncomingMessage,
+  res: ServerResponse,
+  obs: Observers,
+  startNs: bigint,
+  code: ErrorCode,
+  detail: string | undefined,
+  close: boolean,
+): null {
+  const requestId = randomUUID();
+  sendProblem(res, code, { detail, requestId, close });
+  finishRefused(obs, req, res.statusCode, code, requestId, startNs);
+  return null;
 }
 
 export function createRequestHandler(holder: RuntimeHolder, opts: IngressOptions, obs: Observers) {
