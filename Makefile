@@ -5,7 +5,7 @@ NODE_BIN := $(shell scripts/node-env.sh)
 export PATH := $(CURDIR)/node_modules/.bin:$(NODE_BIN):$(PATH)
 export NODE_ENV ?= development
 
-.PHONY: all deps run build test unit test-k8s e2e-kind check typecheck lint fmt golden crds bench bench-smoke clean
+.PHONY: all deps run build images test unit test-k8s e2e-kind check typecheck lint fmt golden crds bench bench-smoke clean
 
 all: test
 
@@ -24,6 +24,13 @@ run: deps
 ## (prepack); development runs the TypeScript directly.
 build: deps
 	npm run build
+
+## images: the container image (Dockerfile: both roles, non-root, tini) with a Docker engine;
+## IMAGE=… names it (default: the chart's image at the package's version)
+IMAGE ?= ghcr.io/sluice-dev/sluice:$(shell node -p 'require("./package.json").version')
+images:
+	@docker info >/dev/null 2>&1 || { echo "make images: no running Docker engine (docker info failed), so no image was built"; exit 2; }
+	docker build -t $(IMAGE) .
 
 ## test: type check, lint, unit + integration tests; the Kubernetes tests too when KUBECONFIG is set
 test: deps check unit $(if $(KUBECONFIG),test-k8s)

@@ -3,7 +3,7 @@
  * error naming the flag and the command, exit 2), its --help text generated from that table
  * (with examples), --version, and the way a command gives up.
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { type ParseArgsOptionDescriptor, parseArgs } from 'node:util';
 
 export interface Flag extends ParseArgsOptionDescriptor {
@@ -36,10 +36,14 @@ export interface Command<F extends Flags = Flags> {
   main(argv: string[]): Promise<void>;
 }
 
-const VERSION_FILE = new URL('../../package.json', import.meta.url);
+// bin/lib/ in a checkout, dist/bin/lib/ in the package and the image: package.json is two or
+// three folders up.
+const VERSION_FILES = ['../../package.json', '../../../package.json'].map((p) => new URL(p, import.meta.url));
 
 export function version(): string {
-  return (JSON.parse(readFileSync(VERSION_FILE, 'utf8')) as { version: string }).version;
+  const file = VERSION_FILES.find((f) => existsSync(f));
+  if (!file) return 'unknown';
+  return (JSON.parse(readFileSync(file, 'utf8')) as { version: string }).version;
 }
 
 /** Prints "sluice: <message>" on stderr and exits; 2 = usage, 1 = failure. */

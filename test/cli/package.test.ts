@@ -7,7 +7,7 @@
  */
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join, resolve } from 'node:path';
 import { promisify } from 'node:util';
@@ -62,6 +62,13 @@ describe('npm package', () => {
     const example = join(prefix, 'lib', 'node_modules', 'sluice', 'examples', 'gateway.yaml');
     const { stdout } = await exec(bin, ['validate', '-f', example], { env, cwd: dir });
     expect(stdout).toMatch(/^ok: 4 routes, hash [0-9a-f]{64}$/m);
+  });
+
+  it("prints the package's version (package.json is three folders above dist/bin/lib/)", async () => {
+    const bin = join(prefix, 'bin', 'sluice');
+    const { version } = JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8'));
+    const { stdout } = await exec(bin, ['--version'], { env, cwd: dir });
+    expect(stdout.trim()).toContain(version);
   });
 
   it('refuses a bad file from the installed binary, naming it', async () => {
