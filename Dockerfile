@@ -35,5 +35,6 @@ RUN chmod +x dist/bin/sluice.js && ln -s /app/dist/bin/sluice.js /usr/local/bin/
 USER 65532:65532
 # proxy (HTTP, HTTPS), data-plane admin, controller metrics
 EXPOSE 8080 8443 9901 9902
-ENTRYPOINT ["/usr/bin/tini", "--", "node", "/app/dist/bin/sluice.js"]
+# Through the binary's #! line, which carries the V8 flags the data plane is sized with.
+ENTRYPOINT ["/usr/bin/tini", "--", "sluice"]
 CMD ["--help"]

@@ -10,7 +10,9 @@
  * and `idem-replay` (1,000 keys executed beforehand, cycled: every request is a replay).
  * It asserts nothing: it prints a table and writes bench/results/idempotency-<stamp>.json. The
  * bench's Redis keys are deleted at the end; every process it started is stopped on exit.
- * Env: BENCH_DURATION (10), BENCH_WARMUP (3), BENCH_CONNECTIONS (50), BENCH_LOADGEN (wrk|undici).
+ * Env: BENCH_DURATION (10), BENCH_WARMUP (3), BENCH_CONNECTIONS (50), BENCH_LOADGEN (wrk|undici),
+ * BENCH_NODE_FLAGS (Node flags of the data plane, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`),
+ * BENCH_SCENARIOS (a comma-separated subset, e.g. `idem-first` to profile one).
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -293,6 +295,7 @@ async function main(): Promise<void> {
     `--admin-host 127.0.0.1 --no-access-log --log-level warn --drain-timeout-ms 2000 --redis ${REDIS_URL}`;
   const argv = [
     process.execPath,
+    ...(process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean),
     ...args.split(' '),
     '--redis-prefix',
     PREFIX,
@@ -305,7 +308,9 @@ async function main(): Promise<void> {
     const sluice = start('sluice', pinned(TARGET_CORE, argv), join(work, 'sluice.log'));
     await waitReady(sluice, `http://127.0.0.1:${PORT}${GET_PATH}`);
     await verify();
-    for (const s of SCENARIOS) rows.push(await measure(work, s, sluice, upstream));
+    const only = process.env.BENCH_SCENARIOS?.split(',');
+    for (const s of SCENARIOS)
+      if (!only || only.includes(s.name)) rows.push(await measure(work, s, sluice, upstream));
   } finally {
     await stopAll();
     await cleanRedis();

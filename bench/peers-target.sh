@@ -74,8 +74,11 @@ ${routes:-    - { name: all, paths: [\"/\"] \}}
 YAML
 
 export NODE_ENV=production
-# shellcheck disable=SC2086 # BENCH_NODE_FLAGS is a list of node flags (e.g. --max-semi-space-size=16)
-exec node ${BENCH_NODE_FLAGS:-} bin/sluice.ts run -f "$dir/gateway.yaml" \
+# The flags of bin/sluice.ts's #! line (how the installed binary and the image start), then
+# BENCH_NODE_FLAGS (later flags win).
+shebang_flags=$(sed -n '1s/^#!.*[/ ]node//p' bin/sluice.ts)
+# shellcheck disable=SC2086 # lists of node flags (e.g. --max-semi-space-size=16)
+exec node $shebang_flags ${BENCH_NODE_FLAGS:-} bin/sluice.ts run -f "$dir/gateway.yaml" \
   --host 127.0.0.1 --port "$BENCH_PORT" \
   --admin-host 127.0.0.1 --admin-port "${BENCH_ADMIN_PORT:-$((BENCH_PORT + 100))}" \
   --no-access-log --log-level warn --drain-timeout-ms 2000 --state-dir "$dir/state" "${extra[@]}"
