@@ -72,12 +72,14 @@ crds: deps
 ## plugin against a plain POST. bench/run.ts is the harness without nginx (node bench/run.ts --help)
 bench: deps
 	bench/chain.sh
+	node bench/run.ts --targets floor,sluice --rate-of-floor 0.5 --no-compile
 	node bench/compile.ts
 	node bench/idempotency.ts
 
 ## bench-smoke: every benchmark once, for seconds: keeps them working (CI runs it); the figures mean nothing
 bench-smoke: deps
 	bench/chain.sh -d 1 -w 0 -r 1 --max-load 1000
+	node bench/run.ts --targets floor,sluice --rate-of-floor 0.5 --duration 1 --warmup 1 --no-compile
 	node bench/compile.ts --sizes 100 --runs 1
 	BENCH_DURATION=1 BENCH_WARMUP=0 node bench/idempotency.ts
 

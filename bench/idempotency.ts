@@ -25,7 +25,17 @@ import { Pool } from 'undici';
 import { CHARGE_BODY, CHARGE_REQUEST, GET_PATH, PORTS, POST_PATH } from './fixtures.ts';
 import { machineTicks, processTable, selfTicks, treeTicks } from './lib/cpu.ts';
 import { http, portFree, type Reply, sleep, waitReady } from './lib/http.ts';
-import { BENCH, HZ, LOAD_CORE, onPath, PIN, pinned, pinSelf, TARGET_CORE } from './lib/machine.ts';
+import {
+  BENCH,
+  HZ,
+  LOAD_CORE,
+  onPath,
+  PIN,
+  pinned,
+  pinSelf,
+  SLUICE_NODE_FLAGS,
+  TARGET_CORE,
+} from './lib/machine.ts';
 import {
   type Proc,
   start,
@@ -295,6 +305,7 @@ async function main(): Promise<void> {
     `--admin-host 127.0.0.1 --no-access-log --log-level warn --drain-timeout-ms 2000 --redis ${REDIS_URL}`;
   const argv = [
     process.execPath,
+    ...SLUICE_NODE_FLAGS,
     ...(process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean),
     ...args.split(' '),
     '--redis-prefix',

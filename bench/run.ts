@@ -13,7 +13,10 @@
  *
  * Usage: node bench/run.ts [--duration S] [--warmup S] [--connections N] [--rounds N] [--scenarios get,post]
  *          [--targets direct,floor,sluice,sluice+transformer] [--target NAME:PORT:CMD]…
- *          [--loadgen wrk|autocannon] [--no-compile]
+ *          [--loadgen wrk|autocannon] [--no-compile] [--rate-of-floor F]
+ * With --rate-of-floor F (e.g. 0.5) every target is measured at a constant rate instead of at full
+ * load: F × the floor's full-load req/s, measured first in the same run; the table then shows the
+ * p99 each target adds to the floor's at that rate (the tail a user sees below saturation).
  * Env: BENCH_DURATION, BENCH_WARMUP, BENCH_CONNECTIONS, BENCH_ROUNDS, BENCH_SCENARIOS, BENCH_TARGETS,
  *      BENCH_LOADGEN, BENCH_COMPILE=0.
  */
@@ -36,6 +39,7 @@ import {
   pinned,
   pinSelf,
   ROOT,
+  SLUICE_NODE_FLAGS,
   TARGET_CORE,
 } from './lib/machine.ts';
 import {
@@ -94,6 +98,8 @@ const HELP = `node bench/run.ts [options]   (make bench)
                       set, must listen on 127.0.0.1:PORT in the foreground (repeatable)
   --loadgen TOOL      wrk or autocannon (BENCH_LOADGEN; default wrk when on PATH)
   --no-compile        skip bench/compile.ts (BENCH_COMPILE=0)
+  --rate-of-floor F   constant rate: F (0 < F <= 1) × the floor's full-load req/s, measured first
+                      (BENCH_RATE_OF_FLOOR); wrk paces each connection (Lua delay), autocannon -R
 `;
 
 function options() {
@@ -108,6 +114,7 @@ function options() {
       target: { type: 'string', multiple: true },
       loadgen: { type: 'string' },
       'no-compile': { type: 'boolean' },
+      'rate-of-floor': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -144,7 +151,12 @@ function options() {
   const loadgen = values.loadgen ?? process.env.BENCH_LOADGEN ?? (onPath('wrk') ? 'wrk' : 'autocannon');
   if (loadgen !== 'wrk' && loadgen !== 'autocannon')
     throw new Error(`--loadgen: wrk or autocannon, not ${loadgen}`);
+  const rateRaw = values['rate-of-floor'] ?? process.env.BENCH_RATE_OF_FLOOR;
+  const rateOfFloor = rateRaw ? Number(rateRaw) : null;
+  if (rateOfFloor !== null && !(rateOfFloor > 0 && rateOfFloor <= 1))
+    throw new Error(`--rate-of-floor: a number in (0, 1], not ${rateRaw}`);
   return {
+    rateOfFloor,
     duration: num(values.duration, 'BENCH_DURATION', 10, 1),
     warmup: num(values.warmup, 'BENCH_WARMUP', 3, 0),
     connections: num(values.connections, 'BENCH_CONNECTIONS', 50, 1),
@@ -165,6 +177,7 @@ function builtinTargets(work: string): Target[] {
     extraPorts: [PORTS.admin],
     cmd: [
       NODE,
+      ...SLUICE_NODE_FLAGS,
       'bin/sluice.ts',
       'run',
       '-f',
@@ -247,25 +260,37 @@ interface LoadResult {
   output: string;
 }
 
+/** A constant rate: overall req/s, and for wrk the pause (ms) each connection takes between requests. */
+interface Pace {
+  rate: number;
+  delayMs: number;
+}
+
 async function runLoad(
   opts: Options,
   work: string,
   port: number,
   scenario: Scenario,
   seconds: number,
+  pace: Pace | null = null,
 ): Promise<LoadResult> {
   const s = SCENARIOS[scenario];
   const url = `http://127.0.0.1:${port}${s.path}`;
   let argv: string[];
   if (opts.loadgen === 'wrk') {
     argv = ['wrk', '-t1', `-c${opts.connections}`, `-d${seconds}s`, '--latency', '--timeout', '5s'];
-    if (s.body !== null) {
-      const lua = join(work, `${scenario}.lua`);
-      writeFileSync(
-        lua,
-        `wrk.method = "${s.method}"\nwrk.body = [[${s.body}]]\nwrk.headers["Content-Type"] = "application/json"\n`,
-      );
-      argv.push('-s', lua);
+    let lua = '';
+    if (s.body !== null)
+      lua += `wrk.method = "${s.method}"\nwrk.body = [[${s.body}]]\nwrk.headers["Content-Type"] = "application/json"\n`;
+    // wrk's delay() is whole milliseconds: dithered, so the pauses average delayMs.
+    if (pace !== null)
+      lua +=
+        `local d = ${pace.delayMs.toFixed(4)}\nlocal base = math.floor(d)\nlocal frac = d - base\n` +
+        'function delay() if math.random() < frac then return base + 1 end return base end\n';
+    if (lua !== '') {
+      const file = join(work, `${scenario}-${pace === null ? 'full' : 'paced'}.lua`);
+      writeFileSync(file, lua);
+      argv.push('-s', file);
     }
     argv.push(url);
   } else {
@@ -279,6 +304,7 @@ async function runLoad(
       '-t',
       '5',
       '-j',
+      ...(pace === null ? [] : ['-R', String(Math.round(pace.rate))]),
     ];
     if (s.body !== null) argv.push('-m', s.method, '-H', 'content-type=application/json', '-b', s.body);
     argv.push(url);
@@ -373,11 +399,19 @@ async function measure(
   scenario: Scenario,
   notes: string[],
   round: number,
+  rate: number | null = null,
 ): Promise<Row> {
   const tag = `${target.name} ${scenario}${opts.rounds > 1 ? ` (round ${round}/${opts.rounds})` : ''}`;
+  // Paced: each connection waits C/rate between requests, less the time a request itself took,
+  // which the warm-up measures (its achieved rate gives the period actually seen per connection).
+  let pace: Pace | null = rate === null ? null : { rate, delayMs: (opts.connections * 1000) / rate };
   if (opts.warmup > 0) {
     process.stderr.write(`bench: ${tag}: warm-up ${opts.warmup} s\n`);
-    await runLoad(opts, work, target.port, scenario, opts.warmup);
+    const w = await runLoad(opts, work, target.port, scenario, opts.warmup, pace);
+    if (pace !== null && w.rps > 0) {
+      const taken = (opts.connections * 1000) / w.rps - pace.delayMs;
+      pace = { rate: pace.rate, delayMs: Math.max(0, (opts.connections * 1000) / pace.rate - taken) };
+    }
   }
   process.stderr.write(`bench: ${tag}: measuring ${opts.duration} s\n`);
   const conns0 = await upstreamConnections();
@@ -386,7 +420,7 @@ async function measure(
   const up0 = treeTicks(upstream.child.pid!, t0);
   const self0 = selfTicks();
   const cores0 = coreTicks();
-  const load = await runLoad(opts, work, target.port, scenario, opts.duration);
+  const load = await runLoad(opts, work, target.port, scenario, opts.duration, pace);
   const t1 = processTable();
   const target1 = treeTicks(proc.child.pid!, t1);
   const up1 = treeTicks(upstream.child.pid!, t1);
@@ -461,7 +495,13 @@ function aggregate(rows: Row[]) {
 }
 type Aggregate = ReturnType<typeof aggregate>;
 
-function report(opts: Options, rows: Row[], failed: Map<string, string>, targets: Target[]) {
+function report(
+  opts: Options,
+  rows: Row[],
+  failed: Map<string, string>,
+  targets: Target[],
+  rates: Record<string, number> | null,
+) {
   const out: string[] = [];
   const summary: Record<
     string,
@@ -480,7 +520,11 @@ function report(opts: Options, rows: Row[], failed: Map<string, string>, targets
     const body = targets.map((t) => {
       const r = agg.get(t.name);
       if (!r)
-        return [t.name, ...Array(many ? 14 : 13).fill('-'), `FAILED: ${failed.get(t.name) ?? 'not run'}`];
+        return [
+          t.name,
+          ...Array((many ? 14 : 13) + (rates ? 1 : 0)).fill('-'),
+          `FAILED: ${failed.get(t.name) ?? 'not run'}`,
+        ];
       const cpuX = floor ? r.cpuUsPerReq / floor.cpuUsPerReq : null;
       const rpsX = floor ? r.rps / floor.rps : null;
       summary[scenario][t.name] = { ...r, cpuXfloor: cpuX, rpsXfloor: rpsX };
@@ -496,6 +540,11 @@ function report(opts: Options, rows: Row[], failed: Map<string, string>, targets
         rpsX === null ? '-' : `${fmt(rpsX, 2)}×`,
         fmt(r.p50ms, 2),
         fmt(r.p99ms, 2),
+        ...(rates && floor?.p99ms != null && r.p99ms != null
+          ? [`${r.p99ms >= floor.p99ms ? '+' : ''}${fmt(r.p99ms - floor.p99ms, 2)}`]
+          : rates
+            ? ['-']
+            : []),
         String(r.non2xx),
         String(r.errors),
         fmt(r.upstreamCpuUsPerReq),
@@ -507,8 +556,11 @@ function report(opts: Options, rows: Row[], failed: Map<string, string>, targets
       ];
     });
     const rounds = many ? `, median of ${opts.rounds} rounds` : '';
+    const paced = rates
+      ? `, paced at ${fmt(rates[scenario], 0)} req/s (${opts.rateOfFloor} × the floor's full load)`
+      : '';
     out.push(
-      `\n${SCENARIOS[scenario].title} — ${opts.connections} connections, ${opts.duration} s measured after ${opts.warmup} s warm-up (${opts.loadgen})${rounds}\n`,
+      `\n${SCENARIOS[scenario].title} — ${opts.connections} connections, ${opts.duration} s measured after ${opts.warmup} s warm-up (${opts.loadgen})${rounds}${paced}\n`,
       table(
         [
           'target',
@@ -519,6 +571,7 @@ function report(opts: Options, rows: Row[], failed: Map<string, string>, targets
           '×floor',
           'p50 ms',
           'p99 ms',
+          ...(rates ? ['p99 − floor ms'] : []),
           'non-2xx',
           'errors',
           'upstream µs/req',
@@ -536,6 +589,33 @@ function report(opts: Options, rows: Row[], failed: Map<string, string>, targets
 }
 
 // ---------------------------------------------------------------- main
+
+/** --rate-of-floor: the floor's full-load req/s per scenario (warm-up, then measured), times F. */
+async function floorRates(opts: Options, work: string, upstream: Proc): Promise<Record<string, number>> {
+  const floor = builtinTargets(work).find((t) => t.name === 'floor')!;
+  const proc = start(
+    'floor-full-load',
+    pinned(TARGET_CORE, floor.cmd),
+    join(work, 'floor-full-load.log'),
+    floor.env,
+  );
+  const rates: Record<string, number> = {};
+  try {
+    await waitReady(proc, floor.port);
+    for (const scenario of opts.scenarios) {
+      const row = await measure(opts, work, floor, proc, upstream, scenario, [], 0);
+      if (row.invalid || !(row.rps > 0))
+        throw new Error(`the floor's full-load run failed: ${row.notes.join('; ')}`);
+      rates[scenario] = row.rps * opts.rateOfFloor!;
+      process.stderr.write(
+        `bench: floor ${scenario} at full load: ${fmt(row.rps, 0)} req/s → paced runs at ${fmt(rates[scenario], 0)} req/s\n`,
+      );
+    }
+  } finally {
+    await stop(proc);
+  }
+  return rates;
+}
 
 async function main(): Promise<void> {
   const opts = options();
@@ -574,6 +654,8 @@ async function main(): Promise<void> {
   );
   await waitReady(upstream, PORTS.upstream);
 
+  const rates = opts.rateOfFloor === null ? null : await floorRates(opts, work, upstream);
+
   let failures = 0;
   for (let round = 1; round <= opts.rounds; round++) {
     for (const target of targets) {
@@ -588,7 +670,19 @@ async function main(): Promise<void> {
         const notes = await check(target.port);
         if (notes.length) process.stderr.write(`bench: ${target.name}: ${notes.join('; ')}\n`);
         for (const scenario of opts.scenarios)
-          rows.push(await measure(opts, work, target, proc, upstream, scenario, notes, round));
+          rows.push(
+            await measure(
+              opts,
+              work,
+              target,
+              proc,
+              upstream,
+              scenario,
+              notes,
+              round,
+              rates?.[scenario] ?? null,
+            ),
+          );
       } catch (err) {
         const message = (err as Error).message;
         process.stderr.write(`bench: ${target.name} failed: ${message}\n`);
@@ -606,7 +700,7 @@ async function main(): Promise<void> {
   }
   await stop(upstream);
 
-  const { text, summary } = report(opts, rows, failed, targets);
+  const { text, summary } = report(opts, rows, failed, targets, rates);
   process.stdout.write(
     [
       text,

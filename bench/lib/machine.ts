@@ -1,12 +1,22 @@
 /** The machine the benches run on: where things are, clock ticks, and CPU pinning (taskset). */
 import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { cpus } from 'node:os';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 
 /** bench/ and the repository root. */
 export const BENCH = resolve(import.meta.dirname, '..');
 export const ROOT = resolve(BENCH, '..');
 export const NODE = process.execPath;
+/**
+ * The Node flags on bin/sluice.ts's #! line: the installed binary and the image start with them,
+ * so the benches start the data plane with them too (V8's young-generation size, for one).
+ */
+export const SLUICE_NODE_FLAGS = (
+  /^#!.*[/ ]node(.*)$/m.exec(readFileSync(join(ROOT, 'bin/sluice.ts'), 'utf8').split('\n')[0])?.[1] ?? ''
+)
+  .split(' ')
+  .filter(Boolean);
 /** Clock ticks per second of /proc's CPU times. */
 export const HZ = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout?.trim()) || 100;
 
