@@ -115,21 +115,17 @@ export class RedisCaller<Commands> {
       return Promise.reject(new StoreUnavailableError(`redis is not connected (${this.client.status})`));
     if (this.#inFlight >= this.#maxInFlight)
       return Promise.reject(new StoreUnavailableError(`${this.#inFlight} redis calls already in flight`));
-    const start = process.hrtime.bigint();
-    const seconds = () => Number(process.hrtime.bigint() - start) / 1e9;
+    const start = performance.now();
+    const seconds = () => (performance.now() - start) / 1000;
     this.#inFlight++;
     const pending = fn(this.client as unknown as Commands);
-    // The count drops when Redis answers or the connection fails the command, not at our deadline:
-    // that is what bounds the commands waiting on a stalled server.
-    pending.then(
-      () => {
-        this.#inFlight--;
-        this.#lastReply = Date.now();
-      },
-      () => this.#inFlight--,
-    );
+    // One reaction on the command: the in-flight count drops when Redis answers or the connection
+    // fails the command, not at our deadline (that is what bounds the commands waiting on a stalled
+    // server); a command past its deadline was observed as failed once, when the deadline passed.
     return new Promise<T>((resolve, reject) => {
+      let late = false;
       const timer = setTimeout(() => {
+        late = true;
         this.#observe(op, seconds(), false);
         reject(
           new StoreUnavailableError(`redis did not answer ${op} within ${timeoutMs} ms`, {
@@ -140,11 +136,16 @@ export class RedisCaller<Commands> {
       }, timeoutMs);
       pending.then(
         (value) => {
+          this.#inFlight--;
+          this.#lastReply = Date.now();
+          if (late) return;
           clearTimeout(timer);
           this.#observe(op, seconds(), true);
           resolve(value);
         },
         (err: Error) => {
+          this.#inFlight--;
+          if (late) return;
           clearTimeout(timer);
           this.#observe(op, seconds(), false);
           reject(

@@ -7,7 +7,7 @@ import {
 } from '../../dataplane/plugins/idempotency/canonical-body.ts';
 import { fingerprint } from '../../dataplane/plugins/idempotency/fingerprint.ts';
 import { readIdempotencyKey } from '../../dataplane/plugins/idempotency/key.ts';
-import { recordId } from '../../dataplane/plugins/idempotency/scope.ts';
+import { callerScope, recordId } from '../../dataplane/plugins/idempotency/scope.ts';
 import { compileSettings } from '../../dataplane/plugins/idempotency/settings.ts';
 
 const K = '0123456789abcdef0123456789abcdef'; // 32
@@ -162,6 +162,13 @@ describe('fingerprint', () => {
   });
   it('refuses a JSON body with a duplicate key', () => {
     expect(fingerprint({ ...base, body: Buffer.from('{"a":1,"a":1}') })).toHaveProperty('error');
+  }); // Records in Redis outlive a rolling upgrade: a retry that reaches a newer pod must hash the
+  // same, or it gets a 422. These values were computed by the first release's code.
+  it('is stable across versions (JSON body, and a non-JSON body hashed as bytes)', () => {
+    expect(fp()).toBe('54bbd0f034888d8888cc3acca8b1532c05f4da93544cf992dd02fa02f8f49393');
+    expect(fp({ headers: { ...base.headers, 'content-type': 'text/plain' }, body: Buffer.from('a é') })).toBe(
+      '3f7774d638f643d53298e5e6d158518283c4bc38af425763c94e17ba2f067712',
+    );
   });
 });
 
@@ -172,6 +179,15 @@ describe('record ids and settings', () => {
     expect(id).not.toContain(K);
     expect(recordId('authorization\nabd', K)).not.toBe(id);
     expect(recordId('authorization\nabc', `${K}x`)).not.toBe(id);
+  });
+  it('record ids and caller scopes are stable across versions (records outlive an upgrade)', () => {
+    expect(recordId('authorization\nabc', 'K'.repeat(40))).toBe(
+      '6c3a3a4239211590cf986673f981853d7b31b5532fcfaf7cf6317007e0a5310d',
+    );
+    const ctx = { consumer: null, req: { headers: { authorization: 'Bearer a' } } };
+    expect(callerScope(ctx as never)).toBe(
+      'authorization\n122c4e371d393490e5789c418af3d3854ed07f2b8b087f8ac4b418dba01cf197',
+    );
   });
   it('fills in the spec defaults', () => {
     expect(compileSettings({})).toMatchObject({

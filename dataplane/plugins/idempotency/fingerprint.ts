@@ -5,7 +5,7 @@
  * (canonical when it is JSON, raw bytes otherwise). The client's own headers are read, before
  * any transformer, so a config change to added headers does not turn retries into 422s.
  */
-import { createHash } from 'node:crypto';
+import { createHash, hash } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { canonicalJsonBody, isJsonContentType } from './canonical-body.ts';
 
@@ -44,5 +44,11 @@ export function fingerprint(input: FingerprintInput): FingerprintResult {
       return Array.isArray(v) ? v.join(', ') : (v ?? null);
     }),
   ]);
-  return { fingerprint: createHash('sha256').update(head).update('\n').update(body).digest('hex') };
+  // The same bytes either way (strings hash as UTF-8); one-shot for text, which is the JSON case.
+  return {
+    fingerprint:
+      typeof body === 'string'
+        ? hash('sha256', `${head}\n${body}`)
+        : createHash('sha256').update(head).update('\n').update(body).digest('hex'),
+  };
 }
