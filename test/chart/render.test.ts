@@ -276,3 +276,24 @@ describe('admin token, Services, HTTPS, Redis', () => {
     expect(np.ingress).toContainEqual({ ports: [{ port: 'http', protocol: 'TCP' }] });
   });
 });
+
+describe('pod annotations', () => {
+  it('prometheus.io/* point at each metrics port unless metrics.podAnnotations is off; standalone pods roll when the config changes', async () => {
+    const annotations = async (o: Parameters<typeof render>[0], d: string) =>
+      find(await render(o), 'Deployment', d).spec.template.metadata.annotations;
+    expect(await annotations({}, 'gw-sluice-dataplane')).toEqual({
+      'prometheus.io/scrape': 'true',
+      'prometheus.io/port': '9901',
+      'prometheus.io/path': '/metrics',
+    });
+    expect(await annotations({}, 'gw-sluice-controller')).toMatchObject({ 'prometheus.io/port': '9902' });
+    expect(
+      await annotations({ set: { 'metrics.podAnnotations': 'false' } }, 'gw-sluice-dataplane'),
+    ).toBeUndefined();
+    const alone = (config: string) =>
+      annotations({ files: [PRESETS[0]], values: { standalone: { config } } }, 'gw-sluice-dataplane');
+    const [a, b] = await Promise.all([alone('kind: GatewayRoute # a'), alone('kind: GatewayRoute # b')]);
+    expect(a['checksum/config']).toMatch(/^[0-9a-f]{64}$/);
+    expect(a['checksum/config']).not.toBe(b['checksum/config']);
+  });
+});

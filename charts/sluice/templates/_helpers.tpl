@@ -139,3 +139,14 @@ seccompProfile:
   resources: [events]
   verbs: [create]
 {{- end -}}
+
+{{/* Pod annotations: prometheus.io/* for the metrics port (metrics.podAnnotations), then the extra ones. Args: list $ $port $extra */}}
+{{- define "sluice.podAnnotations" -}}
+{{- $ctx := index . 0 -}}
+{{- $out := dict -}}
+{{- if $ctx.Values.metrics.podAnnotations -}}
+{{- $out = dict "prometheus.io/scrape" "true" "prometheus.io/port" (toString (index . 1)) "prometheus.io/path" "/metrics" -}}
+{{- end -}}
+{{- $out = merge (deepCopy (index . 2)) $out -}}
+{{- if $out }}{{ toYaml $out }}{{ end -}}
+{{- end -}}
