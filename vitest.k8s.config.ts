@@ -4,7 +4,7 @@ import { defineConfig } from 'vitest/config';
 // they share the cluster.
 export default defineConfig({
   test: {
-    include: ['test/k8s/**/*.test.ts'],
+    include: ['test/k8s/**/*.test.ts', 'test/chart/k8s/**/*.test.ts'],
     pool: 'forks',
     fileParallelism: false,
     testTimeout: 60_000,

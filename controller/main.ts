@@ -30,6 +30,8 @@ export interface ControllerOptions {
   identity?: string;
   leaseSeconds?: number;
   holdoffMs?: number;
+  /** Where routes, plugins, Secrets and Services are watched; absent or empty: every namespace. */
+  watchNamespaces?: string[];
   informer?: InformerOptions;
 }
 
@@ -60,6 +62,7 @@ export async function startController(o: ControllerOptions): Promise<Controller>
     },
     adminToken: o.adminToken,
     holdoffMs: o.holdoffMs,
+    watchNamespaces: o.watchNamespaces?.length ? o.watchNamespaces : null,
     informer: o.informer,
   });
   let ready = false;

@@ -23,6 +23,7 @@ import {
   specChanged,
 } from './source/relevance.ts';
 import { resourceSetFrom } from './source/resource-set.ts';
+import { Watched, type WatchNamespaces } from './source/watched.ts';
 import { GenerationLedger } from './status/generation-ledger.ts';
 import { StatusWriter } from './status/status-writer.ts';
 
@@ -39,6 +40,8 @@ export interface RunnerOptions {
     tls?: { ca: string; serverName?: string };
   };
   adminToken: string;
+  /** Where routes, plugins and the Secrets and Services they name are watched; null or absent: everywhere. */
+  watchNamespaces?: WatchNamespaces;
   holdoffMs?: number;
   maxHoldoffMs?: number;
   resyncMs?: number;
@@ -50,10 +53,10 @@ export class Runner {
   readonly publisher: Publisher;
   readonly #o: RunnerOptions;
   readonly #clock: Clock;
-  readonly #routes: Informer<GatewayRoute & KubeObject>;
-  readonly #plugins: Informer<GatewayPlugin & KubeObject>;
-  readonly #secrets: Informer<Secret & KubeObject>;
-  readonly #services: Informer<Service & KubeObject>;
+  readonly #routes: Watched<GatewayRoute & KubeObject>;
+  readonly #plugins: Watched<GatewayPlugin & KubeObject>;
+  readonly #secrets: Watched<Secret & KubeObject>;
+  readonly #services: Watched<Service & KubeObject>;
   readonly #slices: Informer<EndpointSlice>;
   readonly #status: StatusWriter;
   readonly #holdoff: Holdoff;
@@ -67,35 +70,37 @@ export class Runner {
     this.#o = o;
     this.#clock = o.clock ?? systemClock;
     const m = o.metrics;
-    const informer = <T extends KubeObject>(
-      resource: string,
-      path: string,
-      onChange: ConstructorParameters<typeof Informer<T>>[2],
-    ) =>
-      new Informer<T>(o.kube, path, onChange, {
-        ...o.informer,
-        onError: (err, attempt) => {
-          m.watchErrors.labels(resource).inc();
-          o.log.warn({ resource, attempt, err: (err as Error).message }, 'list/watch failed: retrying');
-        },
-        onList: () => m.relists.labels(resource).inc(),
-      });
+    const informerOptions = (resource: string): InformerOptions => ({
+      ...o.informer,
+      onError: (err, attempt) => {
+        m.watchErrors.labels(resource).inc();
+        o.log.warn({ resource, attempt, err: (err as Error).message }, 'list/watch failed: retrying');
+      },
+      onList: () => m.relists.labels(resource).inc(),
+    });
+    const watched = <T extends KubeObject>(
+      resource: 'gatewayroutes' | 'gatewayplugins' | 'secrets' | 'services',
+      onChange: ConstructorParameters<typeof Watched<T>>[3],
+    ) => new Watched<T>(o.kube, resource, o.watchNamespaces ?? null, onChange, informerOptions(resource));
     const changed = () => this.#holdoff.changed();
-    this.#routes = informer('gatewayroutes', '/apis/sluice.dev/v1alpha1/gatewayroutes', (t, obj, old) => {
+    this.#routes = watched('gatewayroutes', (t, obj, old) => {
       if (specChanged(t, obj, old)) changed();
     });
-    this.#plugins = informer('gatewayplugins', '/apis/sluice.dev/v1alpha1/gatewayplugins', (t, obj, old) => {
+    this.#plugins = watched('gatewayplugins', (t, obj, old) => {
       if (specChanged(t, obj, old)) changed();
     });
-    this.#secrets = informer('secrets', '/api/v1/secrets', (_t, obj) => {
+    this.#secrets = watched('secrets', (_t, obj) => {
       if (isReferenced(this.#refs.secrets, obj)) changed();
     });
-    this.#services = informer('services', '/api/v1/services', (_t, obj) => {
+    this.#services = watched('services', (_t, obj) => {
       if (isReferenced(this.#refs.services, obj)) changed();
     });
     const { namespace, service, portName, scheme } = o.dataplane;
-    this.#slices = informer('endpointslices', endpointSlicesPath(namespace, service), () =>
-      this.publisher.setPods(podEndpoints(this.#slices.cache.values(), { portName, scheme })),
+    this.#slices = new Informer<EndpointSlice>(
+      o.kube,
+      endpointSlicesPath(namespace, service),
+      () => this.publisher.setPods(podEndpoints(this.#slices.cache.values(), { portName, scheme })),
+      informerOptions('endpointslices'),
     );
     this.#holdoff = new Holdoff((since) => this.#rebuild(since), {
       holdoffMs: o.holdoffMs,
@@ -121,14 +126,8 @@ export class Runner {
     });
   }
 
-  get #informers(): Informer<KubeObject>[] {
-    return [
-      this.#routes,
-      this.#plugins,
-      this.#secrets,
-      this.#services,
-      this.#slices,
-    ] as Informer<KubeObject>[];
+  get #informers(): { start(): void; stop(): void; synced: Promise<void> }[] {
+    return [this.#routes, this.#plugins, this.#secrets, this.#services, this.#slices];
   }
 
   /** Starts watching; resolves once every kind is listed and the first snapshot is built. */

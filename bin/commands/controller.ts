@@ -25,6 +25,11 @@ const flags = {
     arg: 'NAME',
     help: 'with https: the name in their certificate (pods are dialled by IP)',
   },
+  'watch-namespaces': {
+    type: 'string',
+    arg: 'NS,NS',
+    help: 'watch routes, plugins, Secrets and Services only in these namespaces (default: all)',
+  },
   ...ADMIN_TOKEN_FLAGS,
   'metrics-port': { type: 'string', arg: 'N', help: '/metrics, /healthz, /readyz (default 9902)' },
   'metrics-host': { type: 'string', arg: 'ADDR', help: 'address of the metrics port (default 0.0.0.0)' },
@@ -44,7 +49,8 @@ export const controller: Command<typeof flags> = {
   summary: 'the Kubernetes controller: watch, build, push to data-plane pods',
   usage: 'sluice controller --dataplane-service NS/NAME --admin-token-file FILE [flags]',
   about: [
-    'Watches GatewayRoute, GatewayPlugin, Secret and Service objects, builds one snapshot, pushes it',
+    'Watches GatewayRoute, GatewayPlugin, Secret and Service objects (in every namespace, or those',
+    'of --watch-namespaces), builds one snapshot, pushes it',
     "by hash to every data-plane pod and writes the objects' status (Accepted, ResolvedRefs,",
     'Programmed). Every replica watches and builds; the holder of the Lease pushes and writes.',
     'The cluster comes from KUBECONFIG, else the in-cluster service account.',
@@ -68,6 +74,12 @@ export const controller: Command<typeof flags> = {
         'controller',
         "needs the data planes' admin token (--admin-token, --admin-token-file or SLUICE_ADMIN_TOKEN)",
       );
+    const watchNamespaces = (values['watch-namespaces'] ?? '')
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean);
+    const badNs = watchNamespaces.find((ns) => !/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(ns));
+    if (badNs !== undefined) failIn('controller', `--watch-namespaces: ${badNs} is not a namespace name`);
     const log = createLogger(logLevel('controller', values));
     // Loaded here, not at the top: @kubernetes/client-node costs ~26 MB of heap and ~0.5 s to load,
     // which `sluice run` and `sluice dataplane` (the proxies) must not pay.
@@ -78,6 +90,7 @@ export const controller: Command<typeof flags> = {
       adminPortName: values['admin-port-name'] ?? 'admin',
       adminScheme: scheme,
       adminToken: token,
+      watchNamespaces,
       adminCaFile: values['admin-ca-file'],
       adminTlsServerName: values['admin-tls-server-name'],
       metricsHost: values['metrics-host'] ?? '0.0.0.0',

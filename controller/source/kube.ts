@@ -3,9 +3,11 @@
  * cluster, credentials and TLS applied by @kubernetes/client-node. Raw paths keep custom
  * resources, core objects, EndpointSlices and Leases on one code path. Errors carry the HTTP
  * status, so callers can tell a conflict (409), a missing object (404) or a gone watch (410).
+ * Only the calls declared in api-access.ts go out: the chart's RBAC grants exactly those.
  */
 import { KubeConfig, RequestContext, Watch } from '@kubernetes/client-node';
 import { fetch } from 'undici';
+import { assertDeclared } from './api-access.ts';
 
 export class KubeError extends Error {
   readonly status: number;
@@ -48,6 +50,7 @@ export class Kube {
     body?: unknown,
     contentType = 'application/json',
   ): Promise<T> {
+    assertDeclared(method, path);
     const ctx = new RequestContext(this.#server + path, method as never);
     await this.config.applySecurityAuthentication(ctx);
     const headers: Record<string, string> = { ...ctx.getHeaders(), accept: 'application/json' };
@@ -94,6 +97,7 @@ export class Kube {
     onEvent: (e: WatchEvent<T>) => void,
     done: (err: unknown) => void,
   ): Promise<{ abort(): void }> {
+    assertDeclared('GET', path, true);
     const [base, query] = path.split('?');
     const params: Record<string, string> = Object.fromEntries(new URLSearchParams(query ?? ''));
     params.resourceVersion = resourceVersion;

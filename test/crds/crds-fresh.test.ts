@@ -46,6 +46,20 @@ describe('generated CRDs', () => {
     expect(extra, `stale files in ${dir}: run \`make crds\``).toEqual([]);
   });
 
+  it('charts/sluice/crds/ is identical to crds/ (helm installs the former, kubectl users apply the latter)', () => {
+    const names = (dir: string) =>
+      readdirSync(join(ROOT, dir))
+        .filter((f) => f.endsWith('.yaml'))
+        .sort();
+    expect(names('charts/sluice/crds')).toEqual(names('crds'));
+    for (const f of names('crds'))
+      expect(
+        readFileSync(join(ROOT, 'charts/sluice/crds', f), 'utf8') ===
+          readFileSync(join(ROOT, 'crds', f), 'utf8'),
+        f,
+      ).toBe(true);
+  });
+
   it('is deterministic', () => {
     expect(renderCrds()).toEqual(files);
   });

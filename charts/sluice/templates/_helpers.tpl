@@ -1,0 +1,152 @@
+{{/* Names: <release>-sluice unless the release name already says sluice; DNS labels stay under 63. */}}
+{{- define "sluice.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 50 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 50 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 50 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "sluice.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 50 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "sluice.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+app.kubernetes.io/name: {{ include "sluice.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end -}}
+
+{{/* Selector labels of one component: include "sluice.selector" (list . "dataplane") */}}
+{{- define "sluice.selector" -}}
+{{- $ctx := index . 0 -}}
+app.kubernetes.io/name: {{ include "sluice.name" $ctx }}
+app.kubernetes.io/instance: {{ $ctx.Release.Name }}
+app.kubernetes.io/component: {{ index . 1 }}
+{{- end -}}
+
+{{- define "sluice.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
+
+{{- define "sluice.standalone" -}}
+{{- if eq .Values.mode "standalone" }}true{{ end -}}
+{{- end -}}
+
+{{/* The admin token Secret: the one named in values, else the chart's generated one. */}}
+{{- define "sluice.adminTokenSecret" -}}
+{{- default (printf "%s-admin-token" (include "sluice.fullname" .)) .Values.admin.existingSecret -}}
+{{- end -}}
+
+{{/* The Secret holding the Redis URL: the one named in values, else the bundled Redis's. */}}
+{{- define "sluice.redisSecret" -}}
+{{- if .Values.redis.existingSecret -}}
+{{- .Values.redis.existingSecret -}}
+{{- else if .Values.redis.bundled.enabled -}}
+{{- printf "%s-redis-url" (include "sluice.fullname" .) -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "sluice.redisSecretKey" -}}
+{{- if .Values.redis.existingSecret }}{{ .Values.redis.existingSecretKey }}{{ else }}url{{ end -}}
+{{- end -}}
+
+{{/*
+Watched namespaces as a JSON list; [] means every namespace (ClusterRoles then).
+Unset: the release namespace only.
+*/}}
+{{- define "sluice.watchNamespaces" -}}
+{{- if hasKey .Values "watchNamespaces" -}}
+{{- .Values.watchNamespaces | default list | uniq | toJson -}}
+{{- else -}}
+{{- list .Release.Namespace | toJson -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+A memory quantity in MiB: "512Mi", "1Gi", "1G", "500M", or bytes. Fails on anything else,
+so a limit the heap cannot be sized from is an install-time error, not an OOM-kill later.
+*/}}
+{{- define "sluice.mebibytes" -}}
+{{- $q := toString . -}}
+{{- if hasSuffix "Gi" $q -}}{{ mul (trimSuffix "Gi" $q | atoi) 1024 }}
+{{- else if hasSuffix "Mi" $q -}}{{ trimSuffix "Mi" $q | atoi }}
+{{- else if hasSuffix "G" $q -}}{{ div (mul (trimSuffix "G" $q | atoi) 1000000000) 1048576 }}
+{{- else if hasSuffix "M" $q -}}{{ div (mul (trimSuffix "M" $q | atoi) 1000000) 1048576 }}
+{{- else if regexMatch "^[0-9]+$" $q -}}{{ div ($q | atoi) 1048576 }}
+{{- else -}}{{ fail (printf "resources.limits.memory %q: use Mi, Gi, M, G or bytes" $q) }}
+{{- end -}}
+{{- end -}}
+
+{{/*
+NODE_OPTIONS for a container: the old-generation heap at heapPercent of the memory limit
+(the rest is for new space, code, buffers and sockets outside the heap), split across
+--workers processes, which each have their own heap. Args: list $resources $heapPercent $workers $extra.
+*/}}
+{{- define "sluice.nodeOptions" -}}
+{{- $limit := dig "limits" "memory" "" (index . 0) -}}
+{{- $opts := list -}}
+{{- if $limit -}}
+{{- $heap := div (mul (include "sluice.mebibytes" $limit | atoi) (index . 1)) (mul 100 (index . 2)) -}}
+{{- $opts = append $opts (printf "--max-old-space-size=%d" $heap) -}}
+{{- end -}}
+{{- $opts = concat $opts (index . 3) -}}
+{{- join " " $opts -}}
+{{- end -}}
+
+{{/* The hardened container securityContext (restricted Pod Security Standard). */}}
+{{- define "sluice.containerSecurityContext" -}}
+allowPrivilegeEscalation: false
+readOnlyRootFilesystem: true
+runAsNonRoot: true
+capabilities:
+  drop: [ALL]
+seccompProfile:
+  type: RuntimeDefault
+{{- end -}}
+
+{{- define "sluice.podSecurityContext" -}}
+runAsNonRoot: true
+runAsUser: {{ .Values.podSecurity.runAsUser }}
+runAsGroup: {{ .Values.podSecurity.runAsGroup }}
+fsGroup: {{ .Values.podSecurity.runAsGroup }}
+seccompProfile:
+  type: RuntimeDefault
+{{- end -}}
+
+{{/* The rules of the watched namespaces (see controller/source/api-access.ts). */}}
+{{- define "sluice.watchedRules" -}}
+- apiGroups: [sluice.dev]
+  resources: [gatewayroutes, gatewayplugins]
+  verbs: [list, watch]
+# Conditions (Accepted, ResolvedRefs, Programmed): written by the leader.
+- apiGroups: [sluice.dev]
+  resources: [gatewayroutes/status, gatewayplugins/status]
+  verbs: [patch]
+# Secrets plugins reference (secretKeyRef), Services routes send to (backendRefs).
+- apiGroups: [""]
+  resources: [secrets, services]
+  verbs: [list, watch]
+# An Event on a route or plugin when one of its conditions changes.
+- apiGroups: [""]
+  resources: [events]
+  verbs: [create]
+{{- end -}}
+
+{{/* Pod annotations: prometheus.io/* for the metrics port (metrics.podAnnotations), then the extra ones. Args: list $ $port $extra */}}
+{{- define "sluice.podAnnotations" -}}
+{{- $ctx := index . 0 -}}
+{{- $out := dict -}}
+{{- if $ctx.Values.metrics.podAnnotations -}}
+{{- $out = dict "prometheus.io/scrape" "true" "prometheus.io/port" (toString (index . 1)) "prometheus.io/path" "/metrics" -}}
+{{- end -}}
+{{- $out = merge (deepCopy (index . 2)) $out -}}
+{{- if $out }}{{ toYaml $out }}{{ end -}}
+{{- end -}}

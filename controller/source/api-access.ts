@@ -1,0 +1,169 @@
+/**
+ * Every Kubernetes API call the controller makes, declared once: which resource, which verbs,
+ * in which namespaces, and why. The informers' paths are derived from it, Kube refuses any
+ * call it does not declare (so the list cannot fall behind the code), and the chart's RBAC is
+ * tested against it (test/chart/rbac.test.ts): least privilege is checked, not hoped for.
+ */
+
+export type Verb = 'get' | 'list' | 'watch' | 'create' | 'update' | 'patch';
+
+/**
+ * Where the access is needed: the namespaces given by --watch-namespaces (all when none are
+ * given), the Lease's namespace, or the data plane's (its headless admin Service's) namespace.
+ */
+export type Scope = 'watched namespaces' | 'lease namespace' | 'dataplane namespace';
+
+export interface ApiAccess {
+  /** '' for the core API group. */
+  group: string;
+  version: string;
+  /** Plural resource, with its subresource: "gatewayroutes/status". */
+  resource: string;
+  verbs: readonly Verb[];
+  scope: Scope;
+  why: string;
+}
+
+export const API_ACCESS = [
+  {
+    group: 'sluice.dev',
+    version: 'v1alpha1',
+    resource: 'gatewayroutes',
+    verbs: ['list', 'watch'],
+    scope: 'watched namespaces',
+    why: 'the routes the snapshot is built from',
+  },
+  {
+    group: 'sluice.dev',
+    version: 'v1alpha1',
+    resource: 'gatewayplugins',
+    verbs: ['list', 'watch'],
+    scope: 'watched namespaces',
+    why: 'the plugin instances routes attach',
+  },
+  {
+    group: 'sluice.dev',
+    version: 'v1alpha1',
+    resource: 'gatewayroutes/status',
+    verbs: ['patch'],
+    scope: 'watched namespaces',
+    why: 'the Accepted, ResolvedRefs and Programmed conditions (leader only)',
+  },
+  {
+    group: 'sluice.dev',
+    version: 'v1alpha1',
+    resource: 'gatewayplugins/status',
+    verbs: ['patch'],
+    scope: 'watched namespaces',
+    why: 'the conditions of plugin instances (leader only)',
+  },
+  {
+    group: '',
+    version: 'v1',
+    resource: 'secrets',
+    verbs: ['list', 'watch'],
+    scope: 'watched namespaces',
+    why: 'values plugins reference with secretKeyRef (only referenced ones reach the snapshot)',
+  },
+  {
+    group: '',
+    version: 'v1',
+    resource: 'services',
+    verbs: ['list', 'watch'],
+    scope: 'watched namespaces',
+    why: 'the backendRefs of routes: cluster DNS name and port',
+  },
+  {
+    group: '',
+    version: 'v1',
+    resource: 'events',
+    verbs: ['create'],
+    scope: 'watched namespaces',
+    why: 'an Event on a route or plugin when a condition changes (leader only)',
+  },
+  {
+    group: 'discovery.k8s.io',
+    version: 'v1',
+    resource: 'endpointslices',
+    verbs: ['list', 'watch'],
+    scope: 'dataplane namespace',
+    why: 'the data-plane pods, from the EndpointSlices of the headless admin Service',
+  },
+  {
+    group: 'coordination.k8s.io',
+    version: 'v1',
+    resource: 'leases',
+    verbs: ['get', 'create', 'update'],
+    scope: 'lease namespace',
+    why: 'leader election: one replica pushes and writes status, the others stand by',
+  },
+] as const satisfies readonly ApiAccess[];
+
+export type DeclaredResource = (typeof API_ACCESS)[number]['resource'];
+
+/** The declared access to a resource (throws on a resource the list does not declare). */
+export function accessTo(resource: DeclaredResource): ApiAccess {
+  const a = API_ACCESS.find((x) => x.resource === resource);
+  if (a === undefined) throw new Error(`${resource} is not in API_ACCESS`);
+  return a;
+}
+
+/** The collection path of a declared resource, in one namespace or (null) in all of them. */
+export function collectionPath(resource: DeclaredResource, namespace: string | null): string {
+  const a = accessTo(resource);
+  const base = a.group === '' ? `/api/${a.version}` : `/apis/${a.group}/${a.version}`;
+  return `${base}${namespace === null ? '' : `/namespaces/${namespace}`}/${a.resource}`;
+}
+
+export interface ApiCall {
+  group: string;
+  version: string;
+  /** With its subresource, as in API_ACCESS. */
+  resource: string;
+  namespace: string | null;
+  verb: Verb | string;
+}
+
+/**
+ * The RBAC view of a REST call: GET on a collection is list (watch with ?watch or through
+ * Kube.watch), on an object get; POST create, PUT update, PATCH patch. Null: not a resource path.
+ */
+export function apiCall(method: string, path: string, watch = false): ApiCall | null {
+  const [p, query = ''] = path.split('?');
+  const m =
+    /^\/(?:api\/(v1)|apis\/([^/]+)\/([^/]+))(?:\/namespaces\/([^/]+))?\/([^/]+)(?:\/([^/]+)(?:\/([^/]+))?)?$/.exec(
+      p,
+    );
+  if (m === null) return null;
+  const [, coreVersion, group, groupVersion, namespace, plural, name, sub] = m;
+  const isWatch = watch || /(^|&)watch=(true|1)(&|$)/.test(query);
+  const verbs: Record<string, string> = { POST: 'create', PUT: 'update', PATCH: 'patch', DELETE: 'delete' };
+  const verb =
+    method === 'GET' ? (isWatch ? 'watch' : name === undefined ? 'list' : 'get') : (verbs[method] ?? method);
+  return {
+    group: group ?? '',
+    version: coreVersion ?? groupVersion,
+    resource: sub ? `${plural}/${sub}` : plural,
+    namespace: namespace ?? null,
+    verb,
+  };
+}
+
+/** Throws unless API_ACCESS declares the call: an undeclared call would be refused by the chart's RBAC. */
+export function assertDeclared(method: string, path: string, watch = false): void {
+  const call = apiCall(method, path, watch);
+  const declared =
+    call !== null &&
+    API_ACCESS.some(
+      (a) =>
+        a.group === call.group &&
+        a.version === call.version &&
+        a.resource === call.resource &&
+        (a.verbs as readonly string[]).includes(call.verb),
+    );
+  if (!declared)
+    throw new Error(
+      `undeclared Kubernetes API call ${method} ${path}${watch ? ' (watch)' : ''}: ` +
+        'declare it in controller/source/api-access.ts (and so in the chart RBAC)',
+    );
+}

@@ -1,0 +1,107 @@
+/**
+ * Least privilege, checked against the code: what the rendered Roles/ClusterRoles grant the
+ * controller's ServiceAccount (through their bindings) is exactly what
+ * controller/source/api-access.ts declares, the list Kube refuses to go beyond: every declared
+ * verb where the code needs it, nothing else (no "*", no Secrets outside watchNamespaces,
+ * no ClusterRole unless every namespace is watched).
+ */
+import { describe, expect, it } from 'vitest';
+import { API_ACCESS, type ApiAccess } from '../../controller/source/api-access.ts';
+import { type Manifest, PRESETS, render } from './helm.ts';
+
+const RELEASE_NS = 'sluice';
+const SA = { kind: 'ServiceAccount', name: 'gw-sluice-controller', namespace: RELEASE_NS };
+
+interface Rule {
+  apiGroups: string[];
+  resources: string[];
+  verbs: string[];
+  resourceNames?: string[];
+}
+
+/** "namespace|* group/resource verb" for every grant that reaches `subject`. */
+function grants(ms: Manifest[], subject = SA): string[] {
+  const roles = new Map(
+    ms
+      .filter((m) => m.kind === 'Role' || m.kind === 'ClusterRole')
+      .map((m) => [`${m.kind}/${m.metadata.namespace ?? RELEASE_NS}/${m.metadata.name}`, m]),
+  );
+  const out = new Set<string>();
+  for (const b of ms.filter((m) => m.kind === 'RoleBinding' || m.kind === 'ClusterRoleBinding')) {
+    const bound = (b.subjects as (typeof SA)[]).some(
+      (s) => s.kind === subject.kind && s.name === subject.name && s.namespace === subject.namespace,
+    );
+    if (!bound) continue;
+    const ns = b.kind === 'ClusterRoleBinding' ? '*' : (b.metadata.namespace ?? RELEASE_NS);
+    const key =
+      b.roleRef.kind === 'ClusterRole'
+        ? `ClusterRole/${RELEASE_NS}/${b.roleRef.name}`
+        : `Role/${b.metadata.namespace ?? RELEASE_NS}/${b.roleRef.name}`;
+    const role = roles.get(key);
+    expect(role, `${b.kind} ${b.metadata.name} binds a role the chart does not render`).toBeDefined();
+    for (const r of role!.rules as Rule[]) {
+      expect(r.resourceNames, `${key}: resourceNames are not used`).toBeUndefined();
+      for (const g of r.apiGroups)
+        for (const res of r.resources) for (const v of r.verbs) out.add(`${ns} ${g}/${res} ${v}`);
+    }
+  }
+  return [...out].sort();
+}
+
+/** What API_ACCESS says the controller needs, given the watched namespaces ([]: all). */
+function needed(watched: string[]): string[] {
+  const where = (a: ApiAccess) =>
+    a.scope === 'watched namespaces' ? (watched.length ? watched : ['*']) : [RELEASE_NS];
+  return (API_ACCESS as readonly ApiAccess[])
+    .flatMap((a) => where(a).flatMap((ns) => a.verbs.map((v) => `${ns} ${a.group}/${a.resource} ${v}`)))
+    .sort();
+}
+
+describe('the controller RBAC is exactly api-access.ts', () => {
+  it('default: the release namespace only, all in Roles', async () => {
+    const ms = await render();
+    expect(grants(ms)).toEqual(needed([RELEASE_NS]));
+    expect(ms.filter((m) => m.kind.startsWith('Cluster'))).toEqual([]);
+  });
+
+  it('watchNamespaces [shop, payments]: Roles in those two for routes, plugins, Secrets, Services; Lease and EndpointSlices in the release namespace', async () => {
+    const ms = await render({ values: { watchNamespaces: ['shop', 'payments'] } });
+    expect(grants(ms)).toEqual(needed(['shop', 'payments']));
+    expect(ms.filter((m) => m.kind.startsWith('Cluster'))).toEqual([]);
+    const secrets = grants(ms).filter((g) => g.includes('/secrets '));
+    expect(secrets).toEqual([
+      'payments /secrets list',
+      'payments /secrets watch',
+      'shop /secrets list',
+      'shop /secrets watch',
+    ]);
+  });
+
+  it('watchNamespaces []: a ClusterRole for the watched kinds (and only those), the rest still namespaced', async () => {
+    const ms = await render({ values: { watchNamespaces: [] } });
+    expect(grants(ms)).toEqual(needed([]));
+    const cluster = grants(ms).filter((g) => g.startsWith('* '));
+    expect(cluster.every((g) => !/leases|endpointslices/.test(g))).toBe(true);
+  });
+
+  it('no "*" anywhere, no write verbs on anything but status, events and the Lease, in every preset', async () => {
+    for (const preset of PRESETS) {
+      const ms = await render({ files: [preset] });
+      for (const role of ms.filter((m) => m.kind === 'Role' || m.kind === 'ClusterRole'))
+        for (const r of role.rules as Rule[]) {
+          expect([...r.apiGroups, ...r.resources, ...r.verbs]).not.toContain('*');
+          const writes = r.verbs.filter((v) => !['get', 'list', 'watch'].includes(v));
+          if (writes.length)
+            expect(
+              r.resources.every((x) => /\/status$|^events$|^leases$/.test(x)),
+              JSON.stringify(r),
+            ).toBe(true);
+        }
+    }
+  });
+
+  it('standalone mode: no RBAC at all; no ServiceAccount of the chart has a binding', async () => {
+    const ms = await render({ files: [PRESETS[0]] });
+    expect(ms.filter((m) => /Role/.test(m.kind))).toEqual([]);
+  });
+});
