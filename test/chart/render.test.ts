@@ -156,11 +156,7 @@ describe('rendered pods', () => {
     const pod = d.spec.template.spec;
     expect(pod.terminationGracePeriodSeconds).toBe(7 + 2 * 20 + 5);
     expect(flag(pod.containers[0].args, '--drain-timeout-ms')).toBe('20000');
-    expect(pod.containers[0].lifecycle.preStop.exec.command).toEqual([
-      'node',
-      '-e',
-      'setTimeout(() => {}, 7000)',
-    ]);
+    expect(pod.containers[0].lifecycle.preStop.exec.command).toEqual(['sleep', '7']);
     expect(d.spec.strategy.rollingUpdate).toEqual({ maxSurge: 1, maxUnavailable: 0 });
     expect(pod.containers[0].readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'admin' });
     expect(pod.containers[0].livenessProbe.httpGet).toEqual({ path: '/healthz', port: 'admin' });
