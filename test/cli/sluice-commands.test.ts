@@ -72,6 +72,18 @@ describe('flags', () => {
       [['nope'], 'unknown command "nope"'],
       [['--port', '80', 'run'], '--port goes after a command'],
       [['dataplane', '--state-dir', dir, '--port', 'eighty'], '--port must be a whole number'],
+      [
+        [
+          'controller',
+          '--dataplane-service',
+          'a/b',
+          '--admin-token',
+          't',
+          '--watch-namespaces',
+          'shop,Bad_NS',
+        ],
+        '--watch-namespaces: Bad_NS is not a namespace name',
+      ],
     ] as const) {
       const r = await sluice([...args]);
       expect(r.code, args.join(' ')).toBe(2);
