@@ -89,18 +89,18 @@ export function checkCorsConfig(config: CorsConfig): ConfigProblem[] {
   if (origins.length === 0 && regex.length === 0)
     problems.push({
       field: '',
-      message: 'cors: set origins or originRegex (with neither, no origin is allowed)',
+      message: 'set origins or originRegex (with neither, no origin is allowed)',
     });
   if (any && (origins.length > 1 || regex.length > 0))
     problems.push({
       field: 'origins',
-      message: 'cors: "*" allows every origin and must be alone (no other origins, no originRegex)',
+      message: '"*" allows every origin and must be alone (no other origins, no originRegex)',
     });
   if (any && config.credentials)
     problems.push({
       field: 'credentials',
       message:
-        'cors: cannot be true with origins "*" (browsers refuse credentials with a wildcard origin); list the origins',
+        'cannot be true with origins "*" (browsers refuse credentials with a wildcard origin); list the origins',
     });
   regex.forEach((pattern, i) => {
     try {
@@ -108,22 +108,21 @@ export function checkCorsConfig(config: CorsConfig): ConfigProblem[] {
     } catch (err) {
       problems.push({
         field: `originRegex[${i}]`,
-        message: `cors: is not a valid regular expression (${(err as Error).message})`,
+        message: `is not a valid regular expression (${(err as Error).message})`,
       });
       return;
     }
     if (!safeRegex(pattern))
       problems.push({
         field: `originRegex[${i}]`,
-        message: 'cors: could backtrack catastrophically (nested or repeated quantifiers); rewrite it',
+        message: 'could backtrack catastrophically (nested or repeated quantifiers); rewrite it',
       });
   });
   (config.allowHeaders ?? []).forEach((h, i) => {
     if (h === '*')
       problems.push({
         field: `allowHeaders[${i}]`,
-        message:
-          'cors: "*" is not supported; leave allowHeaders unset to allow the headers a preflight asks for',
+        message: '"*" is not supported; leave allowHeaders unset to allow the headers a preflight asks for',
       });
   });
   if (config.credentials)
@@ -131,7 +130,7 @@ export function checkCorsConfig(config: CorsConfig): ConfigProblem[] {
       if (h === '*')
         problems.push({
           field: `exposeHeaders[${i}]`,
-          message: 'cors: "*" is only a header name with credentials: true (Fetch); list the headers',
+          message: '"*" is only a header name with credentials: true (Fetch); list the headers',
         });
     });
   return problems;
