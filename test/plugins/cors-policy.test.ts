@@ -65,6 +65,11 @@ describe('cors origins', () => {
     expect(o.allows('http://x.https://wiki.corp.test')).toBe(false);
   });
 
+  it('never lets a pattern allow the opaque origin "null"', () => {
+    expect(compileOrigins([], ['.*']).allows('null')).toBe(false);
+    expect(compileOrigins(['*'], []).allows('null')).toBe(true);
+  });
+
   it('never runs a regex on an Origin longer than any real origin', () => {
     const o = compileOrigins([], ['https://.*']);
     expect(o.allows(`https://${'a'.repeat(280)}`)).toBe(true);

@@ -39,7 +39,8 @@ export function compileOrigins(origins: readonly string[], originRegex: readonly
     allows(origin: string): boolean {
       if (any) return true;
       if (exact.has(origin)) return true;
-      if (origin.length > MAX_ORIGIN_LENGTH) return false;
+      // "null" (sandboxed frames, file: pages) is shared by every such page: no pattern may allow it.
+      if (origin.length > MAX_ORIGIN_LENGTH || origin === 'null') return false;
       for (const w of wildcards) if (wildcardAllows(w, origin)) return true;
       for (const r of regexes) if (r.test(origin)) return true;
       return false;
