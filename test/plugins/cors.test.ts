@@ -10,6 +10,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DataPlane } from '../../dataplane/main.ts';
+import { rawRequest, statusOf } from '../helpers/raw-http.ts';
 import { freePort, startTestDataPlane, startUpstream, type Upstream } from '../helpers/servers.ts';
 import { idempotencyPlugin, rateLimitPlugin, route, snapshot, upstream } from '../helpers/tables.ts';
 
@@ -21,7 +22,8 @@ const plugin = (name: string, pluginName: 'cors' | 'key-auth', config: Record<st
 });
 const strict = plugin('strict', 'cors', {
   origins: ['http://app.test', 'https://*.example.com'],
-  originRegex: ['https://[a-z]+\\.corp\\.test'],
+  // Loose on purpose: ".+" would also match two origins joined with ", " (see the two-lines test).
+  originRegex: ['https://.+\\.corp\\.test'],
   methods: ['GET', 'POST', 'PUT'],
   credentials: true,
   exposeHeaders: ['X-Total', 'Idempotent-Replayed'],
@@ -196,6 +198,16 @@ describe('cors actual requests', () => {
     expect(r.status).toBe(200);
     expect(corsHeaders(r.headers)).toEqual({});
     expect(r.headers.vary).toBe('Origin');
+  });
+
+  it('never allows an Origin sent on two lines (joined, it is no origin)', async () => {
+    const reply = await rawRequest(
+      dp.proxyUrl,
+      'GET /api/two-origins HTTP/1.1\r\nHost: gw\r\nOrigin: https://a.corp.test\r\nOrigin: https://b.corp.test\r\nConnection: close\r\n\r\n',
+    );
+    expect(statusOf(reply)).toBe(200);
+    expect(reply.toLowerCase()).not.toContain('access-control-');
+    expect(reply).toMatch(/\r\nvary: Origin\r\n/i);
   });
 
   it('answers "*" without credentials on an any-origin route', async () => {
