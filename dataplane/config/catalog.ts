@@ -5,6 +5,7 @@
  * loads (runtime/registry.ts). Adding a plugin is its folder under plugins/ and one line here.
  */
 import { manifest as proxy } from '../handlers/proxy/manifest.ts';
+import { manifest as cors } from '../plugins/cors/manifest.ts';
 import { manifest as idempotency } from '../plugins/idempotency/manifest.ts';
 import { manifest as jwt } from '../plugins/jwt/manifest.ts';
 import { manifest as keyAuth } from '../plugins/key-auth/manifest.ts';
@@ -12,7 +13,7 @@ import { manifest as rateLimiting } from '../plugins/rate-limiting/manifest.ts';
 import { manifest as requestTransformer } from '../plugins/request-transformer/manifest.ts';
 import type { AnyHandlerManifest, AnyPluginManifest } from './manifest.ts';
 
-export const PLUGIN_MANIFESTS = [requestTransformer, idempotency, rateLimiting, keyAuth, jwt] as const;
+export const PLUGIN_MANIFESTS = [requestTransformer, idempotency, rateLimiting, keyAuth, jwt, cors] as const;
 
 export const HANDLER_MANIFESTS = [proxy] as const;
 

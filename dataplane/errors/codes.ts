@@ -37,6 +37,7 @@ export const ERRORS = {
   SLC_ERR_CREDENTIALS_INVALID: { status: 401, title: 'The credentials are not valid' },
   SLC_ERR_RATE_LIMITED: { status: 429, title: 'Too many requests' },
   SLC_ERR_RATE_LIMIT_UNAVAILABLE: { status: 503, title: 'The rate-limit store is unavailable' },
+  SLC_ERR_CORS_REFUSED: { status: 403, title: 'This cross-origin request is not allowed' },
   SLC_ERR_IDEMPOTENCY_STORE_UNAVAILABLE: {
     status: 503,
     title: 'The idempotency store is unavailable; nothing was executed',

@@ -1,0 +1,145 @@
+/**
+ * cors config: the Fetch standard's CORS protocol with the shape of Kong's cors plugin and
+ * Envoy's CORS policy. Origins are exact serialized origins (`https://app.example.com:8443`),
+ * `https://*.example.com` (one or more labels in front of example.com, never example.com itself),
+ * or `*` alone; `originRegex` holds anchored patterns, compiled once and refused here when they
+ * are invalid or could backtrack catastrophically. `credentials: true` with `*` is refused:
+ * browsers never accept credentials with a wildcard origin.
+ */
+import { type Static, Type } from '@sinclair/typebox';
+import safeRegex from 'safe-regex2';
+import type { ConfigProblem } from '../../config/config-problem.ts';
+import { HEADER_NAME_PATTERN, TOKEN_PATTERN } from '../../config/http-grammar.ts';
+import { pluginManifest } from '../../config/manifest.ts';
+
+/** A serialized origin as browsers send it (lower case, no path), optionally with `*.` in front of the host. */
+const HOST = '(\\*\\.)?[a-z0-9-]+(\\.[a-z0-9-]+)*|\\[[0-9a-f:.]+\\]';
+export const ORIGIN_PATTERN = `^(\\*|[a-z][a-z0-9+.-]*://(${HOST})(:[0-9]{1,5})?)$`;
+
+const headerNames = (description: string) =>
+  Type.Optional(
+    Type.Array(Type.String({ pattern: HEADER_NAME_PATTERN, maxLength: 128 }), { maxItems: 64, description }),
+  );
+
+export const CorsConfig = Type.Object(
+  {
+    origins: Type.Optional(
+      Type.Array(
+        Type.String({
+          pattern: ORIGIN_PATTERN,
+          maxLength: 300,
+          description:
+            'An exact origin ("https://app.example.com", lower case, no path), "https://*.example.com" ' +
+            '(any subdomain, one or more labels deep; not example.com itself) or "*" (every origin, alone).',
+        }),
+        { maxItems: 256, description: 'Origins allowed to read responses.' },
+      ),
+    ),
+    originRegex: Type.Optional(
+      Type.Array(Type.String({ minLength: 1, maxLength: 300 }), {
+        maxItems: 32,
+        description:
+          'Regular expressions (JavaScript syntax) an allowed origin matches whole (they are anchored). ' +
+          'Patterns that could backtrack catastrophically are refused.',
+      }),
+    ),
+    methods: Type.Optional(
+      Type.Array(Type.String({ pattern: TOKEN_PATTERN, maxLength: 32 }), {
+        minItems: 1,
+        maxItems: 32,
+        description: 'Methods a preflight may ask for (default GET, HEAD, POST, PUT, PATCH, DELETE).',
+      }),
+    ),
+    allowHeaders: headerNames(
+      'Request headers a preflight may ask for. Unset: the headers the preflight asks for are allowed.',
+    ),
+    exposeHeaders: headerNames('Response headers the page may read beyond the CORS-safelisted ones.'),
+    credentials: Type.Optional(
+      Type.Boolean({
+        description: 'Allow cookies and HTTP authentication (Access-Control-Allow-Credentials: true).',
+      }),
+    ),
+    maxAge: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: 86_400,
+        description: 'Seconds a browser may cache a preflight answer (Access-Control-Max-Age).',
+      }),
+    ),
+    privateNetwork: Type.Optional(
+      Type.Boolean({
+        description:
+          'Answer Private Network Access preflights (Access-Control-Allow-Private-Network: true): ' +
+          'pages on public sites may call this gateway on a private network.',
+      }),
+    ),
+  },
+  { additionalProperties: false, description: 'Cross-origin requests from browsers.' },
+);
+export type CorsConfig = Static<typeof CorsConfig>;
+
+/** The one way an originRegex entry is compiled: anchored, so `https://a\.com` never matches `https://a.com.evil`. */
+export const anchoredRegex = (pattern: string): RegExp => new RegExp(`^(?:${pattern})$`);
+
+export function checkCorsConfig(config: CorsConfig): ConfigProblem[] {
+  const problems: ConfigProblem[] = [];
+  const origins = config.origins ?? [];
+  const regex = config.originRegex ?? [];
+  const any = origins.includes('*');
+  if (origins.length === 0 && regex.length === 0)
+    problems.push({
+      field: '',
+      message: 'set origins or originRegex (with neither, no origin is allowed)',
+    });
+  if (any && (origins.length > 1 || regex.length > 0))
+    problems.push({
+      field: 'origins',
+      message: '"*" allows every origin and must be alone (no other origins, no originRegex)',
+    });
+  if (any && config.credentials)
+    problems.push({
+      field: 'credentials',
+      message:
+        'cannot be true with origins "*" (browsers refuse credentials with a wildcard origin); list the origins',
+    });
+  regex.forEach((pattern, i) => {
+    try {
+      anchoredRegex(pattern);
+    } catch (err) {
+      problems.push({
+        field: `originRegex[${i}]`,
+        message: `is not a valid regular expression (${(err as Error).message})`,
+      });
+      return;
+    }
+    if (!safeRegex(pattern))
+      problems.push({
+        field: `originRegex[${i}]`,
+        message: 'could backtrack catastrophically (nested or repeated quantifiers); rewrite it',
+      });
+  });
+  (config.allowHeaders ?? []).forEach((h, i) => {
+    if (h === '*')
+      problems.push({
+        field: `allowHeaders[${i}]`,
+        message: '"*" is not supported; leave allowHeaders unset to allow the headers a preflight asks for',
+      });
+  });
+  if (config.credentials)
+    (config.exposeHeaders ?? []).forEach((h, i) => {
+      if (h === '*')
+        problems.push({
+          field: `exposeHeaders[${i}]`,
+          message: '"*" is only a header name with credentials: true (Fetch); list the headers',
+        });
+    });
+  return problems;
+}
+
+export const manifest = pluginManifest({
+  name: 'cors',
+  phase: 'cors-preflight',
+  schema: CorsConfig,
+  checks: checkCorsConfig,
+  load: (): Promise<{ default: unknown }> => import('./index.ts'),
+});
