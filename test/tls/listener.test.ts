@@ -4,7 +4,10 @@
  * connections while open ones keep working, curl over h2 gets the same answers as over
  * HTTP/1.1, and httpsRedirect sends cleartext clients to https.
  */
-import { Agent, request } from 'undici';
+import { X509Certificate } from 'node:crypto';
+import { Readable } from 'node:stream';
+import type { TLSSocket } from 'node:tls';
+import { Agent, buildConnector, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DataPlane } from '../../dataplane/main.ts';
 import { startTestDataPlane, startUpstream, type Upstream } from '../helpers/servers.ts';
@@ -63,6 +66,7 @@ beforeAll(async () => {
     }
   });
   dp = await startTestDataPlane({
+    maxBodyBytes: 1024,
     httpsPort: 0,
     tlsDefault: { certFile: leaves.fallback.certFile, keyFile: leaves.fallback.keyFile },
     initialSnapshot: snapshotWith(leaves.a, echo),
@@ -209,9 +213,22 @@ describe('httpsRedirect', () => {
 });
 
 describe('certificate rotation', () => {
-  it('a new snapshot is served on new connections; open h2 and HTTP/1.1 connections keep working', async () => {
-    const h2 = new Agent({ connect: { ca: pki.ca, servername: 'a.example.test' }, allowH2: true });
-    const h1 = new Agent({ connect: { ca: pki.ca, servername: 'a.example.test' }, keepAliveTimeout: 30_000 });
+  /** An agent whose TLS connections are counted and kept, to see which connection served what. */
+  const trackedAgent = (allowH2: boolean) => {
+    const sockets: TLSSocket[] = [];
+    const base = buildConnector({ ca: pki.ca, servername: 'a.example.test', allowH2 });
+    const connect: buildConnector.connector = (o, cb) =>
+      base(o, (err, socket) => {
+        if (socket) sockets.push(socket as TLSSocket);
+        (cb as (e: Error | null, s: typeof socket) => void)(err, socket);
+      });
+    const agent = new Agent({ connect, allowH2, keepAliveTimeout: 30_000 });
+    return { agent, sockets };
+  };
+
+  it('a new snapshot is served on new connections; open h2 and HTTP/1.1 connections keep theirs and keep working', async () => {
+    const h2 = trackedAgent(true);
+    const h1 = trackedAgent(false);
     const url = `${dp.httpsUrl}/api/rotate`;
     const headers = { host: `a.example.test:${httpsPort}` };
     const get = async (agent: Agent) => {
@@ -219,26 +236,78 @@ describe('certificate rotation', () => {
       await r.body.text();
       return r.statusCode;
     };
+    const fingerprint = (s: TLSSocket) => s.getPeerCertificate().fingerprint256;
     try {
-      expect(await get(h2)).toBe(200);
-      expect(await get(h1)).toBe(200);
-      const before = (await handshake(httpsPort, 'a.example.test', pki.ca)).cert.fingerprint256;
-      expect(before).toBe((await handshake(httpsPort, 'a.example.test', pki.ca)).cert.fingerprint256);
+      expect(await get(h2.agent)).toBe(200);
+      expect(await get(h1.agent)).toBe(200);
+      expect(h2.sockets[0].alpnProtocol).toBe('h2');
+      expect(h1.sockets[0].alpnProtocol).toBe('http/1.1');
+      const before = new X509Certificate(leaves.a.cert).fingerprint256;
+      expect(fingerprint(h2.sockets[0])).toBe(before);
 
       expect(dp.holder.apply(snapshotWith(leaves.a2, echo)).result).toBe('applied');
       const after = (await handshake(httpsPort, 'a.example.test', pki.ca)).cert;
-      expect(after.fingerprint256).not.toBe(before);
-      expect(after.fingerprint256).toBe(
-        new (await import('node:crypto')).X509Certificate(leaves.a2.cert).fingerprint256,
-      );
+      expect(after.fingerprint256).toBe(new X509Certificate(leaves.a2.cert).fingerprint256);
 
       const seenBefore = echo.seen.length;
-      expect(await get(h2)).toBe(200);
-      expect(await get(h1)).toBe(200);
-      expect(echo.seen.length).toBe(seenBefore + 2);
+      for (let i = 0; i < 3; i++) {
+        expect(await get(h2.agent)).toBe(200);
+        expect(await get(h1.agent)).toBe(200);
+      }
+      expect(echo.seen.length).toBe(seenBefore + 6);
+      // Served on the connections opened before the swap, which still hold the old certificate.
+      expect(h2.sockets).toHaveLength(1);
+      expect(h1.sockets).toHaveLength(1);
+      expect(fingerprint(h2.sockets[0])).toBe(before);
+      expect(fingerprint(h1.sockets[0])).toBe(before);
     } finally {
-      await h2.close();
-      await h1.close();
+      await h2.agent.close();
+      await h1.agent.close();
+      dp.holder.apply(snapshotWith(leaves.a, echo));
+    }
+  });
+});
+
+describe('h2 request bodies', () => {
+  const h2 = () => new Agent({ connect: { ca: pki.ca, servername: 'a.example.test' }, allowH2: true });
+  const headers = () => ({ host: `a.example.test:${httpsPort}` });
+
+  it('a body without content-length (DATA frames until END_STREAM) reaches the upstream whole', async () => {
+    const agent = h2();
+    try {
+      const body = Readable.from([Buffer.from('part one, '), Buffer.from('part two')]);
+      const r = await request(`${dp.httpsUrl}/api/stream-body`, {
+        dispatcher: agent,
+        method: 'POST',
+        headers: headers(),
+        body,
+      });
+      expect(r.statusCode).toBe(200);
+      const seen = (await r.body.json()) as { body: string; headers: Record<string, string> };
+      expect(seen.body).toBe('part one, part two');
+      expect(seen.headers['content-length'] ?? seen.headers['transfer-encoding']).toBeDefined();
+    } finally {
+      await agent.close();
+    }
+  });
+
+  it('a body over --max-body-bytes gets 413 problem+json on its stream; the session stays usable', async () => {
+    const agent = h2();
+    try {
+      const big = await request(`${dp.httpsUrl}/api/big`, {
+        dispatcher: agent,
+        method: 'POST',
+        headers: headers(),
+        body: Buffer.alloc(4096, 'x'),
+      });
+      expect(big.statusCode).toBe(413);
+      expect(big.headers['content-type']).toBe('application/problem+json');
+      await big.body.text();
+      const next = await request(`${dp.httpsUrl}/api/after`, { dispatcher: agent, headers: headers() });
+      expect(next.statusCode).toBe(200);
+      await next.body.text();
+    } finally {
+      await agent.close();
     }
   });
 });
