@@ -136,6 +136,7 @@ describe('h2 and HTTP/1.1 give the same answers (curl)', () => {
     expect(b2.url).toBe('/api/items?x=1');
     expect(b2.url).toBe(b1.url);
     expect(b2.headers['x-forwarded-proto']).toBe('https');
+    expect(b2.headers['x-forwarded-for']).toBe('127.0.0.1'); // the h2 session's peer
     expect(b2.headers.forwarded).toMatch(/proto=https$/);
     expect(b2.headers['x-forwarded-host']).toBe(`a.example.test:${httpsPort}`);
     expect(b2.headers.host).toBe(b1.headers.host);
@@ -265,6 +266,37 @@ describe('certificate rotation', () => {
       await h1.agent.close();
       dp.holder.apply(snapshotWith(leaves.a, echo));
     }
+  });
+});
+
+describe('snapshots with certificates the data plane cannot use', () => {
+  it('are refused naming the certificate and field; the running snapshot stays', () => {
+    const running = dp.holder.hash;
+    const bad = tlsSnapshot(
+      routes(),
+      [upstream('echo', echo.url)],
+      [{ ...certificate('a', ['a.example.test'], leaves.a), key: leaves.b.key }],
+    );
+    const r1 = dp.holder.apply(bad);
+    expect(r1.result).toBe('rejected');
+    expect(JSON.stringify(r1)).toContain('certificate/test/a: the certificate or key cannot be used');
+    const twice = tlsSnapshot(
+      routes(),
+      [upstream('echo', echo.url)],
+      [certificate('a', ['a.example.test'], leaves.a), certificate('a2', ['a.example.test'], leaves.a2)],
+    );
+    const r2 = dp.holder.apply(twice);
+    expect(r2).toEqual({
+      result: 'rejected',
+      errors: [
+        {
+          id: 'certificate/test/a2',
+          field: 'hosts[0]',
+          message: 'host a.example.test is already served by certificate/test/a',
+        },
+      ],
+    });
+    expect(dp.holder.hash).toBe(running);
   });
 });
 
