@@ -38,6 +38,8 @@ export interface DataPlaneOptions {
   maxBodyBytes: number;
   maxHeaderBytes: number;
   drainTimeoutMs: number;
+  /** Idle time after which a kept-alive connection (HTTP/1.1, or an h2 session without a stream) is closed. */
+  keepAliveTimeoutMs: number;
   /** The TLS listener of the proxy (HTTP/1.1 and h2); null = none. */
   httpsPort: number | null;
   /** PEM files of the certificate the TLS listener presents when no route's certificate covers the SNI. */
@@ -78,6 +80,7 @@ export const DEFAULTS: DataPlaneOptions = {
   maxBodyBytes: 10 * 1024 * 1024,
   maxHeaderBytes: 32 * 1024,
   drainTimeoutMs: 30_000,
+  keepAliveTimeoutMs: 72_000,
   redisUrl: null,
   redisTimeoutMs: 1_000,
   redisPrefix: 'sluice:',
@@ -163,7 +166,7 @@ export async function startDataPlane(partial: Partial<DataPlaneOptions>): Promis
     ...ingress,
     maxHeaderBytes: o.maxHeaderBytes,
     requestTimeoutMs: 300_000,
-    keepAliveTimeoutMs: 72_000,
+    keepAliveTimeoutMs: o.keepAliveTimeoutMs,
   };
   const observers = { metrics, log, accessLog: o.accessLog };
   const proxy = createProxyServer(holder, serverOpts, observers);

@@ -51,8 +51,6 @@ export function createSecureProxyServer(
     res: Http2ServerResponse,
   ) => void;
   const server = createSecureServer(listenerOptions(holder, opts), onRequest);
-  // Idle h2 sessions are closed like idle HTTP/1.1 keep-alive connections.
-  server.setTimeout(opts.keepAliveTimeoutMs);
   attachHttp1Handlers(server, holder, ingress, obs);
   // Handshakes that fail (a scanner, an unknown name without a default) are the client's problem: debug only.
   server.on('tlsClientError', (err) => obs.log.debug({ err: err.message }, 'TLS handshake failed'));
@@ -65,6 +63,7 @@ export function createSecureProxyServer(
     sessions.add(s);
     s.once('close', () => sessions.delete(s));
     if (draining.closing) s.close();
+    closeWhenIdle(s, opts.keepAliveTimeoutMs);
   });
   server.on('secureConnection', (socket: Socket) => {
     sockets.add(socket);
@@ -86,6 +85,25 @@ export function createSecureProxyServer(
       for (const socket of sockets) socket.destroy();
     },
   };
+}
+
+/**
+ * An h2 session without an open stream for `ms` is closed (GOAWAY), like an idle HTTP/1.1
+ * keep-alive connection. Not the server's own timeout: that destroys a session on `ms` of
+ * silence even while a stream waits for a slow upstream, taking its other streams with it.
+ * (Node's session timer fires once per quiet period, so it is re-armed while streams are open.)
+ */
+function closeWhenIdle(session: Http2Session, ms: number): void {
+  let open = 0;
+  session.on('stream', (stream) => {
+    open++;
+    stream.once('close', () => open--);
+  });
+  session.setTimeout(ms);
+  session.on('timeout', () => {
+    if (open === 0) session.close();
+    else session.setTimeout(ms);
+  });
 }
 
 /**

@@ -3,6 +3,7 @@
  * HTTP/1.1 keep-alive connection finish, then ends both connections without waiting for the
  * drain timeout (the h2 session gets a GOAWAY, the HTTP/1.1 connection is closed once idle).
  */
+import { connect } from 'node:http2';
 import { describe, expect, it } from 'vitest';
 import { Agent, request } from 'undici';
 import { startTestDataPlane, startUpstream } from '../helpers/servers.ts';
@@ -52,6 +53,53 @@ describe('closing the TLS listener', () => {
     } finally {
       await h2.destroy();
       await h1.destroy();
+      await dp.close();
+      await slow.close();
+      pki.remove();
+    }
+  });
+});
+
+describe('idle h2 sessions', () => {
+  it('are closed after the keep-alive timeout without a stream, never while a slow stream is open', async () => {
+    const pki = makePki();
+    const slow = await startUpstream((req, res) => {
+      if (req.url === '/slow') setTimeout(() => res.end('slow'), 1_200);
+      else res.end('fast');
+      return true;
+    });
+    const dp = await startTestDataPlane({
+      httpsPort: 0,
+      keepAliveTimeoutMs: 400,
+      initialSnapshot: tlsSnapshot(
+        [route('all', 'slow', '/')],
+        [upstream('slow', slow.url)],
+        [certificate('i', ['i.example.test'], pki.leaf('i', ['i.example.test']))],
+      ),
+    });
+    const session = connect(dp.httpsUrl, { ca: pki.ca, servername: 'i.example.test' });
+    const get = (path: string) =>
+      new Promise<string>((resolve, reject) => {
+        const s = session.request({ ':path': path, ':authority': 'i.example.test' });
+        let body = '';
+        s.on('data', (d) => (body += d));
+        s.on('end', () => resolve(body));
+        s.on('error', reject);
+        s.end();
+      });
+    try {
+      const closed = new Promise<number>((r) => session.once('close', () => r(Date.now())));
+      const t0 = Date.now();
+      // The slow stream is quiet for 1.2 s, three times the idle timeout: its session stays.
+      expect(await get('/slow')).toBe('slow');
+      expect(await get('/fast')).toBe('fast');
+      const t1 = Date.now();
+      // Then, with no stream open, the session is closed (GOAWAY) after about the idle timeout.
+      const at = await closed;
+      expect(t1 - t0).toBeGreaterThanOrEqual(1_200);
+      expect(at - t1).toBeLessThan(2_000);
+    } finally {
+      session.destroy();
       await dp.close();
       await slow.close();
       pki.remove();
