@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { BlockList, isIP } from 'node:net';
+import { createSecureContext } from 'node:tls';
 import { setFlagsFromString } from 'node:v8';
 import type { Logger } from 'pino';
 import type { Snapshot } from './config/route-table.ts';
@@ -16,6 +17,7 @@ import { RuntimeHolder } from './runtime/holder.ts';
 import { type AdminState, createAdminServer, holderAdminState } from './server/admin-server.ts';
 import type { FastifyInstance } from 'fastify';
 import { createProxyServer } from './server/proxy-server.ts';
+import { createSecureProxyServer } from './server/secure-server.ts';
 import { Background } from './pipeline/background.ts';
 import { LastGood } from './state/last-good.ts';
 import { openStores, type Stores } from './stores/open-stores.ts';
@@ -36,6 +38,14 @@ export interface DataPlaneOptions {
   maxBodyBytes: number;
   maxHeaderBytes: number;
   drainTimeoutMs: number;
+  /** Idle time after which a kept-alive connection (HTTP/1.1, or an h2 session without a stream) is closed. */
+  keepAliveTimeoutMs: number;
+  /** The TLS listener of the proxy (HTTP/1.1 and h2); null = none. */
+  httpsPort: number | null;
+  /** PEM files of the certificate the TLS listener presents when no route's certificate covers the SNI. */
+  tlsDefault?: { certFile: string; keyFile: string };
+  /** The HTTPS port clients reach, in routes' httpsRedirect Locations (443 is left out). */
+  httpsRedirectPort: number;
   /** PEM files: serve the admin port over HTTPS. */
   adminTls?: { certFile: string; keyFile: string };
   /** Redis URL for shared state (idempotency records); null = in-memory stores (one process only). */
@@ -58,6 +68,8 @@ export interface DataPlaneOptions {
 export const DEFAULTS: DataPlaneOptions = {
   host: '0.0.0.0',
   proxyPort: 8080,
+  httpsPort: null,
+  httpsRedirectPort: 443,
   adminHost: '127.0.0.1',
   adminPort: 9901,
   stateDir: null,
@@ -68,6 +80,7 @@ export const DEFAULTS: DataPlaneOptions = {
   maxBodyBytes: 10 * 1024 * 1024,
   maxHeaderBytes: 32 * 1024,
   drainTimeoutMs: 30_000,
+  keepAliveTimeoutMs: 72_000,
   redisUrl: null,
   redisTimeoutMs: 1_000,
   redisPrefix: 'sluice:',
@@ -76,6 +89,8 @@ export const DEFAULTS: DataPlaneOptions = {
 
 export interface DataPlane {
   proxyUrl: string;
+  /** https://… of the TLS listener; '' when there is none. */
+  httpsUrl: string;
   adminUrl: string;
   adminToken: string;
   holder: RuntimeHolder;
@@ -124,6 +139,7 @@ export async function startDataPlane(partial: Partial<DataPlaneOptions>): Promis
       accessLog: o.accessLog,
       stores,
       background,
+      httpsRedirectPort: o.httpsRedirectPort,
     },
     (s) => {
       log.info({ hash: s.hash, routes: s.table.routes.length }, 'configuration applied');
@@ -146,22 +162,45 @@ export async function startDataPlane(partial: Partial<DataPlaneOptions>): Promis
     maxBodyBytes: o.maxBodyBytes,
     proto: 'http' as const,
   };
-  const proxy = createProxyServer(
-    holder,
-    { ...ingress, maxHeaderBytes: o.maxHeaderBytes, requestTimeoutMs: 300_000, keepAliveTimeoutMs: 72_000 },
-    { metrics, log, accessLog: o.accessLog },
-  );
+  const serverOpts = {
+    ...ingress,
+    maxHeaderBytes: o.maxHeaderBytes,
+    requestTimeoutMs: 300_000,
+    keepAliveTimeoutMs: o.keepAliveTimeoutMs,
+  };
+  const observers = { metrics, log, accessLog: o.accessLog };
+  const proxy = createProxyServer(holder, serverOpts, observers);
   await proxy.listen({ host: o.host, port: o.proxyPort });
+  const secure =
+    o.httpsPort === null
+      ? null
+      : createSecureProxyServer(
+          holder,
+          { ...serverOpts, defaultCertificate: o.tlsDefault ? await readPemPair(o.tlsDefault) : null },
+          observers,
+        );
+  try {
+    await secure?.listen({ host: o.host, port: o.httpsPort! });
+  } catch (err) {
+    await proxy.close();
+    throw err;
+  }
+  const listeners = secure === null ? [proxy] : [proxy, secure];
   // After the proxy port: /readyz answering means the proxy port is open.
   const admin = o.admin === false ? null : await startAdmin(holderAdminState(holder, metrics), o, log);
   const proxyUrl = urlOf(proxy.server.address() as AddressInfo);
+  const httpsUrl = secure === null ? '' : urlOf(secure.server.address() as AddressInfo, 'https');
   const adminUrl = admin?.url ?? '';
   const adminToken = admin?.token ?? '';
-  log.info({ proxy: proxyUrl, admin: adminUrl, hash: holder.hash }, 'sluice data plane listening');
+  log.info(
+    { proxy: proxyUrl, ...(secure && { https: httpsUrl }), admin: adminUrl, hash: holder.hash },
+    'sluice data plane listening',
+  );
 
   let closing: Promise<void> | null = null;
   return {
     proxyUrl,
+    httpsUrl,
     adminUrl,
     adminToken,
     holder,
@@ -170,10 +209,10 @@ export async function startDataPlane(partial: Partial<DataPlaneOptions>): Promis
     stores,
     close() {
       closing ??= (async () => {
-        const drain = proxy.close();
+        const drain = Promise.all(listeners.map((l) => l.close()));
         const timer = new Promise<void>((r) => setTimeout(r, o.drainTimeoutMs).unref());
         await Promise.race([drain, timer]);
-        proxy.server.closeAllConnections();
+        for (const l of listeners) l.closeAll();
         // Accepted asynchronous operations finish and store their result, within the same bound.
         await Promise.race([
           background.drain(),
@@ -189,6 +228,20 @@ export async function startDataPlane(partial: Partial<DataPlaneOptions>): Promis
       return closing;
     },
   };
+}
+
+/** A PEM certificate chain and key from files, checked to be usable (a bad pair fails at start, not per handshake). */
+async function readPemPair(files: {
+  certFile: string;
+  keyFile: string;
+}): Promise<{ cert: string; key: string }> {
+  const pair = { cert: await readFile(files.certFile, 'utf8'), key: await readFile(files.keyFile, 'utf8') };
+  try {
+    createSecureContext(pair);
+  } catch (err) {
+    throw new Error(`--tls-default-cert/--tls-default-key: ${(err as Error).message}`);
+  }
+  return pair;
 }
 
 /** A listening address as a URL, 0.0.0.0 shown as 127.0.0.1. */

@@ -7,6 +7,25 @@ import { ADMIN_TOKEN_FLAGS, adminToken, LOG_LEVEL_FLAG, logLevel } from './proce
 export const DATAPLANE_FLAGS = {
   port: { type: 'string', arg: 'N', help: `proxy port (default ${DEFAULTS.proxyPort})` },
   host: { type: 'string', arg: 'ADDR', help: `proxy address (default ${DEFAULTS.host})` },
+  'https-port': {
+    type: 'string',
+    arg: 'N',
+    help: [
+      'also serve the proxy over TLS on this port (on --host): HTTP/1.1 and h2 (ALPN),',
+      "certificates by SNI from the routes' spec.tls Secrets (default: no TLS listener)",
+    ].join('\n'),
+  },
+  'tls-default-cert': {
+    type: 'string',
+    arg: 'FILE',
+    help: 'PEM certificate (chain) the TLS listener presents when no route certificate covers the SNI',
+  },
+  'tls-default-key': { type: 'string', arg: 'FILE', help: 'the PEM key of --tls-default-cert' },
+  'https-redirect-port': {
+    type: 'string',
+    arg: 'N',
+    help: `HTTPS port in the Location of routes' httpsRedirect (default ${DEFAULTS.httpsRedirectPort}: none shown)`,
+  },
   'admin-port': { type: 'string', arg: 'N', help: `admin port (default ${DEFAULTS.adminPort})` },
   'admin-host': { type: 'string', arg: 'ADDR', help: `admin address (default ${DEFAULTS.adminHost})` },
   ...ADMIN_TOKEN_FLAGS,
@@ -86,6 +105,9 @@ export function dataplaneOptions(
   return {
     proxyPort: int('port', DEFAULTS.proxyPort),
     host: values.host ?? DEFAULTS.host,
+    httpsPort: values['https-port'] === undefined ? null : int('https-port', 0),
+    tlsDefault: pemPair(cmd, values, 'tls-default'),
+    httpsRedirectPort: int('https-redirect-port', DEFAULTS.httpsRedirectPort),
     adminPort: int('admin-port', DEFAULTS.adminPort),
     adminHost: values['admin-host'] ?? DEFAULTS.adminHost,
     adminToken: adminToken(cmd, values),
@@ -100,7 +122,7 @@ export function dataplaneOptions(
     maxBodyBytes: int('max-body-bytes', DEFAULTS.maxBodyBytes),
     maxHeaderBytes: int('max-header-bytes', DEFAULTS.maxHeaderBytes),
     drainTimeoutMs: int('drain-timeout-ms', DEFAULTS.drainTimeoutMs),
-    adminTls: tlsFiles(cmd, values),
+    adminTls: pemPair(cmd, values, 'admin-tls'),
     redisUrl: values.redis ?? (process.env.SLUICE_REDIS_URL || null),
     redisTimeoutMs: int('redis-timeout-ms', DEFAULTS.redisTimeoutMs),
     redisPrefix: values['redis-prefix'] ?? DEFAULTS.redisPrefix,
@@ -108,11 +130,16 @@ export function dataplaneOptions(
   };
 }
 
-function tlsFiles(cmd: string, values: Values<typeof DATAPLANE_FLAGS>): DataPlaneOptions['adminTls'] {
-  const cert = values['admin-tls-cert'];
-  const key = values['admin-tls-key'];
+/** --<prefix>-cert and --<prefix>-key: both or neither. */
+function pemPair(
+  cmd: string,
+  values: Values<typeof DATAPLANE_FLAGS>,
+  prefix: 'admin-tls' | 'tls-default',
+): { certFile: string; keyFile: string } | undefined {
+  const cert = values[`${prefix}-cert`];
+  const key = values[`${prefix}-key`];
   if (!cert && !key) return undefined;
-  if (!cert || !key) failIn(cmd, `--admin-tls-cert and --admin-tls-key go together`);
+  if (!cert || !key) failIn(cmd, `--${prefix}-cert and --${prefix}-key go together`);
   return { certFile: cert, keyFile: key };
 }
 

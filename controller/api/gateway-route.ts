@@ -9,6 +9,8 @@ import { ROUTE_PATH_PATTERN } from '../../dataplane/config/path-grammar.ts';
 import { Duration, Name, type ObjectMeta, PluginRef, type Status } from './common.ts';
 
 const HTTP_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'TRACE'] as const;
+/** A lower-case host name, or "*." and a name for any one label in front of it. */
+const HOST_PATTERN = '^(\\*\\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$';
 
 export const BackendRef = Type.Object(
   {
@@ -214,7 +216,7 @@ export const RouteRule = Type.Object(
       Type.Array(
         Type.String({
           maxLength: 253,
-          pattern: '^(\\*\\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$',
+          pattern: HOST_PATTERN,
           description: 'A host name, or *.suffix for any one label.',
         }),
         { maxItems: 16, description: 'Host header values matched; any host when omitted.' },
@@ -233,6 +235,13 @@ export const RouteRule = Type.Object(
           'GatewayPlugins for this route; one of the same plugin type at service scope is overridden.',
       }),
     ),
+    httpsRedirect: Type.Optional(
+      Type.Boolean({
+        description:
+          'Answer plain-HTTP requests with 308 to the same URL over https (path and query kept); ' +
+          'the TLS listener serves the route as usual (default false).',
+      }),
+    ),
   },
   {
     additionalProperties: false,
@@ -240,9 +249,43 @@ export const RouteRule = Type.Object(
   },
 );
 
+export const RouteTls = Type.Object(
+  {
+    hosts: Type.Array(
+      Type.String({
+        maxLength: 253,
+        pattern: HOST_PATTERN,
+        description: 'A host name, or *.suffix for any one label.',
+      }),
+      {
+        minItems: 1,
+        maxItems: 16,
+        description: 'TLS server names (SNI) this certificate is presented for; it must cover each.',
+        'x-kubernetes-list-type': 'set',
+      },
+    ),
+    secretName: {
+      ...Name,
+      description: 'A Secret of type kubernetes.io/tls in this namespace (keys tls.crt and tls.key).',
+    },
+  },
+  {
+    additionalProperties: false,
+    description: "A certificate for some hosts on the gateway's TLS listener (--https-port).",
+  },
+);
+
 export const GatewayRouteSpec = Type.Object(
   {
     service: Service,
+    tls: Type.Optional(
+      Type.Array(RouteTls, {
+        maxItems: 16,
+        description:
+          'Certificates by host for the TLS listener (like Ingress spec.tls). A host claimed with another ' +
+          'Secret by an older GatewayRoute is a conflict.',
+      }),
+    ),
     plugins: Type.Optional(
       Type.Array(PluginRef, {
         maxItems: 32,
@@ -262,6 +305,7 @@ export const GatewayRouteSpec = Type.Object(
 );
 export type GatewayRouteSpec = Static<typeof GatewayRouteSpec>;
 export type RouteRule = Static<typeof RouteRule>;
+export type RouteTls = Static<typeof RouteTls>;
 
 export interface GatewayRoute {
   apiVersion: 'sluice.dev/v1alpha1';

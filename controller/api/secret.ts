@@ -5,6 +5,8 @@ export interface Secret {
   apiVersion: 'v1';
   kind: 'Secret';
   metadata: ObjectMeta;
+  /** kubernetes.io/tls for certificates (keys tls.crt, tls.key); Opaque when absent. */
+  type?: string;
   data?: Record<string, string>;
   stringData?: Record<string, string>;
 }

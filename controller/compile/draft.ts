@@ -2,7 +2,12 @@
  * What the compile passes hand each other: one Draft per route-table entry to be, plus the
  * diagnostics so far. A pass takes a state and returns a new one; it never edits its input.
  */
-import type { PluginInstance, RouteMatch, Upstream } from '../../dataplane/config/route-table.ts';
+import type {
+  Certificate,
+  PluginInstance,
+  RouteMatch,
+  Upstream,
+} from '../../dataplane/config/route-table.ts';
 import { refKey } from '../source/resource-set.ts';
 import type { Diagnostic } from '../validate/diagnostic.ts';
 import type { Model, ModelRoute } from '../validate/model.ts';
@@ -23,6 +28,7 @@ export interface Draft extends Ranked {
   route: ModelRoute;
   ruleIndex: number;
   stripPrefix: boolean;
+  httpsRedirect: boolean;
   /** Set by resolveUpstreams. */
   upstream?: Upstream;
   /** Set by attachPlugins. */
@@ -33,6 +39,8 @@ export interface CompileState {
   model: Model;
   drafts: readonly Draft[];
   diagnostics: readonly Diagnostic[];
+  /** Set by collectCertificates. */
+  certificates?: readonly Certificate[];
 }
 
 export type Pass = (state: CompileState) => CompileState;

@@ -25,6 +25,7 @@ export const expandMatches: Pass = (state) => {
           createdMs: route.createdMs,
           match: matchOf(rule, path),
           stripPrefix: rule.stripPrefix ?? false,
+          httpsRedirect: rule.httpsRedirect ?? false,
           plugins: [],
         });
       });

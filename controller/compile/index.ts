@@ -2,10 +2,16 @@
  * compile: Model → RouteTable, as an ordered list of small passes (a new feature is a new
  * pass). Pure and deterministic: the same model always gives the same table, byte for byte.
  */
-import { type RouteTable, TABLE_VERSION, type Upstream } from '../../dataplane/config/route-table.ts';
+import {
+  type Certificate,
+  type RouteTable,
+  TABLE_VERSION,
+  type Upstream,
+} from '../../dataplane/config/route-table.ts';
 import type { Diagnostic } from '../validate/diagnostic.ts';
 import type { Model } from '../validate/model.ts';
 import { attachPlugins } from './attach-plugins.ts';
+import { collectCertificates } from './certificates.ts';
 import { dropConflicts } from './conflicts.ts';
 import type { CompileState, Draft, Pass } from './draft.ts';
 import { expandMatches } from './expand-matches.ts';
@@ -21,6 +27,7 @@ export const PASSES: readonly Pass[] = [
   attachPlugins, // service scope, then route scope overriding by plugin type
   sortByPrecedence, // the numbered-rule comparator
   dropConflicts, // needs the order: the first of identical matches wins
+  collectCertificates, // spec.tls by host; the older route keeps a host claimed twice
 ];
 
 export interface Compiled {
@@ -31,10 +38,10 @@ export interface Compiled {
 export function compile(model: Model): Compiled {
   let state: CompileState = { model, drafts: [], diagnostics: [] };
   for (const pass of PASSES) state = pass(state);
-  return { table: tableOf(state.drafts), diagnostics: [...state.diagnostics] };
+  return { table: tableOf(state.drafts, state.certificates ?? []), diagnostics: [...state.diagnostics] };
 }
 
-function tableOf(drafts: readonly Draft[]): RouteTable {
+function tableOf(drafts: readonly Draft[], certificates: readonly Certificate[]): RouteTable {
   const upstreams = new Map<string, Upstream>();
   const routes = drafts.map((d) => {
     const upstream = d.upstream!; // every draft left has one (resolveUpstreams drops the others)
@@ -46,8 +53,15 @@ function tableOf(drafts: readonly Draft[]): RouteTable {
       stripPrefix: d.stripPrefix,
       plugins: d.plugins,
       handler: { type: 'proxy' as const, upstream: upstream.id },
+      ...(d.httpsRedirect && { httpsRedirect: true as const }),
     };
   });
   const sorted = [...upstreams.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-  return { version: TABLE_VERSION, routes, upstreams: sorted };
+  // Absent without TLS: a table without certificates hashes as it did before they existed.
+  return {
+    version: TABLE_VERSION,
+    routes,
+    upstreams: sorted,
+    ...(certificates.length && { certificates: [...certificates] }),
+  };
 }

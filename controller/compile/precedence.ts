@@ -29,7 +29,7 @@ export function comparePrecedence(a: Ranked, b: Ranked): number {
   );
 }
 
-function compareCreated(a: number | undefined, b: number | undefined): number {
+export function compareCreated(a: number | undefined, b: number | undefined): number {
   if (a === b) return 0;
   if (a === undefined) return 1;
   if (b === undefined) return -1;
@@ -37,7 +37,7 @@ function compareCreated(a: number | undefined, b: number | undefined): number {
 }
 
 // Code-unit order, never localeCompare: the order must not depend on the machine's locale.
-function compareText(a: string, b: string): number {
+export function compareText(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
 

@@ -1,7 +1,7 @@
 /**
  * Which informer events can change the snapshot, and which objects build() reads. Pure.
  * Not relevant: a GatewayRoute or GatewayPlugin update that leaves its generation and labels
- * alone (our own status writes), Secrets no plugin references and Services no route sends
+ * alone (our own status writes), Secrets no plugin or route spec.tls references and Services no route sends
  * traffic to.
  */
 import type { GatewayPlugin, GatewayRoute, Resource, Secret, Service } from '../api/index.ts';
@@ -25,7 +25,10 @@ export interface References {
 export const NO_REFERENCES: References = { secrets: new Set(), services: new Set() };
 
 export function referencesOf(plugins: Iterable<GatewayPlugin>, routes: Iterable<GatewayRoute>): References {
-  return { secrets: referencedSecrets(plugins), services: referencedServices(routes) };
+  const list = [...routes];
+  const secrets = referencedSecrets(plugins);
+  for (const s of tlsSecrets(list)) secrets.add(s);
+  return { secrets, services: referencedServices(list) };
 }
 
 /** Whether a Secret or Service is in a set of references ("namespace/name"). */
@@ -63,6 +66,20 @@ export function referencedSecrets(plugins: Iterable<GatewayPlugin>): Set<string>
     }
   };
   for (const p of plugins) walk(p.metadata.namespace ?? 'default', p.spec?.config);
+  return out;
+}
+
+/** "namespace/name" of every Secret a GatewayRoute's spec.tls names. */
+export function tlsSecrets(routes: Iterable<GatewayRoute>): Set<string> {
+  const out = new Set<string>();
+  for (const r of routes) {
+    const tls = (r.spec as { tls?: unknown } | undefined)?.tls;
+    if (!Array.isArray(tls)) continue;
+    for (const t of tls) {
+      const name = (t as { secretName?: unknown } | null)?.secretName;
+      if (typeof name === 'string') out.add(`${r.metadata.namespace ?? 'default'}/${name}`);
+    }
+  }
   return out;
 }
 

@@ -11,7 +11,9 @@ export type ConditionType = 'Accepted' | 'ResolvedRefs';
  * Why a condition is False.
  * Accepted: Invalid (schema or semantics), Conflicted (another route has the same match).
  * ResolvedRefs: PluginNotFound (no such GatewayPlugin), PluginInvalid (it exists but is not accepted),
- * BackendNotFound (no such Service, or not that port), SecretNotFound (a secretKeyRef of a plugin).
+ * BackendNotFound (no such Service, or not that port), SecretNotFound (a secretKeyRef of a plugin,
+ * or a spec.tls Secret), InvalidCertificateRef (a spec.tls Secret of the wrong type, without
+ * tls.crt/tls.key, whose PEM does not parse, or whose certificate does not cover a host listed).
  */
 export type Reason =
   | 'Invalid'
@@ -19,7 +21,8 @@ export type Reason =
   | 'PluginNotFound'
   | 'PluginInvalid'
   | 'BackendNotFound'
-  | 'SecretNotFound';
+  | 'SecretNotFound'
+  | 'InvalidCertificateRef';
 
 export interface Diagnostic {
   object: ObjectRef;

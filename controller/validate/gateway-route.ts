@@ -41,7 +41,14 @@ export function validateRoute(obj: GatewayRoute): { route?: ModelRoute; diagnost
   });
   if (diagnostics.length || target.url === undefined) return { diagnostics };
   return {
-    route: { ref, source: meta.source, createdMs: meta.createdMs, spec: checked, upstreamUrl: target.url },
+    route: {
+      ref,
+      source: meta.source,
+      createdMs: meta.createdMs,
+      spec: checked,
+      upstreamUrl: target.url,
+      certificates: [],
+    },
     diagnostics,
   };
 }

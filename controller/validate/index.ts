@@ -11,6 +11,7 @@ import { validateRoute } from './gateway-route.ts';
 import type { Model, ModelPlugin, ModelRoute } from './model.ts';
 import { checkBackendRef } from './backend-refs.ts';
 import { resolveSecretRefs } from './secret-refs.ts';
+import { resolveTlsRefs } from './tls-refs.ts';
 import { pluginManifest } from '../../dataplane/config/catalog.ts';
 import { checkPluginRefs, type PluginState } from './plugin-refs.ts';
 
@@ -42,12 +43,15 @@ export function validate(resources: ResourceSet): Validated {
   const routes: ModelRoute[] = [];
   for (const obj of resources.routes.values()) {
     const result = guarded(obj, () => validateRoute(obj));
+    const tls = result.route && resolveTlsRefs(refOf(obj), result.route.spec.tls, resources.secrets);
     const refs = [
       ...checkPluginRefs(refOf(obj), obj.spec, states),
       ...checkBackendRef(refOf(obj), obj.spec, resources),
+      ...(tls?.diagnostics ?? []),
     ];
     diagnostics.push(...result.diagnostics, ...refs);
-    if (result.route && refs.length === 0) routes.push(result.route);
+    if (result.route && tls && refs.length === 0)
+      routes.push({ ...result.route, certificates: tls.certificates });
   }
   return { model: { routes, plugins }, diagnostics };
 }

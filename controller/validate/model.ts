@@ -6,6 +6,7 @@ import type { GatewayRouteSpec } from '../api/gateway-route.ts';
 import type { PluginName } from '../../dataplane/config/catalog.ts';
 import type { SourceRef } from '../../dataplane/config/route-table.ts';
 import type { ObjectRef } from '../source/resource-set.ts';
+import type { ModelCertificate } from './tls-refs.ts';
 
 export interface ModelPlugin {
   ref: ObjectRef;
@@ -24,6 +25,8 @@ export interface ModelRoute {
   spec: GatewayRouteSpec;
   /** service.url normalized, or backendRef resolved: origin plus base path, no trailing "/". */
   upstreamUrl: string;
+  /** spec.tls resolved: every Secret found, parsed, covering its hosts. */
+  certificates: ModelCertificate[];
 }
 
 export interface Model {

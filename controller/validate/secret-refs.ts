@@ -48,7 +48,7 @@ export function resolveSecretRefs(
 }
 
 /** The bytes of one key of a Secret, or why not ("%s" stands for the Secret's name). */
-function secretValue(secret: Secret | undefined, key: string): Buffer | string {
+export function secretValue(secret: Secret | undefined, key: string): Buffer | string {
   if (secret === undefined) return 'Secret %s not found';
   if (secret.stringData?.[key] !== undefined) return Buffer.from(secret.stringData[key], 'utf8');
   if (secret.data?.[key] !== undefined) return Buffer.from(secret.data[key], 'base64');

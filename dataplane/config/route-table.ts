@@ -77,6 +77,8 @@ export const Route = Type.Object(
     /** In the order the controller resolved them; the data plane orders them by phase. */
     plugins: Type.Array(PluginInstance),
     handler: Handler,
+    /** On the cleartext listener, answer 308 to the same URL over https (the TLS listener serves it). */
+    httpsRedirect: Type.Optional(Type.Literal(true)),
   },
   { additionalProperties: false },
 );
@@ -126,12 +128,34 @@ export const Upstream = Type.Object(
   { additionalProperties: false },
 );
 
+/**
+ * A certificate served on the TLS listener to clients whose SNI names one of its hosts (exact,
+ * or "*.suffix" for any one label). From a kubernetes.io/tls Secret; the data plane builds one
+ * SecureContext per entry when the snapshot is applied. Absent from tables without TLS, so
+ * their hash is what it was before certificates existed.
+ */
+export const Certificate = Type.Object(
+  {
+    /** certificate/<ns>/<Secret name> */
+    id: Type.String({ minLength: 1 }),
+    /** Lower-case host names or "*.suffix", sorted; no host is in two entries. */
+    hosts: Type.Array(Type.String({ minLength: 1 }), { minItems: 1 }),
+    /** PEM: the leaf certificate, then its chain. */
+    cert: Type.String({ minLength: 1 }),
+    /** PEM private key of the leaf. */
+    key: Type.String({ minLength: 1 }),
+  },
+  { additionalProperties: false },
+);
+
 export const RouteTable = Type.Object(
   {
     version: Type.Literal(TABLE_VERSION),
     /** In precedence order: the first route that matches a request wins. */
     routes: Type.Array(Route),
     upstreams: Type.Array(Upstream),
+    /** Sorted by id. */
+    certificates: Type.Optional(Type.Array(Certificate)),
   },
   { additionalProperties: false },
 );
@@ -151,5 +175,6 @@ export type SourceRef = Static<typeof SourceRef>;
 export type PluginInstance = Static<typeof PluginInstance>;
 export type Route = Static<typeof Route>;
 export type Upstream = Static<typeof Upstream>;
+export type Certificate = Static<typeof Certificate>;
 export type RouteTable = Static<typeof RouteTable>;
 export type Snapshot = Static<typeof Snapshot>;

@@ -43,7 +43,10 @@ function splitPointer(pointer: string): { collection?: string; index?: number; f
     .map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
   let collection: string | undefined;
   let index: number | undefined;
-  if ((parts[0] === 'routes' || parts[0] === 'upstreams') && /^\d+$/.test(parts[1] ?? '')) {
+  if (
+    (parts[0] === 'routes' || parts[0] === 'upstreams' || parts[0] === 'certificates') &&
+    /^\d+$/.test(parts[1] ?? '')
+  ) {
     collection = parts.shift();
     index = Number(parts.shift());
   }
@@ -77,9 +80,29 @@ export function validateRouteTable(table: unknown): TableError[] {
   return checkShaped(table as RouteTable);
 }
 
-/** What the schema cannot say: unique ids, known upstreams, URLs, each plugin's own config schema and checks. */
+/**
+ * What the schema cannot say: unique ids, known upstreams, URLs, each plugin's own config schema
+ * and checks, one certificate per host. (Whether a certificate's PEM parses is found when its
+ * SecureContext is built: dataplane/tls/certificates.ts.)
+ */
 function checkShaped(t: RouteTable): TableError[] {
   const errors: TableError[] = [];
+
+  if (t.certificates !== undefined) {
+    const ids = new Set<string>();
+    const hostOwner = new Map<string, string>();
+    t.certificates.forEach((c, i) => {
+      if (ids.has(c.id))
+        errors.push({ id: c.id, field: 'id', message: `duplicate certificate id (certificates[${i}])` });
+      ids.add(c.id);
+      c.hosts.forEach((h, j) => {
+        const owner = hostOwner.get(h);
+        if (owner !== undefined)
+          errors.push({ id: c.id, field: `hosts[${j}]`, message: `host ${h} is already served by ${owner}` });
+        else hostOwner.set(h, c.id);
+      });
+    });
+  }
 
   const upstreamIds = new Set<string>();
   t.upstreams.forEach((u, i) => {

@@ -46,7 +46,8 @@ export function sendProblem(
     ...opts.headers,
   };
   if (opts.requestId) headers['x-request-id'] = opts.requestId;
-  if (opts.close) headers.connection = 'close';
+  // h2 has no Connection header (node:http2 throws on one): the stream ends, the session stays.
+  if (opts.close && (res.req?.httpVersionMajor ?? 1) === 1) headers.connection = 'close';
   res.writeHead(ERRORS[code].status, headers);
   res.end(body);
 }

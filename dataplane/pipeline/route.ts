@@ -24,6 +24,8 @@ export interface RuntimeDeps {
   /** Shared state: Redis in a cluster, memory in standalone mode. */
   stores: { idempotency: IdempotencyStore; rateLimit: RateLimitStore; rateLimitLocal: RateLimitStore };
   background: Background;
+  /** The HTTPS port clients reach, for routes' httpsRedirect (default 443). */
+  httpsRedirectPort?: number;
 }
 
 /** A route's terminal step (a handler kind bound to the route): the last thing its chain runs. */

@@ -15,12 +15,16 @@ import type { LivePlugin } from '../plugins/types.ts';
 import type { PoolRegistry, UpstreamRuntime } from '../upstream/pools.ts';
 import { HANDLERS, PLUGINS } from './registry.ts';
 import { hostMatcher, RouteMatcher } from './router.ts';
+import { Certificates } from '../tls/certificates.ts';
+import { httpsRedirectHook } from '../pipeline/https-redirect.ts';
 
 export interface Runtime {
   hash: string;
   matcher: RouteMatcher;
   routes: RuntimeRoute[];
   upstreamIds: ReadonlySet<string>;
+  /** What the TLS listener presents, by server name. */
+  certificates: Certificates;
   /** Retires the snapshot's plugins and handlers (timers, caches). */
   close(): void;
 }
@@ -30,7 +34,10 @@ export function buildRuntime(
   table: RouteTable,
   pools: PoolRegistry,
   deps: RuntimeDeps,
+  /** The running runtime: its certificates' SecureContexts are reused when their PEM is unchanged. */
+  previous: Runtime | null = null,
 ): Runtime {
+  const certificates = new Certificates(table.certificates ?? [], previous?.certificates ?? null);
   const upstreams = new Map<string, UpstreamRuntime>(table.upstreams.map((u) => [u.id, pools.get(u)]));
   const upstream = (id: string): UpstreamRuntime => {
     const u = upstreams.get(id);
@@ -45,7 +52,14 @@ export function buildRuntime(
   };
   try {
     const routes = table.routes.map((entry) => buildRoute(entry, deps, plugins, handlers, upstream));
-    return { hash, matcher: new RouteMatcher(routes), routes, upstreamIds: new Set(upstreams.keys()), close };
+    return {
+      hash,
+      matcher: new RouteMatcher(routes),
+      routes,
+      upstreamIds: new Set(upstreams.keys()),
+      certificates,
+      close,
+    };
   } catch (err) {
     close();
     throw err;
@@ -69,6 +83,10 @@ function buildRoute(
     handlers.set(kind, live);
   }
   const chain = bindPlugins(entry, deps, plugins);
+  if (entry.httpsRedirect) {
+    chain.requestHooks.unshift(httpsRedirectHook(deps.httpsRedirectPort ?? 443));
+    if (chain.bodyAt >= 0) chain.bodyAt++;
+  }
   return {
     id: entry.id,
     entry,

@@ -57,7 +57,7 @@ export class RuntimeHolder {
     }
     let runtime: Runtime;
     try {
-      runtime = buildRuntime(s.hash, s.table, this.#pools, this.#deps);
+      runtime = buildRuntime(s.hash, s.table, this.#pools, this.#deps, this.current);
     } catch (err) {
       this.#deps.metrics.configLoads.labels('rejected').inc();
       return { result: 'rejected', errors: [{ field: 'table', message: (err as Error).message }] };

@@ -5,6 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Http2ServerRequest } from 'node:http2';
 import type { BlockList } from 'node:net';
 import type { ErrorCode } from '../errors/codes.ts';
 import { sendProblem } from '../errors/problem.ts';
@@ -13,7 +14,7 @@ import { finishRefused, type Observers } from '../pipeline/finish.ts';
 import { runChain } from '../pipeline/run-chain.ts';
 import type { RuntimeHolder } from '../runtime/holder.ts';
 import { clientAddress, isTrusted, plainAddress } from './client-address.ts';
-import { readIngressHeaders, setForwardingHeaders } from './ingress-headers.ts';
+import { h2HeaderLines, readIngressHeaders, setForwardingHeaders } from './ingress-headers.ts';
 import { REQUEST_ID } from '../config/http-grammar.ts';
 import { normalizeTarget } from '../config/path-grammar.ts';
 
@@ -35,8 +36,12 @@ export function ingress(
   const startNs = process.hrtime.bigint();
   const fail = (code: ErrorCode, detail?: string, close = false) =>
     refuse(req, res, obs, startNs, code, detail, close);
-  // HTTP/1.0 and 1.1 only: llhttp also reads HTTP/0.9 and other versions, which peers could read differently.
-  if (req.httpVersionMajor !== 1 || req.httpVersionMinor > 1)
+  // HTTP/1.0 and 1.1, and h2 on the TLS listener (node:http2's compatibility request: its
+  // pseudo-headers are read below): llhttp also reads HTTP/0.9 and other versions, which peers
+  // could read differently.
+  const h2 =
+    req.httpVersionMajor === 2 && (req as unknown as Partial<Http2ServerRequest>).stream !== undefined;
+  if (!h2 && (req.httpVersionMajor !== 1 || req.httpVersionMinor > 1))
     return fail('SLC_ERR_BAD_REQUEST', `HTTP version ${req.httpVersion} is not accepted`, true);
   const rt = holder.current;
   if (rt === null) return fail('SLC_ERR_NOT_READY');
@@ -44,8 +49,10 @@ export function ingress(
   if ('error' in target) return fail('SLC_ERR_BAD_PATH', target.error);
   const peer = req.socket.remoteAddress ?? '';
   const trusted = opts.trustedProxies !== null && isTrusted(opts.trustedProxies, peer);
-  const ing = readIngressHeaders(req, trusted);
+  const ing = readIngressHeaders(h2 ? h2HeaderLines(req.rawHeaders) : req, trusted);
   if ('error' in ing) return fail('SLC_ERR_BAD_HEADER', ing.error, true);
+  // h2 has no Transfer-Encoding: a body is whatever DATA frames follow headers without END_STREAM.
+  if (h2) ing.hasBody = !(req as unknown as Http2ServerRequest).stream.endAfterHeaders;
   if (ing.transferEncoding && req.httpVersionMinor === 0)
     return fail('SLC_ERR_BAD_REQUEST', 'Transfer-Encoding is not allowed in HTTP/1.0', true);
   const method = req.method as string;

@@ -49,7 +49,7 @@ export interface IngressHeaders {
 }
 
 export function readIngressHeaders(
-  req: IncomingMessage,
+  req: Pick<IncomingMessage, 'rawHeaders'>,
   trustedPeer: boolean,
 ): IngressHeaders | { error: string } {
   const raw = req.rawHeaders;
@@ -113,4 +113,25 @@ export function setForwardingHeaders(
   const element = `for=${node}${host};proto=${proto}`;
   const fwd = headers.forwarded;
   headers.forwarded = fwd ? `${fwd}, ${element}` : element;
+}
+
+/**
+ * An h2 request's header lines as HTTP/1.1 would have sent them, for readIngressHeaders: the
+ * pseudo-headers go (method, path and scheme are read from the request itself) and :authority
+ * stands for Host (RFC 9113 §8.3.1). A Host line beside it must say the same, and is then read once.
+ */
+export function h2HeaderLines(raw: readonly string[]): { rawHeaders: string[] } {
+  const out: string[] = [];
+  let authority: string | undefined;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i];
+    if (name === ':authority') authority = raw[i + 1];
+    else if (name.charCodeAt(0) !== 58 /* ":" */) out.push(name, raw[i + 1]);
+  }
+  if (authority !== undefined) {
+    const host = out.indexOf('host');
+    if (host % 2 === 0 && out[host + 1] === authority) out.splice(host, 2);
+    out.push('host', authority);
+  }
+  return { rawHeaders: out };
 }

@@ -9,7 +9,8 @@
  * connection (431 when the headers are too large, 408 when the request is too slow).
  */
 import { randomUUID } from 'node:crypto';
-import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Http2SecureServer } from 'node:http2';
 import type { Duplex } from 'node:stream';
 import { problem, sendProblem } from '../errors/problem.ts';
 import { finishRefused, type Observers } from '../pipeline/finish.ts';
@@ -25,10 +26,12 @@ export interface ProxyServerOptions extends IngressOptions {
 }
 
 export interface ProxyServer {
-  server: Server;
+  server: Server | Http2SecureServer;
   listen(o: { host: string; port: number }): Promise<void>;
   /** Stops accepting; resolves when every connection has ended (in-flight requests finish, then close). */
   close(): Promise<void>;
+  /** Cuts every connection still open (past the drain timeout). */
+  closeAll(): void;
 }
 
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'TRACE'];
@@ -40,37 +43,68 @@ export function createProxyServer(
   opts: ProxyServerOptions,
   obs: Observers,
 ): ProxyServer {
+  const draining = { closing: false };
+  const server = createServer(http1Options(opts), requestListener(holder, opts, obs, draining));
+  attachHttp1Handlers(server, holder, opts, obs);
+  return {
+    server,
+    listen: (at) => listenOn(server, at),
+    close: () => {
+      draining.closing = true;
+      return new Promise((resolve) => server.close(() => resolve()));
+    },
+    closeAll: () => server.closeAllConnections(),
+  };
+}
+
+/** The HTTP/1.1 parser's settings, the same on the cleartext and the TLS listener. */
+export function http1Options(opts: ProxyServerOptions) {
+  return {
+    maxHeaderSize: opts.maxHeaderBytes,
+    insecureHTTPParser: false,
+    requireHostHeader: true,
+    // Only WebSocket upgrades are taken over: any other (h2c from `curl --http2`, …) is served
+    // as plain HTTP/1.1 through the whole chain, its Upgrade tokens dropped at ingress.
+    shouldUpgradeCallback: isWebSocketUpgrade,
+    requestTimeout: opts.requestTimeoutMs,
+    keepAliveTimeout: opts.keepAliveTimeoutMs,
+  };
+}
+
+/** Every request of a listener (HTTP/1.x, and h2 on the TLS listener): methods we proxy go to the ingress. */
+export function requestListener(
+  holder: RuntimeHolder,
+  opts: IngressOptions,
+  obs: Observers,
+  draining: { closing: boolean },
+) {
   const handle = createRequestHandler(holder, opts, obs);
-  let closing = false;
-  const server = createServer(
-    {
-      maxHeaderSize: opts.maxHeaderBytes,
-      insecureHTTPParser: false,
-      requireHostHeader: true,
-      // Only WebSocket upgrades are taken over: any other (h2c from `curl --http2`, …) is served
-      // as plain HTTP/1.1 through the whole chain, its Upgrade tokens dropped at ingress.
-      shouldUpgradeCallback: isWebSocketUpgrade,
-      requestTimeout: opts.requestTimeoutMs,
-      keepAliveTimeout: opts.keepAliveTimeoutMs,
-    },
-    (req, res) => {
-      // While draining, a request on a kept-alive connection is still served, then the connection closes.
-      if (closing) res.shouldKeepAlive = false;
-      if (!PROXIED.has(req.method ?? '')) {
-        const start = process.hrtime.bigint();
-        const requestId = randomUUID();
-        sendProblem(res, 'SLC_ERR_METHOD_NOT_ALLOWED', {
-          detail: `${req.method} is not proxied`,
-          requestId,
-          headers: { allow: ALLOW },
-          close: true,
-        });
-        finishRefused(obs, req, 405, 'SLC_ERR_METHOD_NOT_ALLOWED', requestId, start);
-        return;
-      }
-      handle(req, res);
-    },
-  );
+  return (req: IncomingMessage, res: ServerResponse): void => {
+    // While draining, a request on a kept-alive connection is still served, then the connection closes.
+    if (draining.closing) res.shouldKeepAlive = false;
+    if (!PROXIED.has(req.method ?? '')) {
+      const start = process.hrtime.bigint();
+      const requestId = randomUUID();
+      sendProblem(res, 'SLC_ERR_METHOD_NOT_ALLOWED', {
+        detail: `${req.method} is not proxied`,
+        requestId,
+        headers: { allow: ALLOW },
+        close: true,
+      });
+      finishRefused(obs, req, 405, 'SLC_ERR_METHOD_NOT_ALLOWED', requestId, start);
+      return;
+    }
+    handle(req, res);
+  };
+}
+
+/** WebSocket upgrades and what the HTTP/1.1 parser refuses, on either listener. */
+export function attachHttp1Handlers(
+  server: Server | Http2SecureServer,
+  holder: RuntimeHolder,
+  opts: IngressOptions,
+  obs: Observers,
+): void {
   server.on('upgrade', createUpgradeHandler(holder, opts, obs));
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
     if (err.code === 'ECONNRESET' || !socket.writable) {
@@ -91,21 +125,19 @@ export function createProxyServer(
             );
     finishRefused(obs, null, status, code ?? `HTTP_${status}`, undefined, start);
   });
-  return {
-    server,
-    listen: ({ host, port }) =>
-      new Promise((resolve, reject) => {
-        server.once('error', reject);
-        server.listen(port, host, () => {
-          server.off('error', reject);
-          resolve();
-        });
-      }),
-    close: () => {
-      closing = true;
-      return new Promise((resolve) => server.close(() => resolve()));
-    },
-  };
+}
+
+export function listenOn(
+  server: Server | Http2SecureServer,
+  { host, port }: { host: string; port: number },
+): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
 }
 
 function isWebSocketUpgrade(req: IncomingMessage): boolean {

@@ -1,0 +1,29 @@
+/**
+ * A route's `httpsRedirect`: on the cleartext listener the request is answered 308 with the same
+ * host, path and query over https (308 keeps the method and body); on the TLS listener the hook
+ * lets the request through. It is the route's first request hook, so only routes that ask for a
+ * redirect pay for the check, and nothing (not even authentication) runs before it on cleartext.
+ */
+import type { TLSSocket } from 'node:tls';
+import { answered } from './answer.ts';
+import type { RequestContext, RequestHook } from './context.ts';
+
+/** `port`: the HTTPS port clients reach (443 is left out of the Location). */
+export function httpsRedirectHook(port: number): RequestHook {
+  const portPart = port === 443 ? '' : `:${port}`;
+  return (ctx: RequestContext) => {
+    if ((ctx.req.socket as TLSSocket).encrypted) return;
+    const host = hostName(ctx.req.headers.host ?? '');
+    const location = `https://${host}${portPart}${ctx.path}${ctx.query ? `?${ctx.query}` : ''}`;
+    answered(ctx);
+    ctx.status = 308;
+    ctx.res.writeHead(308, { location, 'content-length': '0', 'x-request-id': ctx.requestId });
+    ctx.res.end();
+  };
+}
+
+/** The Host header without its port ("[::1]:80" → "[::1]"). */
+function hostName(host: string): string {
+  const colon = host.lastIndexOf(':');
+  return colon > host.lastIndexOf(']') ? host.slice(0, colon) : host;
+}

@@ -1,0 +1,135 @@
+/**
+ * The TLS listener of the proxy (--https-port): node:http2's secure server with allowHTTP1, so
+ * ALPN gives h2 to clients that offer it and HTTP/1.1 to the others, and both reach the same
+ * request listener, ingress, routes and plugins as the cleartext port (handle.ts reads h2's
+ * pseudo-headers). HTTP/1.1 here runs on Node's HTTP/1 server code with the cleartext port's
+ * parser settings (http1Options), WebSocket upgrades included; h2 offers no upgrades (no
+ * extended CONNECT), and its CONNECT is refused like any method we do not proxy.
+ *
+ * Certificates: the SNI callback looks the server name up in the runtime current at the
+ * handshake, so a new snapshot is served on new connections while open ones keep the context
+ * they were made with. No SNI, or a name no certificate covers: the default certificate
+ * (--tls-default-cert/key); without one such a handshake is refused.
+ */
+import {
+  createSecureServer,
+  type Http2ServerRequest,
+  type Http2ServerResponse,
+  type Http2Session,
+  type SecureServerOptions,
+} from 'node:http2';
+import type { Socket } from 'node:net';
+import type { SecureContext } from 'node:tls';
+import type { Observers } from '../pipeline/finish.ts';
+import type { RuntimeHolder } from '../runtime/holder.ts';
+import { H2_MAX_CONCURRENT_STREAMS, H2_MAX_SESSION_MEMORY_MB, TLS_CONTEXT_OPTIONS } from '../tls/settings.ts';
+import {
+  attachHttp1Handlers,
+  http1Options,
+  listenOn,
+  type ProxyServer,
+  type ProxyServerOptions,
+  requestListener,
+} from './proxy-server.ts';
+
+export interface SecureProxyOptions extends ProxyServerOptions {
+  /** PEM certificate chain and key served when no certificate of the snapshot covers the SNI; null = none. */
+  defaultCertificate: { cert: string; key: string } | null;
+}
+
+export function createSecureProxyServer(
+  holder: RuntimeHolder,
+  opts: SecureProxyOptions,
+  obs: Observers,
+): ProxyServer {
+  const draining = { closing: false };
+  const ingress = { ...opts, proto: 'https' as const };
+  // The compatibility request and response stand in for node:http's: what the pipeline uses of
+  // them (headers, rawHeaders, socket, writeHead, write, end, destroy) they have.
+  const onRequest = requestListener(holder, ingress, obs, draining) as unknown as (
+    req: Http2ServerRequest,
+    res: Http2ServerResponse,
+  ) => void;
+  const server = createSecureServer(listenerOptions(holder, opts), onRequest);
+  attachHttp1Handlers(server, holder, ingress, obs);
+  // Handshakes that fail (a scanner, an unknown name without a default) are the client's problem: debug only.
+  server.on('tlsClientError', (err) => obs.log.debug({ err: err.message }, 'TLS handshake failed'));
+
+  // What close() and closeAll() have to end: h2 sessions (a GOAWAY lets their open streams
+  // finish) and HTTP/1.1 connections (Node's HTTP/1 code closes them when idle).
+  const sessions = new Set<Http2Session>();
+  const sockets = new Set<Socket>();
+  server.on('session', (s: Http2Session) => {
+    sessions.add(s);
+    s.once('close', () => sessions.delete(s));
+    if (draining.closing) s.close();
+    closeWhenIdle(s, opts.keepAliveTimeoutMs);
+  });
+  server.on('secureConnection', (socket: Socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+  });
+  return {
+    server,
+    listen: (at) => listenOn(server, at),
+    close: () => {
+      draining.closing = true;
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      for (const s of sessions) s.close();
+      // Present with allowHTTP1 (Node's HTTP/1 server code), missing from the type.
+      (server as unknown as { closeIdleConnections(): void }).closeIdleConnections();
+      return closed;
+    },
+    closeAll: () => {
+      for (const s of sessions) s.destroy();
+      for (const socket of sockets) socket.destroy();
+    },
+  };
+}
+
+/**
+ * An h2 session without an open stream for `ms` is closed (GOAWAY), like an idle HTTP/1.1
+ * keep-alive connection. Not the server's own timeout: that destroys a session on `ms` of
+ * silence even while a stream waits for a slow upstream, taking its other streams with it.
+ * (Node's session timer fires once per quiet period, so it is re-armed while streams are open.)
+ */
+function closeWhenIdle(session: Http2Session, ms: number): void {
+  let open = 0;
+  session.on('stream', (stream) => {
+    open++;
+    stream.once('close', () => open--);
+  });
+  session.setTimeout(ms);
+  session.on('timeout', () => {
+    if (open === 0) session.close();
+    else session.setTimeout(ms);
+  });
+}
+
+/**
+ * The listener's TLS and h2 options. Client certificates (the mTLS plugin to come) are a
+ * listener setting in node:tls: `requestCert: true` with `rejectUnauthorized: false` and the
+ * client CAs (`ca`) go here, for this listener only, and the plugin then reads
+ * `req.socket.getPeerCertificate()` / `authorized` per route; `requestCert` stays off until then.
+ */
+function listenerOptions(holder: RuntimeHolder, opts: SecureProxyOptions): SecureServerOptions {
+  return {
+    ...http1Options(opts),
+    ...TLS_CONTEXT_OPTIONS,
+    ...(opts.defaultCertificate ?? {}),
+    allowHTTP1: true,
+    SNICallback: (servername: string, cb: (err: Error | null, ctx?: SecureContext) => void) => {
+      const context = holder.current?.certificates.lookup(servername);
+      if (context !== undefined) cb(null, context);
+      else if (opts.defaultCertificate !== null)
+        cb(null, undefined); // the server's own: the default
+      else cb(new Error(`no certificate for ${servername} and no default certificate`));
+    },
+    settings: {
+      maxConcurrentStreams: H2_MAX_CONCURRENT_STREAMS,
+      // The h2 form of --max-header-bytes: HPACK-decoded names and values (+32 bytes each, RFC 9113).
+      maxHeaderListSize: opts.maxHeaderBytes,
+    },
+    maxSessionMemory: H2_MAX_SESSION_MEMORY_MB,
+  };
+}
