@@ -69,12 +69,13 @@ crds: deps
 
 ## bench: the shared peers harness (floor, nginx, plain sluice, the jwt+rate-limit+transformer chain;
 ## BENCH_BEFORE=DIR adds another checkout) with ratios to the floor; compile times; the idempotency
-## plugin against a plain POST. bench/run.ts is the harness without nginx (node bench/run.ts --help)
+## plugin against a plain POST; HTTPS/1.1 and h2 against cleartext (bench/tls.ts). bench/run.ts is the harness without nginx (node bench/run.ts --help)
 bench: deps
 	bench/chain.sh
 	node bench/run.ts --targets floor,sluice --rate-of-floor 0.5 --no-compile
 	node bench/compile.ts
 	node bench/idempotency.ts
+	node bench/tls.ts
 
 ## bench-smoke: every benchmark once, for seconds: keeps them working (CI runs it); the figures mean nothing
 bench-smoke: deps
@@ -82,6 +83,7 @@ bench-smoke: deps
 	node bench/run.ts --targets floor,sluice --rate-of-floor 0.5 --duration 1 --warmup 1 --no-compile
 	node bench/compile.ts --sizes 100 --runs 1
 	BENCH_DURATION=1 BENCH_WARMUP=0 node bench/idempotency.ts
+	BENCH_DURATION=1 BENCH_WARMUP=0 node bench/tls.ts
 
 clean:
 	rm -rf node_modules .tools .state dist

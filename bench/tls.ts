@@ -19,7 +19,17 @@ import { join } from 'node:path';
 import { GET_PATH, PORTS } from './fixtures.ts';
 import { machineTicks, processTable, selfTicks, treeTicks } from './lib/cpu.ts';
 import { portFree, sleep, waitReady } from './lib/http.ts';
-import { BENCH, HZ, LOAD_CORE, onPath, PIN, pinned, pinSelf, TARGET_CORE } from './lib/machine.ts';
+import {
+  BENCH,
+  HZ,
+  LOAD_CORE,
+  onPath,
+  PIN,
+  pinned,
+  pinSelf,
+  SLUICE_NODE_FLAGS,
+  TARGET_CORE,
+} from './lib/machine.ts';
 import {
   type Proc,
   start,
@@ -186,6 +196,7 @@ async function main(): Promise<void> {
   );
   const argv = [
     process.execPath,
+    ...SLUICE_NODE_FLAGS,
     ...`bin/sluice.ts run -f bench/bench.yaml --host 127.0.0.1 --port ${PORT} --https-port ${HTTPS_PORT}`.split(
       ' ',
     ),

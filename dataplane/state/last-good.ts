@@ -1,6 +1,7 @@
 /**
  * The last good snapshot on disk, so a restarted data plane serves before any controller
  * answers. Written atomically (temp file + rename); writes are serialized, the newest wins.
+ * Readable by this user only: a snapshot holds resolved Secrets (credentials, TLS private keys).
  */
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -27,9 +28,9 @@ export class LastGood {
 
   save(snapshot: Snapshot): Promise<void> {
     this.#chain = this.#chain.then(async () => {
-      await mkdir(this.#dir, { recursive: true });
+      await mkdir(this.#dir, { recursive: true, mode: 0o700 });
       const tmp = join(this.#dir, `${FILE}.${process.pid}.tmp`);
-      await writeFile(tmp, JSON.stringify(snapshot));
+      await writeFile(tmp, JSON.stringify(snapshot), { mode: 0o600 });
       await rename(tmp, join(this.#dir, FILE));
     });
     return this.#chain;
