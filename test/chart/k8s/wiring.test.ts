@@ -5,11 +5,12 @@
  * the EndpointSlices of the headless admin Service written by the test (kapi has no
  * EndpointSlice controller), pointing at the two data planes' admin ports. A GatewayRoute
  * applied with kubectl is then served by both, its status says Programmed on 2 of 2 pods,
- * and both data planes use the Redis whose URL the chart takes from a Secret.
+ * and both data planes use the Redis whose URL the chart takes from a Secret. HTTPS is on, with
+ * the default certificate from a Secret the chart mounts: a route's own certificate (spec.tls)
+ * is served by SNI on both data planes, over h2 too, and an unknown name gets the default.
  *
  * Not covered here (no kubelet): probes timing, preStop, the ServiceAccount token (the
- * controller uses the test's KUBECONFIG), NetworkPolicy. HTTPS stays off (its data-plane
- * flags are another branch's work).
+ * controller uses the test's KUBECONFIG), NetworkPolicy.
  */
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
@@ -20,6 +21,8 @@ import { ok } from '../../helpers/kubectl.ts';
 import { metricValue, stopAllSluice } from '../../helpers/processes.ts';
 import { type PrivateRedis, startPrivateRedis } from '../../helpers/redis.ts';
 import { startUpstream, type Upstream } from '../../helpers/servers.ts';
+import { makePki, type Pki } from '../../tls/pki.ts';
+import { curl, handshake } from '../../tls/tls-helpers.ts';
 import { CHART, find, type Manifest, render, renderText } from '../helm.ts';
 import { type LocalPod, startLocalPod } from './local-pod.ts';
 
@@ -27,11 +30,15 @@ const NS = `sluice-chart-wire-${randomBytes(3).toString('hex')}`;
 const VALUES = {
   dataplane: { replicas: 2, preStopSeconds: 0, drainSeconds: 1 },
   controller: { replicas: 2, leaseSeconds: 3 },
-  proxy: { service: { type: 'ClusterIP' } },
+  proxy: {
+    service: { type: 'ClusterIP' },
+    https: { enabled: true, defaultCertificateSecret: 'wired-default-tls' },
+  },
   redis: { existingSecret: 'wired-redis', existingSecretKey: 'url' },
 };
 
 let manifests: Manifest[];
+let pki: Pki;
 let redis: PrivateRedis;
 let up: Upstream;
 const planes: LocalPod[] = [];
@@ -59,6 +66,23 @@ beforeAll(async () => {
   await ok(['wait', '--for=condition=Established', '--timeout=30s', 'crd/gatewayroutes.sluice.dev']);
   await ok(['create', 'namespace', NS]);
   await ok(['create', 'secret', 'generic', 'wired-redis', '-n', NS, `--from-literal=url=${redis.url}`]);
+  pki = makePki();
+  for (const [secret, host] of [
+    ['wired-default-tls', 'default.example.test'],
+    ['wired-tls', 'wired.example.test'],
+  ]) {
+    const leaf = pki.leaf(host, [host]);
+    await ok([
+      'create',
+      'secret',
+      'tls',
+      secret,
+      '-n',
+      NS,
+      `--cert=${leaf.certFile}`,
+      `--key=${leaf.keyFile}`,
+    ]);
+  }
   const opts = { namespace: NS, values: VALUES };
   manifests = await render(opts);
   await ok(['apply', '-n', NS, '-f', '-'], await renderText(opts));
@@ -93,6 +117,7 @@ endpoints: [{ addresses: ["127.0.0.1"], conditions: { ready: false }, targetRef:
 afterAll(async () => {
   await stopAllSluice();
   await Promise.all([redis?.stop(), up?.close()]);
+  pki?.remove();
   await ok(['delete', 'gatewayroutes', '--all', '-n', NS]).catch(() => {});
 }, 30_000);
 
@@ -176,5 +201,35 @@ it('both data planes hold a connection to the Redis whose URL came from the Secr
     expect(clients).toBeGreaterThanOrEqual(3); // the two data planes and this probe
   } finally {
     r.disconnect();
+  }
+});
+
+it("HTTPS from the chart: the route's certificate by SNI on both data planes, h2 by ALPN, the mounted default otherwise", async () => {
+  await ok(
+    ['apply', '-n', NS, '-f', '-'],
+    `
+apiVersion: sluice.dev/v1alpha1
+kind: GatewayRoute
+metadata: { name: wired-tls }
+spec:
+  tls: [{ hosts: [wired.example.test], secretName: wired-tls }]
+  service: { name: wired-tls, url: "${up.url}" }
+  routes: [{ name: main, paths: ["/secure"], hosts: [wired.example.test] }]
+`,
+  );
+  for (const p of planes) {
+    const port = p.ports.https;
+    expect(port).toBeGreaterThan(0);
+    const served = await until(
+      `${p.name} to serve wired.example.test over h2`,
+      () => curl('--http2', 'wired.example.test', port, '/secure/x', pki.caFile).catch(() => null),
+      (r) => r?.status === 200,
+    );
+    expect(served?.version).toBe('2');
+    const route = await handshake(port, 'wired.example.test', pki.ca);
+    expect(route.cert.subject.CN).toBe('wired.example.test');
+    expect(route.authorized).toBe(true);
+    const other = await handshake(port, 'unknown.example.test', pki.ca);
+    expect(other.cert.subject.CN).toBe('default.example.test');
   }
 });
