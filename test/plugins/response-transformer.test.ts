@@ -97,6 +97,12 @@ beforeAll(async () => {
           .end(body);
         return true;
       }
+      case '/t/cut':
+        // Headers and half the body, then the connection drops.
+        res.writeHead(200, { 'content-type': 'application/json', 'content-length': 100 });
+        res.write('{"secret":');
+        setTimeout(() => res.socket?.destroy(), 20);
+        return true;
       case '/t/empty':
         res.writeHead(204).end();
         return true;
@@ -206,6 +212,21 @@ describe('JSON response bodies', () => {
     if (res.headers['content-length'] !== undefined)
       expect(Number(res.headers['content-length'])).toBe(Buffer.byteLength(text));
     expect(await skipped('t', reason)).toBe(before + 1);
+  });
+
+  it("an upstream that fails while the body is held gets the gateway's problem, not a cut response", async () => {
+    const res = await get('/t/cut');
+    expect(res.statusCode).toBe(502);
+    expect(res.headers['content-type']).toBe('application/problem+json');
+    expect(await res.body.json()).toMatchObject({ code: 'SLC_ERR_UPSTREAM_UNAVAILABLE' });
+  });
+
+  it("a HEAD is answered with the upstream's head, nothing buffered", async () => {
+    const res = await request(`${dp.proxyUrl}/t/json`, { method: 'HEAD' });
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['content-length']).toBe(String(Buffer.byteLength(JSON.stringify(DOC))));
+    expect(res.headers['x-gateway-version']).toBe('v1');
+    await res.body.dump();
   });
 
   it('a compressed body passes untouched, counted as encoded', async () => {
