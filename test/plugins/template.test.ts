@@ -18,8 +18,8 @@ import {
   template,
 } from '../../dataplane/config/template.ts';
 import type { RequestContext } from '../../dataplane/pipeline/context.ts';
-import { applyFieldVerbs, compileFieldVerbs } from '../../dataplane/plugins/transform/json-fields.ts';
-import { RequestSources } from '../../dataplane/plugins/transform/sources.ts';
+import { applyFieldVerbs, compileFieldVerbs } from '../../dataplane/pipeline/transform/json-fields.ts';
+import { RequestSources } from '../../dataplane/pipeline/transform/sources.ts';
 import {
   captureParams,
   compilePathRewrite,

@@ -12,15 +12,15 @@ import { answerProblem } from '../../pipeline/answer.ts';
 import type { RequestContext } from '../../pipeline/context.ts';
 import { readBody } from '../../upstream/body.ts';
 import { BodyTooLargeError } from '../../upstream/errors.ts';
-import { applyHeaderVerbs, compileHeaderVerbs } from '../transform/headers.ts';
+import { applyHeaderVerbs, compileHeaderVerbs } from '../../pipeline/transform/headers.ts';
 import {
   applyFieldVerbs,
   compileFieldVerbs,
   type FieldVerbs,
   isJsonType,
   parseObject,
-} from '../transform/json-fields.ts';
-import { RequestSources } from '../transform/sources.ts';
+} from '../../pipeline/transform/json-fields.ts';
+import { RequestSources } from '../../pipeline/transform/sources.ts';
 import { definePlugin } from '../types.ts';
 import { manifest } from './manifest.ts';
 import { captureParams, compilePathRewrite, renderPath } from './path-rewrite.ts';

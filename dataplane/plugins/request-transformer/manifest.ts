@@ -22,9 +22,9 @@ import {
   queryNames,
   queryRenames,
   queryValues,
+  patternParams,
   section,
-} from '../transform/schema.ts';
-import { patternParams } from './path-rewrite.ts';
+} from '../../config/transform-schema.ts';
 
 /** Literal path characters (pchar without ";"), a "{name}" parameter, "/". */
 const PATTERN = "^(/([A-Za-z0-9\\-._~!$&'()*+,=:@%]*|\\{[A-Za-z_][A-Za-z0-9_]*\\}))+$";

@@ -9,31 +9,13 @@
  * is forwarded as it would be without the rewrite.
  */
 import { pathSegment, render, type Sources, type Template } from '../../config/template.ts';
+import { PATH_PARAM as PARAM } from '../../config/transform-schema.ts';
 
 export interface PathRewrite {
   /** The pattern's segments: a literal, or the name of the parameter it captures. */
   pattern: readonly ({ literal: string } | { param: string })[];
   /** The rewrite's segments (after the leading "/"). */
   segments: readonly Template[];
-}
-
-/** "{name}" */
-const PARAM = /^\{([A-Za-z_][A-Za-z0-9_]*)\}$/;
-
-/** The parameter names a pattern declares, or an error. */
-export function patternParams(pattern: string): string[] | { error: string } {
-  const names: string[] = [];
-  for (const seg of pattern.split('/').slice(1)) {
-    const m = PARAM.exec(seg);
-    if (m === null) {
-      if (seg.includes('{') || seg.includes('}'))
-        return { error: `segment ${JSON.stringify(seg)} must be a literal or a whole "{name}"` };
-      continue;
-    }
-    if (names.includes(m[1])) return { error: `declares {${m[1]}} twice` };
-    names.push(m[1]);
-  }
-  return names;
 }
 
 export function compilePathRewrite(

@@ -5,7 +5,7 @@
  * percent-encoded whole, literals and looked-up parts alike, so no "&", "=" or "#" becomes syntax.
  */
 import { queryValue, render, type Sources, type Template } from '../../config/template.ts';
-import { splitPair } from '../transform/schema.ts';
+import { splitPair } from '../../config/transform-schema.ts';
 
 export interface QueryVerbs {
   remove: ReadonlySet<string>;

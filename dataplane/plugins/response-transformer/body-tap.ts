@@ -14,7 +14,7 @@ import {
   isJsonType,
   parseObject,
   type SkipReason,
-} from '../transform/json-fields.ts';
+} from '../../pipeline/transform/json-fields.ts';
 
 /** Passes a chunk on, waiting for the next stream to drain (or to go away). */
 function pass(next: Writable, chunk: Buffer, callback: () => void): void {

@@ -7,9 +7,9 @@
  */
 import { type Sources, template } from '../../config/template.ts';
 import type { RequestContext } from '../../pipeline/context.ts';
-import { applyHeaderVerbs, compileHeaderVerbs } from '../transform/headers.ts';
-import { compileFieldVerbs } from '../transform/json-fields.ts';
-import { RequestSources } from '../transform/sources.ts';
+import { applyHeaderVerbs, compileHeaderVerbs } from '../../pipeline/transform/headers.ts';
+import { compileFieldVerbs } from '../../pipeline/transform/json-fields.ts';
+import { RequestSources } from '../../pipeline/transform/sources.ts';
 import { definePlugin } from '../types.ts';
 import { BodyTransform } from './body-tap.ts';
 import { manifest } from './manifest.ts';

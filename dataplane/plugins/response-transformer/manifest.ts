@@ -17,7 +17,7 @@ import {
   headerRenames,
   headerValues,
   section,
-} from '../transform/schema.ts';
+} from '../../config/transform-schema.ts';
 
 export const ResponseTransformerConfig = Type.Object(
   {

@@ -5,7 +5,7 @@
  * transformers know nothing of jwt.
  */
 import type { Sources } from '../../config/template.ts';
-import type { RequestContext } from '../../pipeline/context.ts';
+import type { RequestContext } from '../context.ts';
 
 const NONE: Readonly<Record<string, string>> = {};
 

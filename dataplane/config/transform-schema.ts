@@ -1,12 +1,12 @@
 /**
- * The config shapes both transformers share (Kong's "Name:value" strings), and the check that
+ * The config shapes both transformers (request- and response-transformer) share (Kong's "Name:value" strings), and the check that
  * compiles every template in them, naming the field of the first problem. Plain data: the
  * controller reads it through the manifests.
  */
 import { type TProperties, type TSchema, Type } from '@sinclair/typebox';
-import type { ConfigProblem } from '../../config/config-problem.ts';
-import { HEADER_NAME_CHARS, HEADER_VALUE_CHARS } from '../../config/http-grammar.ts';
-import { compileTemplate, type Template } from '../../config/template.ts';
+import type { ConfigProblem } from './config-problem.ts';
+import { HEADER_NAME_CHARS, HEADER_VALUE_CHARS } from './http-grammar.ts';
+import { compileTemplate, type Template } from './template.ts';
 
 /** A query parameter name the config may write (unreserved characters). */
 export const QUERY_NAME_CHARS = '[A-Za-z0-9._~-]+';
@@ -78,4 +78,23 @@ export function checkTemplates(
     }
   }
   return problems;
+}
+
+/** A path pattern's parameter segment: "{name}". */
+export const PATH_PARAM = /^\{([A-Za-z_][A-Za-z0-9_]*)\}$/;
+
+/** The parameter names a pattern declares, or an error. */
+export function patternParams(pattern: string): string[] | { error: string } {
+  const names: string[] = [];
+  for (const seg of pattern.split('/').slice(1)) {
+    const m = PATH_PARAM.exec(seg);
+    if (m === null) {
+      if (seg.includes('{') || seg.includes('}'))
+        return { error: `segment ${JSON.stringify(seg)} must be a literal or a whole "{name}"` };
+      continue;
+    }
+    if (names.includes(m[1])) return { error: `declares {${m[1]}} twice` };
+    names.push(m[1]);
+  }
+  return names;
 }

@@ -5,7 +5,7 @@
  * value holds can become JSON structure.
  */
 import { type Template, render, type Sources, jsonString } from '../../config/template.ts';
-import { splitPair } from './schema.ts';
+import { splitPair } from '../../config/transform-schema.ts';
 
 type Obj = Record<string, unknown>;
 type Path = readonly string[];

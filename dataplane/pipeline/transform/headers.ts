@@ -6,7 +6,7 @@
  */
 import { HEADER_VALUE } from '../../config/http-grammar.ts';
 import { headerValue, render, type Sources, type Template } from '../../config/template.ts';
-import { splitPair } from './schema.ts';
+import { splitPair } from '../../config/transform-schema.ts';
 
 type Headers = Record<string, string | string[]>;
 
