@@ -59,18 +59,18 @@ export function applyHeaderVerbs(v: HeaderVerbs, h: Headers, sources: Sources): 
   }
   for (const [name, t] of v.replace) {
     if (h[name] === undefined) continue;
-    const value = render(t, sources, headerValue);
+    const value = t.literal ?? render(t, sources, headerValue);
     if (value === null) refused ??= name;
     else h[name] = value;
   }
   for (const [name, t] of v.add) {
     if (h[name] !== undefined) continue;
-    const value = render(t, sources, headerValue);
+    const value = t.literal ?? render(t, sources, headerValue);
     if (value === null) refused ??= name;
     else h[name] = value;
   }
   for (const [name, t] of v.append) {
-    const value = render(t, sources, headerValue);
+    const value = t.literal ?? render(t, sources, headerValue);
     if (value === null) {
       refused ??= name;
       continue;

@@ -91,11 +91,17 @@ export default definePlugin(manifest, {
           }
         };
 
+        // The benchmarked case (X-Gateway-Version): literal header values, checked when compiled,
+        // cannot be refused: the hook is the header verbs alone.
+        if (plain && literalOnly && headers !== null)
+          return {
+            onRequest: (ctx: RequestContext) => void applyHeaderVerbs(headers, ctx.headers, NO_SOURCES),
+          };
+
         return {
           onRequest(ctx: RequestContext): void | Promise<void> {
             if (plain) {
-              // The benchmarked case: header verbs only, no per-request allocation beyond the sources.
-              finish(ctx, literalOnly ? NO_SOURCES : new RequestSources(ctx, null, copyHeaders));
+              finish(ctx, new RequestSources(ctx, null, copyHeaders));
               return;
             }
             const params = rewrite === null ? null : captureParams(rewrite, ctx.path);
