@@ -37,6 +37,7 @@ const jwt: PluginInstance = {
 beforeAll(async () => {
   up = await startUpstream();
   dp = await startTestDataPlane({
+    maxBodyBytes: 4096,
     initialSnapshot: snapshot(
       [
         route('query', 'u', '/query', {
@@ -250,6 +251,14 @@ describe('JSON body fields', () => {
       expect(last().body).toBe(body);
       expect(await skipped('body', reason)).toBe(before + 1);
     }
+  });
+
+  it("a body over the gateway's limit is refused with 413, read by the transformer as the chain would", async () => {
+    const before = up.seen.length;
+    const res = await post(JSON.stringify({ pad: 'x'.repeat(5000) }));
+    expect(res.statusCode).toBe(413);
+    expect(await res.body.json()).toMatchObject({ code: 'SLC_ERR_BODY_TOO_LARGE' });
+    expect(up.seen.length).toBe(before);
   });
 });
 

@@ -10,6 +10,7 @@
 import { type Sources, template } from '../../config/template.ts';
 import { answerProblem } from '../../pipeline/answer.ts';
 import type { RequestContext } from '../../pipeline/context.ts';
+import { finishRequest } from '../../pipeline/finish.ts';
 import { readBody } from '../../upstream/body.ts';
 import { BodyTooLargeError } from '../../upstream/errors.ts';
 import { applyHeaderVerbs, compileHeaderVerbs } from '../../pipeline/transform/headers.ts';
@@ -114,10 +115,13 @@ export default definePlugin(manifest, {
                 ctx.body = bytes;
                 finish(ctx, sources);
               },
+              // As the chain's own body read (pipeline/run-chain.ts): too large is 413, a client gone mid-body gets nothing.
               (err) => {
                 if (err instanceof BodyTooLargeError)
                   return answerProblem(ctx, 'SLC_ERR_BODY_TOO_LARGE', { close: true });
-                throw err;
+                if (!ctx.req.destroyed && !ctx.res.destroyed) throw err;
+                ctx.done = true;
+                finishRequest(ctx, 'SLC_ERR_BAD_REQUEST');
               },
             );
           },
