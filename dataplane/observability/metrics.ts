@@ -79,7 +79,7 @@ export class Metrics {
     name: 'sluice_transform_skipped_total',
     help:
       'Bodies a transformer passed untouched, by route id, plugin and reason: not_json, invalid_json, not_object, ' +
-      'too_large, encoded (Content-Encoding).',
+      'too_large, encoded (Content-Encoding); and unsafe_header: a response header value left out (CR, LF or NUL).',
     labelNames: ['route', 'plugin', 'reason'] as const,
     registers: [this.registry],
   });
