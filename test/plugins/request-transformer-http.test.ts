@@ -73,9 +73,12 @@ beforeAll(async () => {
           plugins: [
             transformer('hdr', {
               remove: { headers: ['X-Debug'] },
+              rename: { headers: ['X-Old:X-New'] },
+              replace: { headers: ['X-Mode:{{ header.x-old }}', 'X-Absent:never'] },
               add: {
                 headers: ['X-Gateway-Version:v1', 'X-From-Query:q={{ query.q }}', 'X-Route:{{ route.id }}'],
               },
+              append: { headers: ['X-List:b'] },
             }),
           ],
         }),
@@ -170,14 +173,18 @@ describe('the upstream path', () => {
 });
 
 describe('headers', () => {
-  it('templates fill header values; the literal X-Gateway-Version is as before', async () => {
-    await (await request(`${dp.proxyUrl}/hdr?q=hello`, { headers: { 'x-debug': '1' } })).body.dump();
+  it('every verb, templates reading the headers as they came; the literal X-Gateway-Version is as before', async () => {
+    const headers = { 'x-debug': '1', 'x-old': 'o', 'x-mode': 'm', 'x-list': 'a' };
+    await (await request(`${dp.proxyUrl}/hdr?q=hello`, { headers })).body.dump();
     expect(last().headers).toMatchObject({
+      'x-new': 'o',
+      'x-mode': 'o',
       'x-gateway-version': 'v1',
       'x-from-query': 'q=hello',
       'x-route': 'route/test/hdr/hdr/0',
+      'x-list': 'a, b',
     });
-    expect(last().headers['x-debug']).toBeUndefined();
+    for (const gone of ['x-debug', 'x-old', 'x-absent']) expect(last().headers[gone]).toBeUndefined();
   });
 
   it('a value that would carry CR, LF or NUL refuses the request with a problem, and nothing reaches the upstream', async () => {
