@@ -11,9 +11,18 @@ import { manifest as jwt } from '../plugins/jwt/manifest.ts';
 import { manifest as keyAuth } from '../plugins/key-auth/manifest.ts';
 import { manifest as rateLimiting } from '../plugins/rate-limiting/manifest.ts';
 import { manifest as requestTransformer } from '../plugins/request-transformer/manifest.ts';
+import { manifest as responseTransformer } from '../plugins/response-transformer/manifest.ts';
 import type { AnyHandlerManifest, AnyPluginManifest } from './manifest.ts';
 
-export const PLUGIN_MANIFESTS = [requestTransformer, idempotency, rateLimiting, keyAuth, jwt, cors] as const;
+export const PLUGIN_MANIFESTS = [
+  requestTransformer,
+  responseTransformer,
+  idempotency,
+  rateLimiting,
+  keyAuth,
+  jwt,
+  cors,
+] as const;
 
 export const HANDLER_MANIFESTS = [proxy] as const;
 

@@ -75,6 +75,14 @@ export class Metrics {
     labelNames: ['route', 'result'] as const,
     registers: [this.registry],
   });
+  readonly #transformSkipped = new HotCounter({
+    name: 'sluice_transform_skipped_total',
+    help:
+      'Bodies a transformer passed untouched, by route id, plugin and reason: not_json, invalid_json, not_object, ' +
+      'too_large, encoded (Content-Encoding); and unsafe_header: a response header value left out (CR, LF or NUL).',
+    labelNames: ['route', 'plugin', 'reason'] as const,
+    registers: [this.registry],
+  });
   readonly #circuit = new Gauge({
     name: 'sluice_upstream_circuit_state',
     help: 'Circuit breaker state by upstream id: 0 closed, 1 open, 2 half-open.',
@@ -122,6 +130,10 @@ export class Metrics {
     this.#rateLimit.series(route, result).inc();
   }
 
+  transformSkipped(route: string, plugin: string, reason: string): void {
+    this.#transformSkipped.series(route, plugin, reason).inc();
+  }
+
   circuitState(upstream: string, state: 'closed' | 'open' | 'half-open'): void {
     this.#circuitIds.add(upstream);
     this.#circuit.labels(upstream).set(state === 'closed' ? 0 : state === 'open' ? 1 : 2);
@@ -147,6 +159,7 @@ export class Metrics {
     this.#latency.retain(route);
     this.#idempotency.retain(route);
     this.#rateLimit.retain(route);
+    this.#transformSkipped.retain(route);
     this.#retries.retain(upstream);
     this.#upstreamLatency.retain(upstream);
     for (const id of this.#circuitIds) {

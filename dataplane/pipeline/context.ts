@@ -8,6 +8,8 @@ export interface Consumer {
   id: string;
   credentialId?: string;
   source: string;
+  /** The verified token's claims, when the credential has them (jwt): templates read them without knowing jwt. */
+  claims?: Readonly<Record<string, unknown>>;
 }
 
 export class RequestContext {
@@ -19,6 +21,8 @@ export class RequestContext {
   readonly path: string;
   /** Raw query string without "?". */
   query: string;
+  /** The path sent upstream in place of the (stripped) request path, when a transformer rewrote it; the base path is still prepended. */
+  upstreamPath: string | null = null;
   /** Upstream request headers, lower-case names; plugins edit this object. */
   readonly headers: Record<string, string>;
   readonly requestId: string;
@@ -84,9 +88,15 @@ export type ResponseHook = (ctx: RequestContext, headers: Record<string, string 
  * Sees a response on its way to the client. Taps are chained: the last one added receives the
  * upstream's bytes first and passes them on towards the client (a response transformer, added
  * late, changes the body before idempotency or a cache, added earlier, store it). Headers are
- * final when start runs (response hooks edit them); a tap does not change them.
+ * final when start runs (response hooks edit them); a tap that only observes does not change
+ * them. A tap that replaces the body says so (`rewritesBody`): the client's head is then written
+ * only when the first body byte (or the end) reaches it, so until then that tap may change the
+ * headers it was given (Content-Length), and taps added earlier see them changed when the body
+ * reaches them.
  */
 export interface ResponseTap {
+  /** May replace the body and change headers before passing the body on (response-transformer). */
+  readonly rewritesBody?: boolean;
   /** Status and headers as written to the client; returns where the body goes (it must pass it on to next, and end it). */
   start(status: number, headers: Record<string, string | string[]>, next: Writable): Writable;
   /** The upstream call failed, before or after the response started; `sent`: it may have reached the upstream. */

@@ -17,7 +17,8 @@ export default defineHandler(manifest, {
     return {
       bind(_route, entry, stripLength) {
         const up = deps.upstream(entry.upstream);
-        const path = (ctx: RequestContext) => upstreamPath(ctx.path, ctx.query, stripLength, up.basePath);
+        const path = (ctx: RequestContext) =>
+          upstreamPath(ctx.path, ctx.query, stripLength, up.basePath, ctx.upstreamPath);
         const call = (ctx: RequestContext, sink: ResponseSink) =>
           callUpstream(
             up,

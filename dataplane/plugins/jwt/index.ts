@@ -100,6 +100,7 @@ export default definePlugin(manifest, {
               id: `${issuer.config.issuer}#${sub}`,
               credentialId: sub,
               source: 'jwt',
+              claims: payload,
             };
             const headers: [string, string][] = [];
             for (const c of claims) {

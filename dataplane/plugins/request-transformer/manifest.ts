@@ -1,86 +1,161 @@
 /**
- * request-transformer config (Kong's shape). Each entry is "Name:value" (add, replace, append),
- * "Old:New" (rename) or "Name" (remove); the spec writes `add.headers: ["X-Gateway-Version:v1"]`.
- * Values can never carry CR, LF or NUL: the patterns reject them here, at the door.
+ * request-transformer config (Kong's shape, grown): headers, query parameters and JSON body
+ * fields, each with remove ("name"), rename ("old:new"), replace (only when present), add (only
+ * when absent) and append (headers and query), plus an upstream path rewrite. Values are
+ * templates (config/template.ts); the spec writes `add.headers: ["X-Gateway-Version:v1"]`, which
+ * stays what it was. Literal values can never carry CR, LF or NUL: the patterns reject them
+ * here, at the door; templates are compiled here too, and an unknown source or an undeclared
+ * path parameter is refused naming its field.
  */
 import { type Static, Type } from '@sinclair/typebox';
-import { HEADER_NAME_CHARS, HEADER_VALUE_CHARS } from '../../config/http-grammar.ts';
+import type { ConfigProblem } from '../../config/config-problem.ts';
 import { pluginManifest } from '../../config/manifest.ts';
+import { compileTemplate, pathNames } from '../../config/template.ts';
+import {
+  checkTemplates,
+  fieldPaths,
+  fieldRenames,
+  fieldValues,
+  headerNames,
+  headerRenames,
+  headerValues,
+  queryNames,
+  queryRenames,
+  queryValues,
+  patternParams,
+  section,
+} from '../../config/transform-schema.ts';
 
-const TOKEN = HEADER_NAME_CHARS;
-/** Header value: visible ASCII, space and tab, and obs-text; never CR, LF or NUL. */
-const VALUE = HEADER_VALUE_CHARS;
-
-const nameValues = (what: string) =>
-  Type.Array(
-    Type.String({ pattern: `^${TOKEN}:${VALUE}$`, maxLength: 8192, description: '"Header-Name:value"' }),
-    {
-      maxItems: 64,
-      description: what,
-    },
-  );
+/** Literal path characters (pchar without ";"), a "{name}" parameter, "/". */
+const PATTERN = "^(/([A-Za-z0-9\\-._~!$&'()*+,=:@%]*|\\{[A-Za-z_][A-Za-z0-9_]*\\}))+$";
+/** Literal path characters, "/" and {{ templates }}. */
+const REWRITE = "^/[A-Za-z0-9\\-._~!$&'()*+,=:@%/{} ]*$";
 
 export const RequestTransformerConfig = Type.Object(
   {
-    remove: Type.Optional(
+    remove: section(
+      {
+        headers: Type.Optional(headerNames('Headers removed from the request.')),
+        query: Type.Optional(queryNames('Query parameters removed (every occurrence).')),
+        body: Type.Optional(fieldPaths('JSON body fields removed.')),
+      },
+      'Removed first.',
+    ),
+    rename: section(
+      {
+        headers: Type.Optional(headerRenames('Headers renamed, keeping their values.')),
+        query: Type.Optional(queryRenames('Query parameters renamed, keeping their values.')),
+        body: Type.Optional(fieldRenames('JSON body fields moved, keeping their values.')),
+      },
+      'Renamed second.',
+    ),
+    replace: section(
+      {
+        headers: Type.Optional(headerValues('Headers whose value is replaced, only when present.')),
+        query: Type.Optional(queryValues('Query parameters whose value is replaced, only when present.')),
+        body: Type.Optional(fieldValues('JSON body fields replaced, only when present.')),
+      },
+      'Replaced third.',
+    ),
+    add: section(
+      {
+        headers: Type.Optional(headerValues('Headers added when absent.')),
+        query: Type.Optional(queryValues('Query parameters added when absent.')),
+        body: Type.Optional(fieldValues('JSON body fields added when absent (objects made on the way).')),
+      },
+      'Added fourth.',
+    ),
+    append: section(
+      {
+        headers: Type.Optional(headerValues('Headers added, next to any value already present.')),
+        query: Type.Optional(queryValues('Query parameters added, after any already present.')),
+      },
+      'Appended last.',
+    ),
+    path: Type.Optional(
       Type.Object(
         {
-          headers: Type.Optional(
-            Type.Array(Type.String({ pattern: `^${TOKEN}$`, maxLength: 256, description: 'Header name' }), {
-              maxItems: 64,
-              description: 'Headers removed from the request.',
-            }),
-          ),
+          pattern: Type.String({
+            pattern: PATTERN,
+            maxLength: 2048,
+            description: 'The request path, a "{name}" for each segment captured, e.g. "/users/{id}".',
+          }),
+          rewrite: Type.String({
+            pattern: REWRITE,
+            maxLength: 2048,
+            description:
+              'The upstream path, e.g. "/v2/accounts/{{ path.id }}"; each value is one encoded segment.',
+          }),
         },
-        { additionalProperties: false },
-      ),
-    ),
-    rename: Type.Optional(
-      Type.Object(
         {
-          headers: Type.Optional(
-            Type.Array(
-              Type.String({
-                pattern: `^${TOKEN}:${TOKEN}$`,
-                maxLength: 513,
-                description: '"Old-Name:New-Name"',
-              }),
-              {
-                maxItems: 64,
-                description: 'Headers renamed, keeping their values.',
-              },
-            ),
-          ),
+          additionalProperties: false,
+          description:
+            'Rewrites the upstream path of requests whose path matches the pattern (the upstream base path is still prepended).',
         },
-        { additionalProperties: false },
       ),
     ),
-    replace: Type.Optional(
-      Type.Object(
-        { headers: Type.Optional(nameValues('Headers whose value is replaced, only when present.')) },
-        { additionalProperties: false },
-      ),
-    ),
-    add: Type.Optional(
-      Type.Object(
-        { headers: Type.Optional(nameValues('Headers added when absent.')) },
-        { additionalProperties: false },
-      ),
-    ),
-    append: Type.Optional(
-      Type.Object(
-        { headers: Type.Optional(nameValues('Headers added, next to any value already present.')) },
-        { additionalProperties: false },
-      ),
+    maxBodyBytes: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: 64 * 1024 * 1024,
+        description: 'JSON bodies larger than this pass untouched (counted). Default 1 MiB.',
+      }),
     ),
   },
-  { additionalProperties: false, description: 'Applied in order: remove, rename, replace, add, append.' },
+  {
+    additionalProperties: false,
+    description:
+      'Applied in order: remove, rename, replace, add, append; templates read the request as it came.',
+  },
 );
 export type RequestTransformerConfig = Static<typeof RequestTransformerConfig>;
+
+function checkRequestTransformer(c: RequestTransformerConfig): ConfigProblem[] {
+  const problems: ConfigProblem[] = [];
+  let declared: string[] = [];
+  if (c.path) {
+    const params = patternParams(c.path.pattern);
+    if ('error' in params) problems.push({ field: 'path.pattern', message: `the pattern ${params.error}` });
+    else declared = params;
+    for (const seg of c.path.rewrite.split('/').slice(1)) {
+      const t = compileTemplate(seg);
+      if ('error' in t) problems.push({ field: 'path.rewrite', message: `the rewrite ${t.error}` });
+      else if (t.parts.some((p) => typeof p === 'string' && /[{}]/.test(p)))
+        problems.push({
+          field: 'path.rewrite',
+          message: 'the rewrite has "{" or "}" outside a {{ template }}',
+        });
+    }
+  }
+  const undeclared = (names: string[], field: string): ConfigProblem | null => {
+    const missing = names.find((n) => !declared.includes(n));
+    if (missing === undefined) return null;
+    return {
+      field,
+      message: c.path
+        ? `{{ path.${missing} }} is not a parameter of path.pattern`
+        : `{{ path.${missing} }} needs path.pattern to declare {${missing}}`,
+    };
+  };
+  problems.push(
+    ...checkTemplates(c as Record<string, unknown>, ['headers', 'query', 'body'], (t, field) =>
+      undeclared(pathNames(t), field),
+    ),
+  );
+  if (c.path) {
+    const t = compileTemplate(c.path.rewrite);
+    if (!('error' in t)) {
+      const p = undeclared(pathNames(t), 'path.rewrite');
+      if (p) problems.push(p);
+    }
+  }
+  return problems;
+}
 
 export const manifest = pluginManifest({
   name: 'request-transformer',
   phase: 'transform-request',
   schema: RequestTransformerConfig,
+  checks: checkRequestTransformer,
   load: (): Promise<{ default: unknown }> => import('./index.ts'),
 });
