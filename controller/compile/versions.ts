@@ -9,6 +9,7 @@
  * path beats a header, a header or media type beats the plain default. Colliding version paths
  * are then conflicts like any other. Routes without versions pass through untouched.
  */
+import { httpDate } from '../../dataplane/config/http-date.ts';
 import type { RouteDeprecation } from '../../dataplane/config/route-table.ts';
 import type { ModelVersion } from '../validate/versions.ts';
 import type { Draft, Pass } from './draft.ts';
@@ -75,7 +76,7 @@ export function deprecationOf(v: ModelVersion): RouteDeprecation | undefined {
     : [];
   return {
     deprecation: `@${d.dateMs / 1000}`, // RFC 9745: an sf-date, seconds since the epoch
-    ...(d.sunsetMs !== undefined && { sunset: new Date(d.sunsetMs).toUTCString() }), // IMF-fixdate
+    ...(d.sunsetMs !== undefined && { sunset: httpDate(d.sunsetMs) }),
     ...(links.length && { link: links.join(', ') }),
     ...(d.gone && d.sunsetMs !== undefined && { goneAtMs: d.sunsetMs }),
   };

@@ -5,6 +5,7 @@
  * a sunset before the deprecation date. Backends are resolved here like service.url, so the
  * compiler only ever sees URLs.
  */
+import { parseRfc3339 } from '../../dataplane/config/http-date.ts';
 import type { GatewayRouteSpec, Version } from '../api/gateway-route.ts';
 import type { ObjectRef } from '../source/resource-set.ts';
 import { type Diagnostic, invalid } from './diagnostic.ts';
@@ -174,19 +175,10 @@ function deprecationOf(
   };
 }
 
-/** ms since the epoch, whole seconds (the headers carry seconds), or a diagnostic. */
+/** ms since the epoch (whole seconds: the headers carry seconds), or a diagnostic. */
 function dateField(ref: ObjectRef, field: string, text: string, errors: Diagnostic[]): number | undefined {
-  const ms = Date.parse(text);
-  // Date.parse accepts impossible days (2026-02-31 rolls over): the date part must read back the same.
-  if (Number.isNaN(ms) || !sameCalendarDay(text, ms)) {
+  const ms = parseRfc3339(text);
+  if (ms === undefined)
     errors.push(invalid(ref, field, `${JSON.stringify(text)} is not a valid RFC 3339 date-time`));
-    return undefined;
-  }
-  return Math.floor(ms / 1000) * 1000;
-}
-
-function sameCalendarDay(text: string, ms: number): boolean {
-  const zone = text.endsWith('Z') ? '+00:00' : text.slice(-6);
-  const offset = (zone[0] === '-' ? -1 : 1) * (Number(zone.slice(1, 3)) * 60 + Number(zone.slice(4, 6)));
-  return new Date(ms + offset * 60_000).toISOString().slice(0, 10) === text.slice(0, 10);
+  return ms;
 }
