@@ -518,3 +518,33 @@ export interface GatewayRoute {
   spec: GatewayRouteSpec;
   status?: Static<typeof Status>;
 }
+
+/** A backendRef written in a spec, and where: service.backendRef, a version's or a canary backend's. */
+export interface BackendRefSite {
+  field: string;
+  name: string;
+  port: unknown;
+}
+
+/**
+ * Every backendRef of a GatewayRoute spec, read defensively: this also runs on specs that failed
+ * the schema (relevance, ResolvedRefs), so that a missing Service is reported with the rest.
+ */
+export function backendRefsOf(spec: unknown): BackendRefSite[] {
+  const out: BackendRefSite[] = [];
+  const add = (holder: unknown, at: string) => {
+    const ref = (holder as { backendRef?: { name?: unknown; port?: unknown } } | null | undefined)
+      ?.backendRef;
+    if (typeof ref?.name === 'string')
+      out.push({ field: `${at}.backendRef`, name: ref.name, port: ref.port });
+  };
+  const s = spec as { service?: unknown; versions?: unknown } | null | undefined;
+  add(s?.service, 'spec.service');
+  const versions: unknown[] = Array.isArray(s?.versions) ? s.versions : [];
+  versions.forEach((v, i) => {
+    add(v, `spec.versions[${i}]`);
+    const backends = (v as { backends?: unknown } | null)?.backends;
+    if (Array.isArray(backends)) backends.forEach((b, j) => add(b, `spec.versions[${i}].backends[${j}]`));
+  });
+  return out;
+}
