@@ -50,7 +50,12 @@ export function validateVersions(
   const errors: Diagnostic[] = [];
   const list: ModelVersion[] = [];
   // name and each selector must be unique across versions: the first holder of a value is kept.
-  const taken = { name: new Map<string, number>(), path: new Map(), header: new Map(), mediaType: new Map() };
+  const taken = {
+    name: new Map<string, number>(),
+    path: new Map<string, number>(),
+    header: new Map<string, number>(),
+    mediaType: new Map<string, number>(),
+  };
   versions.forEach((v, i) => {
     const at = `spec.versions[${i}]`;
     for (const key of ['name', 'path', 'header', 'mediaType'] as const) {
