@@ -275,6 +275,198 @@ export const RouteTls = Type.Object(
   },
 );
 
+/** A version name as it appears in URLs and headers: "v2", "2024-06-01", "beta". */
+/** An RFC 3339 date-time with a zone (the date itself is checked by validate/versions.ts). */
+const RFC3339_PATTERN =
+  '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]{1,9})?(Z|[+-][0-9]{2}:[0-9]{2})$';
+const VERSION_NAME_PATTERN = '^[A-Za-z0-9]([-A-Za-z0-9._]*[A-Za-z0-9])?$';
+
+export const VersionBackend = Type.Object(
+  {
+    url: Type.Optional(
+      Type.String({ maxLength: 2048, description: 'Address of this backend, like service.url.' }),
+    ),
+    backendRef: Type.Optional(BackendRef),
+    weight: Type.Integer({
+      minimum: 0,
+      maximum: 100,
+      description: "Share of the version's requests, in percent; the weights of a version sum to 100.",
+    }),
+  },
+  {
+    additionalProperties: false,
+    description: 'One backend of a weighted canary: exactly one of url or backendRef, and a weight.',
+    'x-kubernetes-validations': [
+      {
+        rule: 'has(self.url) != has(self.backendRef)',
+        message: 'exactly one of url or backendRef must be set',
+      },
+    ],
+  },
+);
+
+export const Deprecation = Type.Object(
+  {
+    date: Type.String({
+      maxLength: 64,
+      pattern: RFC3339_PATTERN,
+      description:
+        'When the version was (or will be) deprecated, RFC 3339 (e.g. 2026-01-01T00:00:00Z): sent as ' +
+        '`Deprecation: @<unix seconds>` (RFC 9745).',
+    }),
+    sunset: Type.Optional(
+      Type.String({
+        maxLength: 64,
+        pattern: RFC3339_PATTERN,
+        description:
+          'When the version stops being served, RFC 3339; sent as `Sunset: <HTTP-date>` (RFC 8594).',
+      }),
+    ),
+    link: Type.Optional(
+      Type.String({
+        maxLength: 2048,
+        pattern: '^https?://[^\\s<>"]+$',
+        description: 'The migration document: sent as `Link: <url>; rel="deprecation"` (and rel="sunset").',
+      }),
+    ),
+    goneAfterSunset: Type.Optional(
+      Type.Boolean({
+        description: 'From the sunset date on, answer 410 problem+json instead of proxying (default false).',
+      }),
+    ),
+  },
+  {
+    additionalProperties: false,
+    description:
+      'Deprecation of a version: headers on every response of it, and optionally 410 after its sunset.',
+  },
+);
+
+export const Sticky = Type.Object(
+  {
+    consumer: Type.Optional(
+      Type.Boolean({ description: 'Keep each authenticated consumer (jwt, key-auth) on one backend.' }),
+    ),
+    cookie: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 256,
+        pattern: TOKEN_PATTERN,
+        description: 'Keep each value of this request cookie (e.g. a session cookie) on one backend.',
+      }),
+    ),
+  },
+  {
+    additionalProperties: false,
+    description:
+      'How a canary keeps a caller on one side: by consumer or by a cookie value (exactly one). Callers ' +
+      'without one are split at random.',
+    'x-kubernetes-validations': [
+      {
+        rule: 'has(self.consumer) != has(self.cookie)',
+        message: 'exactly one of consumer or cookie must be set',
+      },
+    ],
+  },
+);
+
+export const Version = Type.Object(
+  {
+    name: Type.String({
+      minLength: 1,
+      maxLength: 63,
+      pattern: VERSION_NAME_PATTERN,
+      description: 'The version, e.g. v2: used in route ids and as the default selector value.',
+    }),
+    path: Type.Optional(
+      Type.String({
+        minLength: 2,
+        maxLength: 256,
+        pattern: ROUTE_PATH_PATTERN,
+        description:
+          'Select by URL: this prefix in front of every route path (e.g. /v2: /v2/charges reaches the route ' +
+          '/charges of this version). Removed before forwarding.',
+      }),
+    ),
+    header: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 256,
+        description: 'Select by header: the value of versioning.header (Accept-Version) naming this version.',
+      }),
+    ),
+    mediaType: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 256,
+        pattern: TOKEN_PATTERN,
+        description:
+          'Select by media type: the value of the versioning.mediaTypeParameter in Accept ' +
+          '(e.g. 2 for `Accept: application/vnd.charges+json; version=2`).',
+      }),
+    ),
+    url: Type.Optional(
+      Type.String({
+        maxLength: 2048,
+        description: 'Backend of this version (default: service.url/backendRef).',
+      }),
+    ),
+    backendRef: Type.Optional(BackendRef),
+    backends: Type.Optional(
+      Type.Array(VersionBackend, {
+        minItems: 2,
+        maxItems: 2,
+        description: 'A weighted canary: two backends whose weights sum to 100 (instead of url/backendRef).',
+      }),
+    ),
+    sticky: Type.Optional(Sticky),
+    deprecation: Type.Optional(Deprecation),
+    plugins: Type.Optional(
+      Type.Array(PluginRef, {
+        maxItems: 32,
+        description:
+          'GatewayPlugins for this version (e.g. a request-transformer adding X-Gateway-Version); one of the ' +
+          'same type at route or service scope is overridden.',
+      }),
+    ),
+  },
+  {
+    additionalProperties: false,
+    description: 'One version of the API: how requests select it, where they go, whether it is deprecated.',
+  },
+);
+
+export const Versioning = Type.Object(
+  {
+    default: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 63,
+        pattern: VERSION_NAME_PATTERN,
+        description:
+          'The version of requests that name none (no path prefix, header or media type); none: 404.',
+      }),
+    ),
+    header: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 256,
+        pattern: TOKEN_PATTERN,
+        description: 'Header carrying the version (default Accept-Version).',
+      }),
+    ),
+    mediaTypeParameter: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 64,
+        pattern: TOKEN_PATTERN,
+        description: 'Parameter of the Accept media type carrying the version (default version).',
+      }),
+    ),
+  },
+  { additionalProperties: false, description: 'How requests select one of spec.versions.' },
+);
+
 export const GatewayRouteSpec = Type.Object(
   {
     service: Service,
@@ -292,6 +484,16 @@ export const GatewayRouteSpec = Type.Object(
         description: 'GatewayPlugins applied to every route of the service.',
       }),
     ),
+    versioning: Type.Optional(Versioning),
+    versions: Type.Optional(
+      Type.Array(Version, {
+        minItems: 1,
+        maxItems: 16,
+        description:
+          'Versions of the service: every route is served once per version and selector (path, header, ' +
+          'media type), plus once for the default version. Absent: the routes go to service.url as they are.',
+      }),
+    ),
     routes: Type.Array(RouteRule, {
       minItems: 1,
       maxItems: 256,
@@ -306,6 +508,8 @@ export const GatewayRouteSpec = Type.Object(
 export type GatewayRouteSpec = Static<typeof GatewayRouteSpec>;
 export type RouteRule = Static<typeof RouteRule>;
 export type RouteTls = Static<typeof RouteTls>;
+export type Version = Static<typeof Version>;
+export type Versioning = Static<typeof Versioning>;
 
 export interface GatewayRoute {
   apiVersion: 'sluice.dev/v1alpha1';
@@ -313,4 +517,34 @@ export interface GatewayRoute {
   metadata: ObjectMeta;
   spec: GatewayRouteSpec;
   status?: Static<typeof Status>;
+}
+
+/** A backendRef written in a spec, and where: service.backendRef, a version's or a canary backend's. */
+export interface BackendRefSite {
+  field: string;
+  name: string;
+  port: unknown;
+}
+
+/**
+ * Every backendRef of a GatewayRoute spec, read defensively: this also runs on specs that failed
+ * the schema (relevance, ResolvedRefs), so that a missing Service is reported with the rest.
+ */
+export function backendRefsOf(spec: unknown): BackendRefSite[] {
+  const out: BackendRefSite[] = [];
+  const add = (holder: unknown, at: string) => {
+    const ref = (holder as { backendRef?: { name?: unknown; port?: unknown } } | null | undefined)
+      ?.backendRef;
+    if (typeof ref?.name === 'string')
+      out.push({ field: `${at}.backendRef`, name: ref.name, port: ref.port });
+  };
+  const s = spec as { service?: unknown; versions?: unknown } | null | undefined;
+  add(s?.service, 'spec.service');
+  const versions: unknown[] = Array.isArray(s?.versions) ? s.versions : [];
+  versions.forEach((v, i) => {
+    add(v, `spec.versions[${i}]`);
+    const backends = (v as { backends?: unknown } | null)?.backends;
+    if (Array.isArray(backends)) backends.forEach((b, j) => add(b, `spec.versions[${i}].backends[${j}]`));
+  });
+  return out;
 }

@@ -1,7 +1,7 @@
 /**
  * Pass 4: each draft gets its plugin instances: the service-scope plugins (spec.plugins), then
- * the route-scope ones (routes[].plugins). A route-scope plugin replaces every service-scope
- * plugin of the same type (a route can loosen or tighten a service-wide rate limit). A
+ * the route-scope ones (routes[].plugins), then a version's (versions[].plugins). A narrower scope's
+ * plugin replaces every wider-scope plugin of the same type (a route can loosen or tighten a service-wide rate limit). A
  * GatewayPlugin named twice runs once. The data plane orders the instances by phase.
  */
 import type { PluginInstance } from '../../dataplane/config/route-table.ts';
@@ -28,8 +28,15 @@ export const attachPlugins: Pass = (state) => {
       d.route.spec.routes[d.ruleIndex].plugins,
       `spec.routes[${d.ruleIndex}].plugins`,
     );
-    const overridden = new Set(routeScope.map((p) => p.plugin));
-    const chosen = [...serviceScope.filter((p) => !overridden.has(p.plugin)), ...routeScope].map(instanceOf);
+    const v = d.version;
+    const versionScope = v ? lookup(v.plugins, `spec.versions[${v.index}].plugins`) : [];
+    const byVersion = new Set(versionScope.map((p) => p.plugin));
+    const overridden = new Set([...routeScope.map((p) => p.plugin), ...byVersion]);
+    const chosen = [
+      ...serviceScope.filter((p) => !overridden.has(p.plugin)),
+      ...routeScope.filter((p) => !byVersion.has(p.plugin)),
+      ...versionScope,
+    ].map(instanceOf);
     const plugins = chosen.filter((p, i) => chosen.findIndex((q) => q.id === p.id) === i);
     drafts.push({ ...d, plugins });
   }

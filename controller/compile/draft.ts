@@ -11,6 +11,7 @@ import type {
 import { refKey } from '../source/resource-set.ts';
 import type { Diagnostic } from '../validate/diagnostic.ts';
 import type { Model, ModelRoute } from '../validate/model.ts';
+import type { ModelVersion } from '../validate/versions.ts';
 
 /** The fields precedence sorts on (see precedence.ts). */
 export interface Ranked {
@@ -29,8 +30,14 @@ export interface Draft extends Ranked {
   ruleIndex: number;
   stripPrefix: boolean;
   httpsRedirect: boolean;
+  /** Set by expandVersions on the drafts of a versioned GatewayRoute: the version served. */
+  version?: ModelVersion;
+  /** How requests select that version: path, header, media-type or default. */
+  selector?: 'path' | 'header' | 'media-type' | 'default';
   /** Set by resolveUpstreams. */
   upstream?: Upstream;
+  /** Set by resolveUpstreams for a version with a canary: its second backend and that one's weight. */
+  canary?: { upstream: Upstream; weight: number };
   /** Set by attachPlugins. */
   plugins: PluginInstance[];
 }
@@ -45,8 +52,9 @@ export interface CompileState {
 
 export type Pass = (state: CompileState) => CompileState;
 
-/** "spec.routes[1].paths[0]": where a draft's match was written. */
+/** "spec.routes[1].paths[0]": where a draft's match was written (a version's path prefix: there). */
 export function pathField(d: Draft): string {
+  if (d.selector === 'path') return `spec.versions[${d.version!.index}].path`;
   return `spec.routes[${d.ruleIndex}].paths[${d.matchIndex}]`;
 }
 

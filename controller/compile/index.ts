@@ -18,10 +18,12 @@ import { expandMatches } from './expand-matches.ts';
 import { normalizePaths } from './normalize-paths.ts';
 import { sortByPrecedence } from './precedence.ts';
 import { resolveUpstreams } from './resolve-upstreams.ts';
+import { deprecationOf, expandVersions } from './versions.ts';
 
 /** In order; each pass may rely on the ones before it. */
 export const PASSES: readonly Pass[] = [
   expandMatches, // one draft per path, ids, methods/hosts/headers as sorted sets
+  expandVersions, // one draft per path × version × selector (spec.versions)
   normalizePaths, // before anything compares paths
   resolveUpstreams, // url + timeouts → upstream ids by content
   attachPlugins, // service scope, then route scope overriding by plugin type
@@ -46,13 +48,23 @@ function tableOf(drafts: readonly Draft[], certificates: readonly Certificate[])
   const routes = drafts.map((d) => {
     const upstream = d.upstream!; // every draft left has one (resolveUpstreams drops the others)
     upstreams.set(upstream.id, upstream);
+    if (d.canary) upstreams.set(d.canary.upstream.id, d.canary.upstream);
+    const sticky = d.version?.sticky;
+    const deprecation = d.version && deprecationOf(d.version);
     return {
       id: d.id,
       source: d.route.source,
       match: d.match,
       stripPrefix: d.stripPrefix,
       plugins: d.plugins,
-      handler: { type: 'proxy' as const, upstream: upstream.id },
+      handler: {
+        type: 'proxy' as const,
+        upstream: upstream.id,
+        ...(d.canary && {
+          canary: { upstream: d.canary.upstream.id, weight: d.canary.weight, ...(sticky && { sticky }) },
+        }),
+      },
+      ...(deprecation && { deprecation }),
       ...(d.httpsRedirect && { httpsRedirect: true as const }),
     };
   });

@@ -4,7 +4,7 @@
  *   1. Exact before Prefix: an exact path is the most specific statement there is.
  *   2. Longer path first: /api/v2 is more specific than /api.
  *   3. Routes with hosts before those without (any host).
- *   4. More header matches first.
+ *   4. More header matches first (a media-type parameter match counts as one).
  *   5. Routes with methods before those without (any method).
  *   6. Older creationTimestamp first; missing sorts last. An existing route is never taken
  *      over by one created later (the rule Gateway API uses).
@@ -19,7 +19,7 @@ export function comparePrecedence(a: Ranked, b: Ranked): number {
     PATH_TYPE_RANK[a.match.path.type] - PATH_TYPE_RANK[b.match.path.type] || // 1
     b.match.path.value.length - a.match.path.value.length || // 2
     Number(!a.match.hosts) - Number(!b.match.hosts) || // 3
-    (b.match.headers?.length ?? 0) - (a.match.headers?.length ?? 0) || // 4
+    headerCount(b) - headerCount(a) || // 4
     Number(!a.match.methods) - Number(!b.match.methods) || // 5
     compareCreated(a.createdMs, b.createdMs) || // 6
     compareText(a.namespace, b.namespace) || // 7
@@ -27,6 +27,10 @@ export function comparePrecedence(a: Ranked, b: Ranked): number {
     compareText(a.routeName, b.routeName) ||
     a.matchIndex - b.matchIndex
   );
+}
+
+function headerCount(r: Ranked): number {
+  return (r.match.headers?.length ?? 0) + (r.match.mediaType ? 1 : 0);
 }
 
 export function compareCreated(a: number | undefined, b: number | undefined): number {
@@ -52,7 +56,7 @@ export const sortByPrecedence: Pass = (state) => {
     type: PATH_TYPE_RANK[d.match.path.type],
     length: d.match.path.value.length,
     anyHost: Number(!d.match.hosts),
-    headers: d.match.headers?.length ?? 0,
+    headers: headerCount(d),
     anyMethod: Number(!d.match.methods),
     created: d.createdMs ?? Number.POSITIVE_INFINITY, // missing sorts last
   }));

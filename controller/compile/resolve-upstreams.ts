@@ -1,5 +1,5 @@
 /**
- * Pass 3: each GatewayRoute's service becomes an upstream, named by content:
+ * Pass 4: each GatewayRoute's service (or each backend of its versions) becomes an upstream, named by content:
  * upstream/<ns>/<service>/<hash5>, hash5 the first 5 hex of the sha256 of the canonical
  * settings (url, timeouts). Routes with the same settings share one upstream (one pool); a
  * changed setting is a new id, so the data plane never reuses a pool built for other settings.
@@ -9,7 +9,7 @@ import type { Upstream } from '../../dataplane/config/route-table.ts';
 import { type Diagnostic, invalid } from '../validate/diagnostic.ts';
 import type { ModelRoute } from '../validate/model.ts';
 import { MAX_TIMEOUT_MS, parseDuration } from '../../dataplane/config/duration.ts';
-import { type Pass, rejectObjects } from './draft.ts';
+import { type Draft, type Pass, rejectObjects } from './draft.ts';
 
 export const DEFAULT_TIMEOUTS: Upstream['timeouts'] = {
   connectMs: 5_000,
@@ -19,13 +19,15 @@ export const DEFAULT_TIMEOUTS: Upstream['timeouts'] = {
 const HASH_LENGTH = 5;
 
 type Settings = Omit<Upstream, 'id'>;
+/** What every upstream of a GatewayRoute shares: all but the url. */
+type Common = Omit<Settings, 'url'>;
 
 export const resolveUpstreams: Pass = (state) => {
   const errors: Diagnostic[] = [];
   // Optimization: keyed by the ModelRoute object (drafts of one GatewayRoute share it) rather
   // than by its refKey, and the routes already judged in a Set: the search through errors for
   // each draft was quadratic in the number of invalid routes.
-  const settings = new Map<ModelRoute, Settings>();
+  const common = new Map<ModelRoute, Common>();
   const seen = new Set<ModelRoute>();
   for (const { route } of state.drafts) {
     if (seen.has(route)) continue;
@@ -37,12 +39,35 @@ export const resolveUpstreams: Pass = (state) => {
         ...(Array.isArray(timeouts) ? timeouts : []),
         ...(Array.isArray(resilience) ? resilience : []),
       );
-    else settings.set(route, { url: route.upstreamUrl, timeouts, ...resilience });
+    else common.set(route, { timeouts, ...resilience });
   }
-  const ids = upstreamIds(settings);
+  // A draft's backends: its version's (one, or a canary's two), else the service's url.
+  const backendsOf = (d: Draft) => d.version?.backends ?? [{ url: d.route.upstreamUrl, weight: 100 }];
+  // Each (route, url) hashed once: drafts of one GatewayRoute mostly share their backend.
+  const hashes = new Map<ModelRoute, Map<string, string>>();
+  const hashFor = (route: ModelRoute, url: string, c: Common) => {
+    const byUrl = hashes.get(route) ?? new Map<string, string>();
+    hashes.set(route, byUrl);
+    let hash = byUrl.get(url);
+    if (hash === undefined) {
+      hash = sha256Hex(canonicalJson({ url, ...c }));
+      byUrl.set(url, hash);
+    }
+    return hash;
+  };
+  const ids = new UpstreamIds();
+  for (const d of state.drafts) {
+    const c = common.get(d.route);
+    if (c) for (const b of backendsOf(d)) ids.add(d.route, hashFor(d.route, b.url, c));
+  }
   const drafts = state.drafts.map((d) => {
-    const s = settings.get(d.route);
-    return s ? { ...d, upstream: { id: ids.get(d.route)!, ...s } } : d;
+    const c = common.get(d.route);
+    if (!c) return d;
+    const [first, second] = backendsOf(d).map((b) =>
+      ids.upstream(d.route, hashFor(d.route, b.url, c), { url: b.url, ...c }),
+    );
+    const canary = second && { upstream: second, weight: d.version!.backends[1].weight };
+    return { ...d, upstream: first, ...(canary && { canary }) };
   });
   return rejectObjects({ ...state, drafts }, errors);
 };
@@ -109,25 +134,35 @@ function resilienceOf(route: ModelRoute): Pick<Upstream, 'retries' | 'breaker'> 
 }
 
 /**
- * The id of each route's upstream. Five hex digits are the default; should two different
- * settings of one service share them, that service's ids grow until they differ (by content
- * only, so the result does not depend on input order).
+ * The id of each upstream: upstream/<ns>/<service>/<hash>. Five hex digits are the default;
+ * should two different settings of one service share them, that service's ids grow until they
+ * differ (by content only, so the result does not depend on input order).
  */
-function upstreamIds(entries: ReadonlyMap<ModelRoute, Settings>): Map<ModelRoute, string> {
-  const groups = new Map<string, { route: ModelRoute; hash: string }[]>();
-  for (const [route, settings] of entries) {
-    const group = `${route.ref.namespace}/${route.spec.service.name}`;
-    const list = groups.get(group) ?? [];
-    list.push({ route, hash: sha256Hex(canonicalJson(settings)) });
-    groups.set(group, list);
+class UpstreamIds {
+  readonly #hashes = new Map<string, Set<string>>(); // by group
+  #lengths: Map<string, number> | null = null;
+
+  add(route: ModelRoute, hash: string): void {
+    const group = groupOf(route);
+    const set = this.#hashes.get(group) ?? new Set();
+    set.add(hash);
+    this.#hashes.set(group, set);
   }
-  const ids = new Map<ModelRoute, string>();
-  for (const [group, list] of groups) {
-    const distinct = [...new Set(list.map((e) => e.hash))];
-    let length = HASH_LENGTH;
-    while (distinct.length > 1 && new Set(distinct.map((h) => h.slice(0, length))).size < distinct.length)
-      length++;
-    for (const { route, hash } of list) ids.set(route, `upstream/${group}/${hash.slice(0, length)}`);
+
+  /** After every add. */
+  upstream(route: ModelRoute, hash: string, settings: Settings): Upstream {
+    this.#lengths ??= new Map(
+      [...this.#hashes].map(([group, set]) => {
+        const distinct = [...set];
+        let length = HASH_LENGTH;
+        while (distinct.length > 1 && new Set(distinct.map((h) => h.slice(0, length))).size < distinct.length)
+          length++;
+        return [group, length];
+      }),
+    );
+    const group = groupOf(route);
+    return { id: `upstream/${group}/${hash.slice(0, this.#lengths.get(group))}`, ...settings };
   }
-  return ids;
 }
+
+const groupOf = (route: ModelRoute) => `${route.ref.namespace}/${route.spec.service.name}`;

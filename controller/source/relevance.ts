@@ -6,6 +6,7 @@
  */
 import type { GatewayPlugin, GatewayRoute, Resource, Secret, Service } from '../api/index.ts';
 import type { ChangeType, KubeObject } from './informers.ts';
+import { backendRefsOf } from '../api/gateway-route.ts';
 
 /** A GatewayRoute or GatewayPlugin event that can change the table: added, deleted, or a new generation or labels. */
 export function specChanged(type: ChangeType, obj: KubeObject, old?: KubeObject): boolean {
@@ -83,13 +84,10 @@ export function tlsSecrets(routes: Iterable<GatewayRoute>): Set<string> {
   return out;
 }
 
-/** "namespace/name" of every Service a GatewayRoute sends traffic to (service.backendRef). */
+/** "namespace/name" of every Service a GatewayRoute sends traffic to (service.backendRef, its versions'). */
 export function referencedServices(routes: Iterable<GatewayRoute>): Set<string> {
   const out = new Set<string>();
-  for (const r of routes) {
-    const name = (r.spec as { service?: { backendRef?: { name?: unknown } } } | undefined)?.service
-      ?.backendRef?.name;
-    if (typeof name === 'string') out.add(`${r.metadata.namespace ?? 'default'}/${name}`);
-  }
+  for (const r of routes)
+    for (const { name } of backendRefsOf(r.spec)) out.add(`${r.metadata.namespace ?? 'default'}/${name}`);
   return out;
 }

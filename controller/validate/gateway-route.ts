@@ -1,7 +1,7 @@
 /**
  * A GatewayRoute is accepted when its spec fits GatewayRouteSpec and passes the rules the
  * CRD states in CEL (which TypeBox does not run, and a file never met): exactly one of
- * url/backendRef, an absolute http(s) url, unique route names.
+ * url/backendRef, an absolute http(s) url, unique route names; and its versions (versions.ts).
  */
 import { type GatewayRoute, GatewayRouteSpec } from '../api/gateway-route.ts';
 import { refOf } from '../source/resource-set.ts';
@@ -10,6 +10,7 @@ import { checkMetadata } from './metadata.ts';
 import type { ModelRoute } from './model.ts';
 import { compileSchema, schemaErrors } from './schema-errors.ts';
 import { resolveServiceUrl } from './service-url.ts';
+import { validateVersions } from './versions.ts';
 
 const checkSpec = compileSchema(GatewayRouteSpec);
 
@@ -39,6 +40,8 @@ export function validateRoute(obj: GatewayRoute): { route?: ModelRoute; diagnost
         ),
       );
   });
+  const versions = validateVersions(ref, checked, target.url);
+  diagnostics.push(...versions.diagnostics);
   if (diagnostics.length || target.url === undefined) return { diagnostics };
   return {
     route: {
@@ -47,6 +50,7 @@ export function validateRoute(obj: GatewayRoute): { route?: ModelRoute; diagnost
       createdMs: meta.createdMs,
       spec: checked,
       upstreamUrl: target.url,
+      ...(versions.versions && { versions: versions.versions }),
       certificates: [],
     },
     diagnostics,

@@ -7,6 +7,7 @@ import type { PluginName } from '../../dataplane/config/catalog.ts';
 import type { SourceRef } from '../../dataplane/config/route-table.ts';
 import type { ObjectRef } from '../source/resource-set.ts';
 import type { ModelCertificate } from './tls-refs.ts';
+import type { ModelVersions } from './versions.ts';
 
 export interface ModelPlugin {
   ref: ObjectRef;
@@ -25,6 +26,8 @@ export interface ModelRoute {
   spec: GatewayRouteSpec;
   /** service.url normalized, or backendRef resolved: origin plus base path, no trailing "/". */
   upstreamUrl: string;
+  /** spec.versions checked, backends resolved; absent when the route has none. */
+  versions?: ModelVersions;
   /** spec.tls resolved: every Secret found, parsed, covering its hosts. */
   certificates: ModelCertificate[];
 }

@@ -24,8 +24,12 @@ export function pluginRefsOf(spec: unknown): PluginRefSite[] {
       if (typeof name === 'string') sites.push({ field: `${at}[${i}].name`, name });
     });
   };
-  const s = spec as { plugins?: unknown; routes?: unknown } | null | undefined;
+  const s = spec as { plugins?: unknown; routes?: unknown; versions?: unknown } | null | undefined;
   collect(s?.plugins, 'spec.plugins');
+  const versions: unknown[] = Array.isArray(s?.versions) ? s.versions : [];
+  versions.forEach((v, i) => {
+    collect((v as { plugins?: unknown } | null)?.plugins, `spec.versions[${i}].plugins`);
+  });
   const routes: unknown[] = Array.isArray(s?.routes) ? s.routes : [];
   routes.forEach((r, i) => {
     collect((r as { plugins?: unknown } | null)?.plugins, `spec.routes[${i}].plugins`);

@@ -14,9 +14,18 @@ export function resolveServiceUrl(
   ref: ObjectRef,
   service: Service,
 ): { url?: string; diagnostics: Diagnostic[] } {
+  return resolveBackend(ref, service, 'spec.service');
+}
+
+/** The same for any object with url or backendRef (a version, a canary backend) at `at`. */
+export function resolveBackend(
+  ref: ObjectRef,
+  service: Pick<Service, 'url' | 'backendRef'>,
+  at: string,
+): { url?: string; diagnostics: Diagnostic[] } {
   if ((service.url === undefined) === (service.backendRef === undefined))
     return {
-      diagnostics: [invalid(ref, 'spec.service.url', 'exactly one of url or backendRef must be set')],
+      diagnostics: [invalid(ref, `${at}.url`, 'exactly one of url or backendRef must be set')],
     };
   if (service.backendRef) {
     // Cluster DNS for now: Services are not in the ResourceSet yet. A later issue adds Service
@@ -25,7 +34,7 @@ export function resolveServiceUrl(
     return { url: `${scheme}://${name}.${ref.namespace}.svc:${port}`, diagnostics: [] };
   }
   const parsed = parseServiceUrl(service.url!);
-  if (typeof parsed === 'string') return { diagnostics: [invalid(ref, 'spec.service.url', parsed)] };
+  if (typeof parsed === 'string') return { diagnostics: [invalid(ref, `${at}.url`, parsed)] };
   return { url: parsed.origin + parsed.pathname.replace(/\/+$/, ''), diagnostics: [] };
 }
 

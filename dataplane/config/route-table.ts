@@ -38,6 +38,20 @@ export const RouteMatch = Type.Object(
         },
       ),
     ),
+    /**
+     * A parameter of a media type in Accept (any of its ranges) must have this value, e.g.
+     * `Accept: application/vnd.x+json; version=2` for { parameter: "version", value: "2" }.
+     * Parameter lower-case; the value compared exactly (quotes removed). Ranks as one header match.
+     */
+    mediaType: Type.Optional(
+      Type.Object(
+        {
+          parameter: Type.String({ minLength: 1, pattern: "^[!#$%&'*+.^_`|~0-9a-z-]+$" }),
+          value: Type.String({ minLength: 1 }),
+        },
+        { additionalProperties: false },
+      ),
+    ),
   },
   { additionalProperties: false },
 );
@@ -77,6 +91,21 @@ export const Route = Type.Object(
     /** In the order the controller resolved them; the data plane orders them by phase. */
     plugins: Type.Array(PluginInstance),
     handler: Handler,
+    /**
+     * The route serves a deprecated API version: these header values go on every response
+     * (Deprecation RFC 9745, Sunset RFC 8594, Link), and from goneAtMs on the route answers 410.
+     */
+    deprecation: Type.Optional(
+      Type.Object(
+        {
+          deprecation: Type.String({ pattern: '^@-?[0-9]+$' }),
+          sunset: Type.Optional(Type.String({ minLength: 1 })),
+          link: Type.Optional(Type.String({ minLength: 1 })),
+          goneAtMs: Type.Optional(Type.Integer()),
+        },
+        { additionalProperties: false },
+      ),
+    ),
     /** On the cleartext listener, answer 308 to the same URL over https (the TLS listener serves it). */
     httpsRedirect: Type.Optional(Type.Literal(true)),
   },
@@ -170,6 +199,7 @@ export const Snapshot = Type.Object(
 );
 
 export type PathMatch = Static<typeof PathMatch>;
+export type RouteDeprecation = NonNullable<Static<typeof Route>['deprecation']>;
 export type RouteMatch = Static<typeof RouteMatch>;
 export type SourceRef = Static<typeof SourceRef>;
 export type PluginInstance = Static<typeof PluginInstance>;

@@ -17,6 +17,7 @@ import { HANDLERS, PLUGINS } from './registry.ts';
 import { hostMatcher, RouteMatcher } from './router.ts';
 import { Certificates } from '../tls/certificates.ts';
 import { httpsRedirectHook } from '../pipeline/https-redirect.ts';
+import { deprecationHooks } from './deprecation.ts';
 
 export interface Runtime {
   hash: string;
@@ -83,6 +84,12 @@ function buildRoute(
     handlers.set(kind, live);
   }
   const chain = bindPlugins(entry, deps, plugins);
+  if (entry.deprecation) {
+    const hooks = deprecationHooks(entry.deprecation);
+    chain.requestHooks.unshift(hooks.onRequest);
+    chain.responseHooks.push(hooks.onResponse); // last: the version's headers are final
+    if (chain.bodyAt >= 0) chain.bodyAt++;
+  }
   if (entry.httpsRedirect) {
     chain.requestHooks.unshift(httpsRedirectHook(deps.httpsRedirectPort ?? 443));
     if (chain.bodyAt >= 0) chain.bodyAt++;

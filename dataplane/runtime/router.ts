@@ -8,7 +8,12 @@
 import FindMyWay from 'find-my-way';
 import type { RuntimeRoute } from '../pipeline/route.ts';
 
-type Node = { candidates: RuntimeRoute[] };
+/**
+ * accepts[i]: the media-type check of candidates[i] (versions selected by an Accept parameter);
+ * the whole list is null when no candidate has one, so routes without versions pay one null test.
+ */
+type Node = { candidates: RuntimeRoute[]; accepts: (AcceptMatcher | null)[] | null };
+type AcceptMatcher = (accept: string | undefined) => boolean;
 
 const M = 'GET';
 
@@ -70,7 +75,10 @@ export class RouteMatcher {
     const literal = path.endsWith('/*')
       ? `${path.slice(0, -2).replaceAll(':', '::')}/*`
       : path.replaceAll(':', '::');
-    const node: Node = { candidates };
+    const accepts = candidates.map((r) =>
+      r.entry.match.mediaType ? acceptMatcher(r.entry.match.mediaType) : null,
+    );
+    const node: Node = { candidates, accepts: accepts.some((a) => a !== null) ? accepts : null };
     this.#router.on(M, literal, () => {}, node);
   }
 
@@ -81,12 +89,13 @@ export class RouteMatcher {
     // here normalized already: escaping each "%" makes its decoding give back the path as it is.
     const found = this.#router.find(M, path.includes('%') ? path.replaceAll('%', '%25') : path);
     if (found === null) return null;
-    const candidates = (found.store as Node).candidates;
+    const { candidates, accepts } = found.store as Node;
     for (let i = 0; i < candidates.length; i++) {
       const r = candidates[i];
       if (r.methods !== null && !r.methods.has(method)) continue;
       if (r.hosts !== null && !r.hosts(host)) continue;
       if (r.headers !== null && !headersMatch(r.headers, headers)) continue;
+      if (accepts !== null && accepts[i] !== null && !accepts[i]!(headers.accept)) continue;
       return r;
     }
     return null;
@@ -100,6 +109,31 @@ function ascending(a: number, b: number): number {
 function headersMatch(want: ReadonlyArray<readonly [string, string]>, have: Record<string, string>): boolean {
   for (const [name, value] of want) if (have[name] !== value) return false;
   return true;
+}
+
+/**
+ * True when a media range of Accept carries the parameter with the value (RFC 9110 §12.5.1:
+ * `type/subtype; name=value` ranges separated by commas; names case-insensitive, values
+ * compared exactly, a quoted-string unquoted). Commas inside quoted values are not expected
+ * in a version parameter and are not supported.
+ */
+export function acceptMatcher(want: { parameter: string; value: string }): AcceptMatcher {
+  return (accept) => {
+    if (accept === undefined) return false;
+    for (const range of accept.split(',')) {
+      const params = range.split(';');
+      for (let i = 1; i < params.length; i++) {
+        const p = params[i];
+        const eq = p.indexOf('=');
+        if (eq < 0 || p.slice(0, eq).trim().toLowerCase() !== want.parameter) continue;
+        let value = p.slice(eq + 1).trim();
+        if (value.length >= 2 && value.startsWith('"') && value.endsWith('"'))
+          value = value.slice(1, -1).replace(/\\(.)/g, '$1');
+        if (value === want.value) return true;
+      }
+    }
+    return false;
+  };
 }
 
 /** Exact names and "*.suffix" (one label), compiled into one function. */

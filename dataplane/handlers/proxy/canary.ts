@@ -1,0 +1,49 @@
+/**
+ * A version's weighted canary: per request, `weight` percent go to the canary upstream. The
+ * choice is made by the proxy handler, after the request hooks, so a sticky-by-consumer canary
+ * sees the consumer authentication set. Sticky callers are placed by a hash of their consumer id
+ * or cookie value (the same caller always lands on the same side while the weight stays);
+ * everyone else by Math.random (V8's xorshift128+: fast, and no need for a secure choice).
+ */
+import type { RequestContext } from '../../pipeline/context.ts';
+import type { Canary } from './manifest.ts';
+
+/** Returns true when this request goes to the canary. */
+export function canaryChooser(canary: Canary): (ctx: RequestContext) => boolean {
+  const { weight, sticky } = canary;
+  const random = () => Math.random() * 100 < weight;
+  if (sticky === undefined) return random;
+  const keyOf =
+    'consumer' in sticky
+      ? (ctx: RequestContext) => ctx.consumer?.id
+      : (ctx: RequestContext) => cookieValue(ctx.headers.cookie, sticky.cookie);
+  return (ctx) => {
+    const key = keyOf(ctx);
+    return key === undefined ? random() : bucketOf(key) < weight;
+  };
+}
+
+/** 0..99 from a 32-bit FNV-1a hash of the key: spread evenly enough for percentages. */
+export function bucketOf(key: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < key.length; i++) {
+    h ^= key.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  // FNV's low bits mix poorly for short keys: fold the high half in before taking the rest.
+  h ^= h >>> 16;
+  return (h >>> 0) % 100;
+}
+
+/** The value of cookie `name` in a Cookie header ("a=1; b=2"), or undefined (RFC 6265 §4.2). */
+export function cookieValue(header: string | undefined, name: string): string | undefined {
+  if (header === undefined) return undefined;
+  for (const pair of header.split(';')) {
+    const eq = pair.indexOf('=');
+    if (eq > 0 && pair.slice(0, eq).trim() === name) {
+      const value = pair.slice(eq + 1).trim();
+      return value === '' ? undefined : value;
+    }
+  }
+  return undefined;
+}
