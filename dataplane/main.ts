@@ -153,7 +153,8 @@ export async function startDataPlane(partial: Partial<DataPlaneOptions>): Promis
   );
   await proxy.listen({ host: o.host, port: o.proxyPort });
   // After the proxy port: /readyz answering means the proxy port is open.
-  const admin = o.admin === false ? null : await startAdmin(holderAdminState(holder, metrics), o, log);
+  const admin =
+    o.admin === false ? null : await startAdmin(holderAdminState(holder, metrics, stores.cache), o, log);
   const proxyUrl = urlOf(proxy.server.address() as AddressInfo);
   const adminUrl = admin?.url ?? '';
   const adminToken = admin?.token ?? '';

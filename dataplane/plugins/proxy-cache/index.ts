@@ -1,0 +1,253 @@
+/**
+ * proxy-cache: an RFC 9111 shared cache (http-cache-semantics) in the cache phase, after
+ * authentication (the consumer is known) and before idempotency. Per request of a cached method:
+ *   look the key up (memory: synchronously; Redis: one MGET of the caller's key and the shared one)
+ *     fresh                        → answered from the entry (hit); the chain ends
+ *     stale, stale-while-revalidate→ answered from the entry; one background request refreshes it
+ *     stale / not for this request → revalidated with the upstream (revalidate.ts)
+ *     nothing                      → forwarded; the response is stored on its way (record.ts)
+ * Concurrent misses for one key wait (lock.wait) for the first one in this process and, with
+ * Redis, for the replica holding the key's lock; then they read the entry it stored.
+ * The store failing is a bypass (fwd=bypass), never an error: the cache is an optimisation.
+ */
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { RequestContext } from '../../pipeline/context.ts';
+import type { RuntimeDeps } from '../../pipeline/route.ts';
+import type { CacheEntry, CacheStore } from '../../stores/cache-store.ts';
+import { definePlugin } from '../types.ts';
+import { type Forward, fwdStatus, hitStatus, staleHitStatus } from './cache-status.ts';
+import { requestKeys } from './key.ts';
+import { manifest } from './manifest.ts';
+import { policyRequest, staleAllowance, staleSeconds } from './policy.ts';
+import { Recorder } from './record.ts';
+import { type Context, refreshInBackground, revalidate } from './revalidate.ts';
+import { serveEntry } from './serve.ts';
+import { compileSettings, type Settings } from './settings.ts';
+
+const METHOD = fwdStatus('method');
+const BYPASS = fwdStatus('bypass', { detail: 'store-unavailable' });
+
+export default definePlugin(manifest, {
+  create(config, deps) {
+    const s = compileSettings(config);
+    const redis = deps.stores.cache.redis;
+    if (s.store === 'redis' && redis !== null) return new Cache(s, redis, deps);
+    if (s.store === 'redis')
+      deps.log.warn(
+        'proxy-cache: store "redis" but the data plane runs without --redis: using a memory store',
+      );
+    const held = deps.stores.cache.acquireMemory(s.memoryMaxBytes);
+    return new Cache(s, held.store, deps, held.release);
+  },
+});
+
+class Cache {
+  readonly #s: Settings;
+  readonly #store: CacheStore;
+  readonly #deps: RuntimeDeps;
+  readonly #c: Context;
+  readonly #release: () => void;
+  /** Misses and revalidations in flight in this process, by the request's first key. */
+  readonly #inFlight = new Map<string, Promise<void>>();
+  /** Keys with a background refresh running (stale-while-revalidate: one at a time). */
+  readonly #refreshing = new Set<string>();
+  #lastWarn = 0;
+  readonly hooks;
+
+  constructor(s: Settings, store: CacheStore, deps: RuntimeDeps, release: () => void = () => {}) {
+    this.#s = s;
+    this.#store = store;
+    this.#deps = deps;
+    this.#release = release;
+    this.#c = { s, store, log: (err) => this.#warn(err) };
+    this.hooks = {
+      onRequest: (ctx: RequestContext) => this.#onRequest(ctx),
+      onResponse: (ctx: RequestContext, headers: Record<string, string | string[]>) => {
+        const taps = ctx.taps;
+        if (taps !== null)
+          for (const t of taps) if (t instanceof Recorder) return t.decide(ctx.status, headers);
+      },
+    };
+  }
+
+  bind() {
+    return this.hooks;
+  }
+
+  close(): void {
+    this.#release();
+  }
+
+  #onRequest(ctx: RequestContext): void | Promise<void> {
+    const m = ctx.method;
+    if (m === 'GET' || (m === 'HEAD' && this.#s.head)) return this.#lookup(ctx, false);
+    if (m === 'POST' && this.#s.post) {
+      const keys = requestKeys(ctx, this.#s.varyHeaders);
+      const plan = { shared: keys[keys.length - 1], fwd: 'method' as const, post: true };
+      ctx.addTap(new Recorder(ctx, plan, this.#s, this.#store, this.#c.log));
+      return;
+    }
+    setStatus(ctx, METHOD);
+  }
+
+  #lookup(ctx: RequestContext, waited: boolean): void | Promise<void> {
+    const keys = requestKeys(ctx, this.#s.varyHeaders);
+    let got: CacheEntry | null | Promise<CacheEntry | null>;
+    try {
+      got = this.#store.get(keys);
+    } catch (err) {
+      return this.#bypass(ctx, err);
+    }
+    if (got instanceof Promise)
+      return got.then(
+        (entry) => this.#found(ctx, keys, entry, waited),
+        (err) => this.#bypass(ctx, err),
+      );
+    return this.#found(ctx, keys, got, waited);
+  }
+
+  #found(
+    ctx: RequestContext,
+    keys: string[],
+    entry: CacheEntry | null,
+    waited: boolean,
+  ): void | Promise<void> {
+    const shared = keys[keys.length - 1];
+    if (entry !== null) {
+      const policy = entry.policy;
+      const ev = policy.evaluateRequest(policyRequest(shared, ctx.req.headers));
+      if (ev.response !== undefined) {
+        const headers = ev.response.headers as Record<string, string>;
+        if (ev.revalidation === undefined)
+          return serveEntry(ctx, entry, hitStatus(policy.maxAge() - policy.age()), headers);
+        const stale = staleSeconds(policy);
+        if (stale < staleAllowance(policy, 'stale-while-revalidate', this.#s.maxSwrS)) {
+          serveEntry(ctx, entry, staleHitStatus(stale), headers);
+          if (ctx.method === 'GET') this.#refresh(ctx, { entry, key: keys[0], shared, fwd: 'stale' });
+          return;
+        }
+      }
+    }
+    if (ctx.method === 'HEAD') {
+      // A HEAD's response has no body to store: it is forwarded, and GET fills the cache.
+      return setStatus(ctx, fwdStatus(entry === null ? 'miss' : why(ctx, entry)));
+    }
+    if (!waited && this.#s.lockWaitMs > 0) {
+      const pending = this.#inFlight.get(keys[0]);
+      if (pending !== undefined) return this.#waitThenLookup(ctx, pending);
+      return this.#lead(ctx, keys, entry);
+    }
+    return this.#forward(ctx, keys, entry);
+  }
+
+  /** The first miss for a key in this process: others wait for it; with Redis, take the replicas' lock too. */
+  #lead(ctx: RequestContext, keys: string[], entry: CacheEntry | null): void | Promise<void> {
+    const key = keys[0];
+    let done!: () => void;
+    const pending = new Promise<void>((resolve) => {
+      done = resolve;
+    });
+    this.#inFlight.set(key, pending);
+    ctx.res.once('close', () => {
+      if (this.#inFlight.get(key) === pending) this.#inFlight.delete(key);
+      done();
+    });
+    if (this.#store.kind !== 'redis') return this.#forward(ctx, keys, entry);
+    return this.#lockThenForward(ctx, keys, entry);
+  }
+
+  async #lockThenForward(ctx: RequestContext, keys: string[], entry: CacheEntry | null): Promise<void> {
+    const store = this.#store;
+    const owner = randomUUID();
+    let mine = true;
+    try {
+      mine = await store.lock(keys[0], owner, this.#s.lockTtlMs);
+    } catch (err) {
+      this.#warn(err); // no lock to be had: forward (one more upstream call at worst)
+    }
+    if (mine) {
+      ctx.res.once('close', () => {
+        Promise.resolve()
+          .then(() => store.unlock(keys[0], owner))
+          .catch(() => {}); // the lock lapses by itself
+      });
+      return this.#forward(ctx, keys, entry);
+    }
+    // Another replica is fetching this key: wait for its entry (bounded), then use what is there.
+    const until = Date.now() + this.#s.lockWaitMs;
+    for (let pause = 10; Date.now() < until; pause = Math.min(pause * 2, 100)) {
+      await sleep(Math.min(pause, Math.max(1, until - Date.now())));
+      let found: CacheEntry | null;
+      try {
+        found = await store.get(keys);
+      } catch (err) {
+        return this.#bypass(ctx, err);
+      }
+      if (found !== null && found !== entry) return this.#found(ctx, keys, found, true);
+    }
+    return this.#forward(ctx, keys, entry);
+  }
+
+  async #waitThenLookup(ctx: RequestContext, pending: Promise<void>): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      pending,
+      new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, this.#s.lockWaitMs);
+      }),
+    ]);
+    clearTimeout(timer);
+    return this.#lookup(ctx, true);
+  }
+
+  /** To the upstream: a plain miss through the chain, or a revalidation of the entry in hand. */
+  #forward(ctx: RequestContext, keys: string[], entry: CacheEntry | null): void | Promise<void> {
+    const shared = keys[keys.length - 1];
+    if (entry === null) {
+      ctx.addTap(new Recorder(ctx, { shared, fwd: 'miss', post: false }, this.#s, this.#store, this.#c.log));
+      return;
+    }
+    return revalidate(ctx, { entry, key: keys[0], shared, fwd: why(ctx, entry) }, this.#c);
+  }
+
+  #refresh(ctx: RequestContext, stored: Parameters<typeof refreshInBackground>[1]): void {
+    if (this.#refreshing.has(stored.key)) return;
+    this.#refreshing.add(stored.key);
+    const task = refreshInBackground(ctx, stored, this.#c).finally(() => this.#refreshing.delete(stored.key));
+    this.#deps.background.run(task);
+  }
+
+  #bypass(ctx: RequestContext, err: unknown): void {
+    this.#warn(err);
+    setStatus(ctx, BYPASS);
+  }
+
+  /** Store failures, logged at most every 10 s (Redis down would log every request); counted by the store metrics. */
+  #warn(err: unknown): void {
+    const now = Date.now();
+    if (now - this.#lastWarn < 10_000) return;
+    this.#lastWarn = now;
+    this.#deps.log.warn(
+      { err: err instanceof Error ? err.message : String(err) },
+      'proxy-cache store unavailable: bypassing',
+    );
+  }
+}
+
+/** Why an entry in hand could not answer: stale (or must-revalidate), the client's directives, or another variant. */
+function why(ctx: RequestContext, entry: CacheEntry): Forward {
+  const h = ctx.req.headers;
+  if (
+    entry.policy.stale() ||
+    /must-revalidate/i.test(String(entry.policy.responseHeaders()['cache-control'] ?? ''))
+  )
+    return 'stale';
+  if (h['cache-control'] !== undefined || h.pragma !== undefined) return 'request';
+  return 'vary-miss';
+}
+
+function setStatus(ctx: RequestContext, value: string): void {
+  if (ctx.responseHeaders === null) ctx.responseHeaders = { 'cache-status': value };
+  else ctx.responseHeaders['cache-status'] = value;
+}
