@@ -86,8 +86,10 @@ class Cache {
       const keys = requestKeys(ctx, this.#s.varyHeaders);
       const plan = { shared: keys[keys.length - 1], fwd: 'method' as const, post: true };
       ctx.addTap(new Recorder(ctx, plan, this.#s, this.#store, this.#c.log));
+      this.#deps.metrics.cache(ctx.route.id, 'method');
       return;
     }
+    this.#deps.metrics.cache(ctx.route.id, 'method');
     setStatus(ctx, METHOD);
   }
 
@@ -119,10 +121,13 @@ class Cache {
       const ev = policy.evaluateRequest(policyRequest(shared, ctx.req.headers));
       if (ev.response !== undefined) {
         const headers = ev.response.headers as Record<string, string>;
-        if (ev.revalidation === undefined)
+        if (ev.revalidation === undefined) {
+          this.#deps.metrics.cache(ctx.route.id, 'hit');
           return serveEntry(ctx, entry, hitStatus(policy.maxAge() - policy.age()), headers);
+        }
         const stale = staleSeconds(policy);
         if (stale < staleAllowance(policy, 'stale-while-revalidate', this.#s.maxSwrS)) {
+          this.#deps.metrics.cache(ctx.route.id, 'stale');
           serveEntry(ctx, entry, staleHitStatus(stale), headers);
           if (ctx.method === 'GET') this.#refresh(ctx, { entry, key: keys[0], shared, fwd: 'stale' });
           return;
@@ -131,6 +136,7 @@ class Cache {
     }
     if (ctx.method === 'HEAD') {
       // A HEAD's response has no body to store: it is forwarded, and GET fills the cache.
+      this.#deps.metrics.cache(ctx.route.id, 'miss');
       return setStatus(ctx, fwdStatus(entry === null ? 'miss' : why(ctx, entry)));
     }
     if (!waited && this.#s.lockWaitMs > 0) {
@@ -204,6 +210,7 @@ class Cache {
   /** To the upstream: a plain miss through the chain, or a revalidation of the entry in hand. */
   #forward(ctx: RequestContext, keys: string[], entry: CacheEntry | null): void | Promise<void> {
     const shared = keys[keys.length - 1];
+    this.#deps.metrics.cache(ctx.route.id, entry === null ? 'miss' : 'revalidate');
     if (entry === null) {
       ctx.addTap(new Recorder(ctx, { shared, fwd: 'miss', post: false }, this.#s, this.#store, this.#c.log));
       return;
@@ -220,6 +227,7 @@ class Cache {
 
   #bypass(ctx: RequestContext, err: unknown): void {
     this.#warn(err);
+    this.#deps.metrics.cache(ctx.route.id, 'bypass');
     setStatus(ctx, BYPASS);
   }
 

@@ -107,7 +107,7 @@ class RevalidationSink implements ResponseSink {
       }
     }
     if (status >= 500 && this.#staleIfError()) {
-      this.#serve(entry, fwdStatus('stale', { status, detail: 'stale-if-error' }));
+      this.#serveStaleIfError(fwdStatus('stale', { status, detail: 'stale-if-error' }));
       return DISCARD();
     }
     // A new response, stored like a miss (our response hook decides, seeing the Recorder among
@@ -136,7 +136,7 @@ class RevalidationSink implements ResponseSink {
       return;
     }
     if (this.#answer === 'none' && this.#staleIfError()) {
-      this.#serve(this.#stored.entry, fwdStatus('stale', { detail: 'stale-if-error' }));
+      this.#serveStaleIfError(fwdStatus('stale', { detail: 'stale-if-error' }));
       return;
     }
     if (this.#answer === 'none') {
@@ -154,6 +154,11 @@ class RevalidationSink implements ResponseSink {
   #staleIfError(): boolean {
     const policy = this.#stored.entry.policy;
     return staleSeconds(policy) < staleAllowance(policy, 'stale-if-error', this.#c.s.maxSieS);
+  }
+
+  #serveStaleIfError(cacheStatus: string): void {
+    if (this.#foreground) this.#ctx.route.deps.metrics.cache(this.#ctx.route.id, 'stale_if_error');
+    this.#serve(this.#stored.entry, cacheStatus);
   }
 
   #serve(entry: CacheEntry, cacheStatus: string): void {
