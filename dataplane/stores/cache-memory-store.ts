@@ -61,6 +61,10 @@ export class MemoryCacheStore implements CacheStore {
     this.#bytes += size;
   }
 
+  delete(keys: readonly string[]): void {
+    for (const key of keys) this.#remove(key);
+  }
+
   lock(): boolean {
     return true;
   }

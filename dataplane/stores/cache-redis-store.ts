@@ -66,6 +66,11 @@ export class RedisCacheStore implements CacheStore {
     await this.#redis.call('cache_set', (c) => c.set(this.#entries + key, value, 'PX', Math.max(1, ttlMs)));
   }
 
+  async delete(keys: readonly string[]): Promise<void> {
+    const names = keys.map((k) => this.#entries + k);
+    await this.#redis.call('cache_delete', (c) => c.unlink(...names));
+  }
+
   async lock(key: string, owner: string, ttlMs: number): Promise<boolean> {
     const r = await this.#redis.call('cache_lock', (c) => c.set(this.#locks + key, owner, 'PX', ttlMs, 'NX'));
     return r === 'OK';

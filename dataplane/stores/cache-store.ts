@@ -23,6 +23,8 @@ export interface CacheStore {
   get(keys: readonly string[]): CacheEntry | null | Promise<CacheEntry | null>;
   /** Stores (replaces) an entry, removed after ttlMs. */
   set(key: string, entry: CacheEntry, ttlMs: number): void | Promise<void>;
+  /** Removes these entries (an unsafe request changed their resource, RFC 9111 §4.4). */
+  delete(keys: readonly string[]): void | Promise<void>;
   /** Takes the miss lock of a key across replicas; true when this caller holds it (always, in memory). */
   lock(key: string, owner: string, ttlMs: number): boolean | Promise<boolean>;
   unlock(key: string, owner: string): void | Promise<void>;

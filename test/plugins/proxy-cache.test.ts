@@ -261,6 +261,17 @@ describe('proxy-cache: methods and coalescing', () => {
     expect((await call('/c/post')).headers['cache-status']).toBe('sluice; fwd=miss; stored');
   });
 
+  it('a successful unsafe request invalidates the URI (RFC 9111 §4.4); a failed one does not', async () => {
+    await call('/c/fresh?inv=1');
+    expect((await call('/c/fresh?inv=1')).headers['cache-status']).toMatch(/hit/);
+    up.failing.add('/fresh');
+    expect((await call('/c/fresh?inv=1', {}, 'DELETE')).status).toBe(503);
+    up.failing.clear();
+    expect((await call('/c/fresh?inv=1')).headers['cache-status']).toMatch(/hit/);
+    expect((await call('/c/fresh?inv=1', {}, 'PUT', 'x')).status).toBe(200);
+    expect((await call('/c/fresh?inv=1')).headers['cache-status']).toBe('sluice; fwd=miss; stored');
+  });
+
   it('100 concurrent misses for one key make one upstream call', async () => {
     const answers = await Promise.all(Array.from({ length: 100 }, () => call('/c/slow')));
     expect(up.calls('/slow')).toBe(1);

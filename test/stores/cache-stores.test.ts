@@ -120,6 +120,14 @@ describe('RedisCacheStore', () => {
     expect(await store.get(['/none'])).toBeNull();
   });
 
+  it('delete removes the named entries only', async () => {
+    await store.set('/d|c=a', entry('a'), 30_000);
+    await store.set('/d', entry('s'), 30_000);
+    await store.delete(['/d|c=a', '/none']);
+    expect(await store.get(['/d|c=a'])).toBeNull();
+    expect(await store.get(['/d'])).not.toBeNull();
+  });
+
   it('the miss lock: one holder at a time, released only by its owner, lapses by itself', async () => {
     expect(await store.lock('/l', 'one', 5_000)).toBe(true);
     expect(await store.lock('/l', 'two', 5_000)).toBe(false);

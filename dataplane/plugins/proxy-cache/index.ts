@@ -82,15 +82,28 @@ class Cache {
   #onRequest(ctx: RequestContext): void | Promise<void> {
     const m = ctx.method;
     if (m === 'GET' || (m === 'HEAD' && this.#s.head)) return this.#lookup(ctx, false);
-    if (m === 'POST' && this.#s.post) {
-      const keys = requestKeys(ctx, this.#s.varyHeaders);
-      const plan = { shared: keys[keys.length - 1], fwd: 'method' as const, post: true };
-      ctx.addTap(new Recorder(ctx, plan, this.#s, this.#store, this.#c.log));
-      this.#deps.metrics.cache(ctx.route.id, 'method');
-      return;
-    }
     this.#deps.metrics.cache(ctx.route.id, 'method');
-    setStatus(ctx, METHOD);
+    if (m === 'OPTIONS' || m === 'TRACE') return setStatus(ctx, METHOD);
+    // An unsafe method: its success invalidates the entries of its URI (RFC 9111 §4.4), those
+    // this request's keys name (the shared one, the caller's); other callers' private entries
+    // and other variants run out by their own freshness.
+    const keys = requestKeys(ctx, this.#s.varyHeaders);
+    let recorder: Recorder | null = null;
+    if (m === 'POST' && this.#s.post) {
+      const plan = { shared: keys[keys.length - 1], fwd: 'method' as const, post: true };
+      recorder = new Recorder(ctx, plan, this.#s, this.#store, this.#c.log);
+      ctx.addTap(recorder);
+    } else setStatus(ctx, METHOD);
+    ctx.res.once('finish', () => {
+      const status = ctx.status;
+      if (status < 200 || status >= 400 || recorder?.storing) return;
+      try {
+        const r = this.#store.delete(keys);
+        if (r instanceof Promise) r.catch((err) => this.#warn(err));
+      } catch (err) {
+        this.#warn(err);
+      }
+    });
   }
 
   #lookup(ctx: RequestContext, waited: boolean): void | Promise<void> {

@@ -47,6 +47,11 @@ export class Recorder implements ResponseTap {
     this.#log = log;
   }
 
+  /** The response will be stored (decided on the upstream's headers). */
+  get storing(): boolean {
+    return this.#decision?.store === true;
+  }
+
   /** The response hook: decides on the upstream's headers and writes Cache-Status. */
   decide(status: number, headers: Record<string, string | string[]>): void {
     const d = this.#storability(status, headers);
