@@ -102,9 +102,10 @@ class RevalidationSink implements ResponseSink {
       if (!r.modified) {
         const fresh: CacheEntry = { status: entry.status, body: entry.body, policy: r.policy };
         this.#put(key, fresh, r.policy);
-        this.#serve(fresh, fwdStatus('stale', { status: 304, stored: true }));
+        this.#serve(fresh, fwdStatus(this.#stored.fwd, { status: 304, stored: true }));
         return DISCARD();
       }
+      // A 304 that matches no validator of ours (an upstream bug) is passed on as it is, below.
     }
     if (status >= 500 && this.#staleIfError()) {
       this.#serveStaleIfError(fwdStatus('stale', { status, detail: 'stale-if-error' }));
