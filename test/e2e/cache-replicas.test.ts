@@ -81,6 +81,18 @@ describe('proxy-cache: two replicas sharing Redis', () => {
     expect(up.calls('/slow')).toBe(1);
   });
 
+  it('concurrent requests for an uncacheable response are not held: each replica forwards once the lock is free', async () => {
+    const t0 = performance.now();
+    const all = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => get(i % 2 ? a.proxyUrl : b.proxyUrl, '/c/slowprivate')),
+    );
+    expect(all.every((r) => r.status === 200)).toBe(true);
+    expect(all.every((r) => r.headers['cache-status'] === 'sluice; fwd=miss; detail=uncacheable')).toBe(true);
+    expect(up.calls('/slowprivate')).toBe(20);
+    // Without the lock being retried, the other replica's requests would poll for lock.wait (5 s).
+    expect(performance.now() - t0).toBeLessThan(3_000);
+  });
+
   it('a purge on one admin port empties the shared store for every replica', async () => {
     await get(a.proxyUrl, '/c/fresh?purge=1');
     expect((await get(b.proxyUrl, '/c/fresh?purge=1')).headers['cache-status']).toMatch(/hit/);

@@ -34,6 +34,7 @@ const HEADERS: Record<string, Record<string, string>> = {
   '/sie': { 'cache-control': 'max-age=10, stale-if-error=60', age: '11' },
   '/stale': { 'cache-control': 'max-age=10', age: '11', etag: '"s1"' },
   '/slow': { 'cache-control': 'max-age=60' },
+  '/slowprivate': { 'cache-control': 'private, max-age=60' },
   '/big': { 'cache-control': 'max-age=60' },
   '/post': { 'cache-control': 'max-age=60', 'content-location': 'SELF' },
   '/post-nocl': { 'cache-control': 'max-age=60' },
@@ -80,7 +81,7 @@ export async function startCacheUpstream(): Promise<CacheUpstream> {
       });
       res.end(req.method === 'HEAD' ? undefined : body);
     };
-    if (path === '/slow') setTimeout(send, 300);
+    if (path.startsWith('/slow')) setTimeout(send, 300);
     else send();
     return true;
   };

@@ -176,26 +176,33 @@ class Cache {
     return this.#lockThenForward(ctx, keys, entry);
   }
 
+  /**
+   * Takes the key's lock in Redis, or waits (bounded) for the replica holding it: polling the
+   * entry (a usable one answers) and the lock (free again: its holder stored nothing usable, so
+   * this request forwards itself, as the lock's new holder).
+   */
   async #lockThenForward(ctx: RequestContext, keys: string[], entry: CacheEntry | null): Promise<void> {
     const store = this.#store;
+    const key = keys[0];
     const owner = randomUUID();
-    let mine = true;
-    try {
-      mine = await store.lock(keys[0], owner, this.#s.lockTtlMs);
-    } catch (err) {
-      this.#warn(err); // no lock to be had: forward (one more upstream call at worst)
-    }
-    if (mine) {
-      ctx.res.once('close', () => {
-        Promise.resolve()
-          .then(() => store.unlock(keys[0], owner))
-          .catch(() => {}); // the lock lapses by itself
-      });
-      return this.#forward(ctx, keys, entry);
-    }
-    // Another replica is fetching this key: wait for its entry (bounded), then use what is there.
     const until = Date.now() + this.#s.lockWaitMs;
-    for (let pause = 10; Date.now() < until; pause = Math.min(pause * 2, 100)) {
+    const request = policyRequest(keys[keys.length - 1], ctx.req.headers);
+    for (let pause = 10; ; pause = Math.min(pause * 2, 100)) {
+      let mine = true;
+      try {
+        mine = await store.lock(key, owner, this.#s.lockTtlMs);
+      } catch (err) {
+        this.#warn(err); // no lock to be had: forward (one more upstream call at worst)
+      }
+      if (mine) {
+        ctx.res.once('close', () => {
+          Promise.resolve()
+            .then(() => store.unlock(key, owner))
+            .catch(() => {}); // the lock lapses by itself
+        });
+        return this.#forward(ctx, keys, entry);
+      }
+      if (Date.now() >= until) return this.#forward(ctx, keys, entry);
       await sleep(Math.min(pause, Math.max(1, until - Date.now())));
       let found: CacheEntry | null;
       try {
@@ -203,9 +210,9 @@ class Cache {
       } catch (err) {
         return this.#bypass(ctx, err);
       }
-      if (found !== null && found !== entry) return this.#found(ctx, keys, found, true);
+      if (found !== null && found.policy.evaluateRequest(request).response !== undefined)
+        return this.#found(ctx, keys, found, true);
     }
-    return this.#forward(ctx, keys, entry);
   }
 
   async #waitThenLookup(ctx: RequestContext, pending: Promise<void>): Promise<void> {
