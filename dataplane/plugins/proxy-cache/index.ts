@@ -6,17 +6,15 @@
  *     stale, stale-while-revalidate→ answered from the entry; one background request refreshes it
  *     stale / not for this request → revalidated with the upstream (revalidate.ts)
  *     nothing                      → forwarded; the response is stored on its way (record.ts)
- * Concurrent misses for one key wait (lock.wait) for the first one in this process and, with
- * Redis, for the replica holding the key's lock; then they read the entry it stored.
+ * Concurrent misses for one key make one upstream call (coalesce.ts).
  * The store failing is a bypass (fwd=bypass), never an error: the cache is an optimisation.
  */
-import { randomUUID } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { RequestContext } from '../../pipeline/context.ts';
 import type { RuntimeDeps } from '../../pipeline/route.ts';
 import type { CacheEntry, CacheStore } from '../../stores/cache-store.ts';
 import { definePlugin } from '../types.ts';
 import { type Forward, fwdStatus, hitStatus, staleHitStatus } from './cache-status.ts';
+import { Coalescer } from './coalesce.ts';
 import { requestKeys } from './key.ts';
 import { manifest } from './manifest.ts';
 import { policyRequest, staleAllowance, staleSeconds } from './policy.ts';
@@ -48,8 +46,8 @@ class Cache {
   readonly #deps: RuntimeDeps;
   readonly #c: Context;
   readonly #release: () => void;
-  /** Misses and revalidations in flight in this process, by the request's first key. */
-  readonly #inFlight = new Map<string, Promise<void>>();
+  /** Concurrent misses and revalidations of one key: one upstream call. */
+  readonly #misses: Coalescer;
   /** Keys with a background refresh running (stale-while-revalidate: one at a time). */
   readonly #refreshing = new Set<string>();
   #lastWarn = 0;
@@ -61,6 +59,7 @@ class Cache {
     this.#deps = deps;
     this.#release = release;
     this.#c = { s, store, log: (err) => this.#warn(err) };
+    this.#misses = new Coalescer(s, store, (err) => this.#warn(err));
     this.hooks = {
       onRequest: (ctx: RequestContext) => this.#onRequest(ctx),
       onResponse: (ctx: RequestContext, headers: Record<string, string | string[]>) => {
@@ -153,78 +152,22 @@ class Cache {
       return setStatus(ctx, fwdStatus(entry === null ? 'miss' : why(ctx, entry)));
     }
     if (!waited && this.#s.lockWaitMs > 0) {
-      const pending = this.#inFlight.get(keys[0]);
-      if (pending !== undefined) return this.#waitThenLookup(ctx, pending);
-      return this.#lead(ctx, keys, entry);
+      const misses = this.#misses;
+      const pending = misses.pending(keys[0]);
+      if (pending !== undefined) return misses.wait(pending).then(() => this.#lookup(ctx, true));
+      misses.lead(ctx, keys[0]);
+      if (this.#store.kind === 'redis') {
+        const request = policyRequest(shared, ctx.req.headers);
+        return misses
+          .acquire(ctx, keys, (e) => e.policy.evaluateRequest(request).response !== undefined)
+          .then(
+            (found) =>
+              found === null ? this.#forward(ctx, keys, entry) : this.#found(ctx, keys, found, true),
+            (err) => this.#bypass(ctx, err),
+          );
+      }
     }
     return this.#forward(ctx, keys, entry);
-  }
-
-  /** The first miss for a key in this process: others wait for it; with Redis, take the replicas' lock too. */
-  #lead(ctx: RequestContext, keys: string[], entry: CacheEntry | null): void | Promise<void> {
-    const key = keys[0];
-    let done!: () => void;
-    const pending = new Promise<void>((resolve) => {
-      done = resolve;
-    });
-    this.#inFlight.set(key, pending);
-    ctx.res.once('close', () => {
-      if (this.#inFlight.get(key) === pending) this.#inFlight.delete(key);
-      done();
-    });
-    if (this.#store.kind !== 'redis') return this.#forward(ctx, keys, entry);
-    return this.#lockThenForward(ctx, keys, entry);
-  }
-
-  /**
-   * Takes the key's lock in Redis, or waits (bounded) for the replica holding it: polling the
-   * entry (a usable one answers) and the lock (free again: its holder stored nothing usable, so
-   * this request forwards itself, as the lock's new holder).
-   */
-  async #lockThenForward(ctx: RequestContext, keys: string[], entry: CacheEntry | null): Promise<void> {
-    const store = this.#store;
-    const key = keys[0];
-    const owner = randomUUID();
-    const until = Date.now() + this.#s.lockWaitMs;
-    const request = policyRequest(keys[keys.length - 1], ctx.req.headers);
-    for (let pause = 10; ; pause = Math.min(pause * 2, 100)) {
-      let mine = true;
-      try {
-        mine = await store.lock(key, owner, this.#s.lockTtlMs);
-      } catch (err) {
-        this.#warn(err); // no lock to be had: forward (one more upstream call at worst)
-      }
-      if (mine) {
-        ctx.res.once('close', () => {
-          Promise.resolve()
-            .then(() => store.unlock(key, owner))
-            .catch(() => {}); // the lock lapses by itself
-        });
-        return this.#forward(ctx, keys, entry);
-      }
-      if (Date.now() >= until) return this.#forward(ctx, keys, entry);
-      await sleep(Math.min(pause, Math.max(1, until - Date.now())));
-      let found: CacheEntry | null;
-      try {
-        found = await store.get(keys);
-      } catch (err) {
-        return this.#bypass(ctx, err);
-      }
-      if (found !== null && found.policy.evaluateRequest(request).response !== undefined)
-        return this.#found(ctx, keys, found, true);
-    }
-  }
-
-  async #waitThenLookup(ctx: RequestContext, pending: Promise<void>): Promise<void> {
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([
-      pending,
-      new Promise<void>((resolve) => {
-        timer = setTimeout(resolve, this.#s.lockWaitMs);
-      }),
-    ]);
-    clearTimeout(timer);
-    return this.#lookup(ctx, true);
   }
 
   /** To the upstream: a plain miss through the chain, or a revalidation of the entry in hand. */
