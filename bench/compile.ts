@@ -25,6 +25,7 @@ import { Metrics } from '../dataplane/observability/metrics.ts';
 import { buildRuntime } from '../dataplane/runtime/build-runtime.ts';
 import type { RuntimeDeps } from '../dataplane/pipeline/route.ts';
 import { Background } from '../dataplane/pipeline/background.ts';
+import { CacheStores } from '../dataplane/stores/cache-stores.ts';
 import { MemoryIdempotencyStore } from '../dataplane/stores/memory-idempotency-store.ts';
 import { MemoryRateLimitStore } from '../dataplane/stores/rate-limit-store.ts';
 import { PoolRegistry } from '../dataplane/upstream/pools.ts';
@@ -148,6 +149,7 @@ export async function benchCompile(n: number, runs: number): Promise<CompileResu
       idempotency: new MemoryIdempotencyStore(),
       rateLimit: new MemoryRateLimitStore(),
       rateLimitLocal: new MemoryRateLimitStore(),
+      cache: new CacheStores(null),
     },
     background: new Background(),
   };

@@ -43,5 +43,6 @@ export const PORTS = {
   floor: 18202,
   sluice: 18203,
   sluiceTransformer: 18204,
+  sluiceCache: 18205,
   admin: 18211,
 } as const;

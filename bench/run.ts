@@ -5,14 +5,15 @@
  * otherwise autocannon from bench/node_modules, installed on demand); each target runs alone on
  * core 1, one after another: `direct` (a second copy of the upstream: no proxy), `floor`
  * (bench/floor.ts: node:http + undici, nothing else), `sluice` (bin/sluice.ts run -f bench/bench.yaml)
- * and `sluice+transformer` (bench/bench-transformer.yaml: one request-transformer plugin).
+ * and `sluice+transformer` (bench/bench-transformer.yaml: one request-transformer plugin), and
+ * `sluice+cache` (bench/bench-cache.yaml: proxy-cache, memory store; GET is a cache hit).
  * For each target and scenario: a warm-up (not counted), then a measured run; the main figure
  * is the CPU time of the target's process tree per request, printed next to its ratio to `floor`.
  * Timings are never asserted: they are ratios to baselines measured in the same run.
  * Then bench/compile.ts times the controller's build() and the data plane's buildRuntime().
  *
  * Usage: node bench/run.ts [--duration S] [--warmup S] [--connections N] [--rounds N] [--scenarios get,post]
- *          [--targets direct,floor,sluice,sluice+transformer] [--target NAME:PORT:CMD]…
+ *          [--targets direct,floor,sluice,sluice+transformer,sluice+cache] [--target NAME:PORT:CMD]…
  *          [--loadgen wrk|autocannon] [--no-compile] [--rate-of-floor F]
  * With --rate-of-floor F (e.g. 0.5) every target is measured at a constant rate instead of at full
  * load: F × the floor's full-load req/s, measured first in the same run; the table then shows the
@@ -93,7 +94,7 @@ const HELP = `node bench/run.ts [options]   (make bench)
   --rounds N          run every target N times, interleaved; tables show medians and the CPU range
                       (BENCH_ROUNDS, default 1)
   --scenarios LIST    get,post (BENCH_SCENARIOS)
-  --targets LIST      direct,floor,sluice,sluice+transformer (BENCH_TARGETS)
+  --targets LIST      direct,floor,sluice,sluice+transformer,sluice+cache (BENCH_TARGETS)
   --target N:PORT:CMD an extra target: CMD runs through bash -c with BENCH_PORT and BENCH_UPSTREAM_URL
                       set, must listen on 127.0.0.1:PORT in the foreground (repeatable)
   --loadgen TOOL      wrk or autocannon (BENCH_LOADGEN; default wrk when on PATH)
@@ -209,6 +210,7 @@ function builtinTargets(work: string): Target[] {
     },
     sluice('sluice', PORTS.sluice, 'bench/bench.yaml'),
     sluice('sluice+transformer', PORTS.sluiceTransformer, 'bench/bench-transformer.yaml'),
+    sluice('sluice+cache', PORTS.sluiceCache, 'bench/bench-cache.yaml'),
   ];
 }
 

@@ -1,7 +1,9 @@
 /**
  * The bench's upstream: node:http, as cheap as a Node server gets, so the proxy in front of it is
  * what gets measured. `GET /api/items/<id>` answers a fixed JSON; `POST /charges` reads the body,
- * drops it and answers a fixed JSON. `GET /__bench/stats` (asked directly, never through a proxy)
+ * drops it and answers a fixed JSON. Under `/cacheable` (the sluice+cache target's service URL)
+ * the item carries `Cache-Control: public, max-age=3600`, so a cache may keep it; other targets
+ * never see that header. `GET /__bench/stats` (asked directly, never through a proxy)
  * tells how many connections it has accepted, to see whether a proxy reuses its upstream connections.
  * Usage: node bench/upstream.ts PORT (listens on 127.0.0.1).
  */
@@ -23,6 +25,9 @@ const server = createServer((req, res) => {
   const url = req.url ?? '';
   if (req.method === 'GET' && url.startsWith('/api/items/')) {
     res.writeHead(200, json(item.length));
+    res.end(item);
+  } else if (req.method === 'GET' && url.startsWith('/cacheable/api/items/')) {
+    res.writeHead(200, { ...json(item.length), 'cache-control': 'public, max-age=3600' });
     res.end(item);
   } else if (req.method === 'POST' && url === '/charges') {
     req.on('data', () => {});

@@ -187,7 +187,8 @@ export async function startDataPlane(partial: Partial<DataPlaneOptions>): Promis
   }
   const listeners = secure === null ? [proxy] : [proxy, secure];
   // After the proxy port: /readyz answering means the proxy port is open.
-  const admin = o.admin === false ? null : await startAdmin(holderAdminState(holder, metrics), o, log);
+  const admin =
+    o.admin === false ? null : await startAdmin(holderAdminState(holder, metrics, stores.cache), o, log);
   const proxyUrl = urlOf(proxy.server.address() as AddressInfo);
   const httpsUrl = secure === null ? '' : urlOf(secure.server.address() as AddressInfo, 'https');
   const adminUrl = admin?.url ?? '';

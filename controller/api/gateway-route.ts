@@ -544,7 +544,8 @@ export function backendRefsOf(spec: unknown): BackendRefSite[] {
   versions.forEach((v, i) => {
     add(v, `spec.versions[${i}]`);
     const backends = (v as { backends?: unknown } | null)?.backends;
-    if (Array.isArray(backends)) backends.forEach((b, j) => add(b, `spec.versions[${i}].backends[${j}]`));
+    if (Array.isArray(backends))
+      for (const [j, b] of backends.entries()) add(b, `spec.versions[${i}].backends[${j}]`);
   });
   return out;
 }

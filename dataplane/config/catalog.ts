@@ -9,6 +9,7 @@ import { manifest as cors } from '../plugins/cors/manifest.ts';
 import { manifest as idempotency } from '../plugins/idempotency/manifest.ts';
 import { manifest as jwt } from '../plugins/jwt/manifest.ts';
 import { manifest as keyAuth } from '../plugins/key-auth/manifest.ts';
+import { manifest as proxyCache } from '../plugins/proxy-cache/manifest.ts';
 import { manifest as rateLimiting } from '../plugins/rate-limiting/manifest.ts';
 import { manifest as requestTransformer } from '../plugins/request-transformer/manifest.ts';
 import { manifest as responseTransformer } from '../plugins/response-transformer/manifest.ts';
@@ -22,6 +23,7 @@ export const PLUGIN_MANIFESTS = [
   keyAuth,
   jwt,
   cors,
+  proxyCache,
 ] as const;
 
 export const HANDLER_MANIFESTS = [proxy] as const;

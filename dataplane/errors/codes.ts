@@ -43,6 +43,11 @@ export const ERRORS = {
     status: 503,
     title: 'The idempotency store is unavailable; nothing was executed',
   },
+  SLC_ERR_CACHE_PURGE_FAILED: { status: 503, title: 'The cache store could not be purged' },
+  SLC_ERR_CACHE_PURGE_UNSUPPORTED: {
+    status: 501,
+    title: "This admin port cannot purge the cache: purge each data plane's own admin port",
+  },
 } as const satisfies Record<string, { status: number; title: string }>;
 
 export type ErrorCode = keyof typeof ERRORS;

@@ -11,6 +11,8 @@ const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5
 const NS_PER_S = 1e9;
 const STATUS_CLASS = ['0xx', '1xx', '2xx', '3xx', '4xx', '5xx'];
 
+export type CacheOutcome = 'hit' | 'stale' | 'miss' | 'revalidate' | 'stale_if_error' | 'bypass' | 'method';
+
 const IDEMPOTENCY_OUTCOMES = [
   'executed',
   'replayed',
@@ -65,6 +67,14 @@ export class Metrics {
       'Requests with an Idempotency-Key, by route id and outcome: executed, replayed, conflict (409), mismatch (422), ' +
       'takeover (a lapsed lease), accepted (202), rejected_key (400/401), store_error (503), lease_lost.',
     labelNames: ['route', 'outcome'] as const,
+    registers: [this.registry],
+  });
+  readonly #cache = new HotCounter({
+    name: 'sluice_cache_requests_total',
+    help:
+      'proxy-cache outcomes by route id: hit, stale (served while revalidating), miss, revalidate, stale_if_error, ' +
+      'bypass (the store did not answer: served from the upstream), method (not a cached method).',
+    labelNames: ['route', 'result'] as const,
     registers: [this.registry],
   });
   readonly #rateLimit = new HotCounter({
@@ -126,6 +136,10 @@ export class Metrics {
     this.#idempotency.series(route, outcome).inc();
   }
 
+  cache(route: string, result: CacheOutcome): void {
+    this.#cache.series(route, result).inc();
+  }
+
   rateLimit(route: string, result: 'allowed' | 'limited' | 'fallback' | 'unavailable'): void {
     this.#rateLimit.series(route, result).inc();
   }
@@ -160,6 +174,7 @@ export class Metrics {
     this.#idempotency.retain(route);
     this.#rateLimit.retain(route);
     this.#transformSkipped.retain(route);
+    this.#cache.retain(route);
     this.#retries.retain(upstream);
     this.#upstreamLatency.retain(upstream);
     for (const id of this.#circuitIds) {

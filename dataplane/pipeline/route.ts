@@ -3,6 +3,7 @@ import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import type { Route } from '../config/route-table.ts';
 import type { Metrics } from '../observability/metrics.ts';
+import type { CacheStores } from '../stores/cache-stores.ts';
 import type { IdempotencyStore } from '../stores/idempotency-store.ts';
 import type { RateLimitStore } from '../stores/rate-limit-store.ts';
 import type { ResponseSink } from '../upstream/call.ts';
@@ -22,7 +23,12 @@ export interface RuntimeDeps {
   /** Write one log line per request. */
   accessLog: boolean;
   /** Shared state: Redis in a cluster, memory in standalone mode. */
-  stores: { idempotency: IdempotencyStore; rateLimit: RateLimitStore; rateLimitLocal: RateLimitStore };
+  stores: {
+    idempotency: IdempotencyStore;
+    rateLimit: RateLimitStore;
+    rateLimitLocal: RateLimitStore;
+    cache: CacheStores;
+  };
   background: Background;
   /** The HTTPS port clients reach, for routes' httpsRedirect (default 443). */
   httpsRedirectPort?: number;

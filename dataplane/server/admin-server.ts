@@ -1,6 +1,6 @@
 /**
  * The admin port (never exposed by the public Service): PUT /config (bearer token), GET /config,
- * /healthz, /readyz, /metrics. A rejected snapshot answers 422 with errors naming route ids and
+ * /healthz, /readyz, /metrics, DELETE /cache?prefix= (bearer token). A rejected snapshot answers 422 with errors naming route ids and
  * fields, and the running configuration stays.
  */
 import { timingSafeEqual, createHash } from 'node:crypto';
@@ -9,6 +9,7 @@ import type { ErrorCode } from '../errors/codes.ts';
 import { problem } from '../errors/problem.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import type { ApplyResult, RuntimeHolder } from '../runtime/holder.ts';
+import type { CacheStores } from '../stores/cache-stores.ts';
 
 /**
  * What the admin port serves: one process's holder (holderAdminState), or a cluster primary
@@ -26,9 +27,11 @@ export interface AdminState {
   /** The Prometheus text of /metrics. */
   metrics(): Promise<string>;
   readonly metricsContentType: string;
+  /** DELETE /cache: removes the proxy-cache entries whose key starts with the prefix; how many. Absent: not here. */
+  purgeCache?(prefix: string): Promise<number>;
 }
 
-export function holderAdminState(holder: RuntimeHolder, metrics: Metrics): AdminState {
+export function holderAdminState(holder: RuntimeHolder, metrics: Metrics, cache?: CacheStores): AdminState {
   return {
     apply: (snapshot) => holder.apply(snapshot),
     get hash() {
@@ -38,6 +41,7 @@ export function holderAdminState(holder: RuntimeHolder, metrics: Metrics): Admin
     ready: () => holder.current !== null,
     metrics: () => metrics.registry.metrics(),
     metricsContentType: metrics.registry.contentType,
+    ...(cache ? { purgeCache: (prefix: string) => cache.purge(prefix) } : {}),
   };
 }
 
@@ -92,6 +96,23 @@ export function createAdminServer(state: AdminState, opts: AdminOptions): Fastif
     return { result: outcome.result, hash: outcome.hash };
   });
   app.get('/config', async () => state.describe());
+  // proxy-cache purge: keys start with the request path (plugins/proxy-cache/key.ts), so
+  // prefix=/api/items removes every method, query, variant and caller of that subtree; "/" all.
+  app.delete('/cache', async (request, reply) => {
+    if (!authorized(request.headers.authorization)) {
+      reply.header('www-authenticate', 'Bearer realm="sluice-admin"');
+      return sendError(reply, 'SLC_ERR_UNAUTHORIZED', 'DELETE /cache needs the admin bearer token');
+    }
+    const prefix = (request.query as Record<string, unknown>).prefix;
+    if (typeof prefix !== 'string' || !prefix.startsWith('/'))
+      return sendError(reply, 'SLC_ERR_BAD_REQUEST', 'prefix: a path prefix starting with "/" is required');
+    if (state.purgeCache === undefined) return sendError(reply, 'SLC_ERR_CACHE_PURGE_UNSUPPORTED');
+    try {
+      return { purged: await state.purgeCache(prefix), prefix };
+    } catch (err) {
+      return sendError(reply, 'SLC_ERR_CACHE_PURGE_FAILED', err instanceof Error ? err.message : String(err));
+    }
+  });
   app.get('/healthz', async () => ({ status: 'ok' }));
   app.get('/readyz', async (_request, reply) =>
     state.ready() ? { status: 'ready', hash: state.hash } : sendError(reply, 'SLC_ERR_NOT_READY'),

@@ -4,6 +4,8 @@
  */
 import type { Logger } from 'pino';
 import type { Metrics } from '../observability/metrics.ts';
+import { CacheStores } from './cache-stores.ts';
+import { RedisCacheStore, defineCacheScripts } from './cache-redis-store.ts';
 import type { IdempotencyStore } from './idempotency-store.ts';
 import { MemoryIdempotencyStore } from './memory-idempotency-store.ts';
 import { RedisCaller, createRedisClient } from './redis-connection.ts';
@@ -18,6 +20,8 @@ export interface Stores {
   rateLimit: RateLimitStore;
   /** This process's counters: policy local, and the fail-open fallback. */
   rateLimitLocal: MemoryRateLimitStore;
+  /** proxy-cache: memory per plugin, and Redis when there is one. */
+  cache: CacheStores;
   close(): Promise<void>;
 }
 
@@ -36,12 +40,14 @@ export async function openStores(o: StoreOptions, metrics: Metrics, log: Logger)
       idempotency,
       rateLimit: local,
       rateLimitLocal: local,
+      cache: new CacheStores(null),
       close: () => idempotency.close(),
     };
   }
   const client = createRedisClient(o.redisUrl);
   defineIdempotencyScripts(client);
   defineRateLimitScripts(client);
+  defineCacheScripts(client);
   let lastError = '';
   const caller = new RedisCaller(client, {
     timeoutMs: o.redisTimeoutMs,
@@ -66,6 +72,7 @@ export async function openStores(o: StoreOptions, metrics: Metrics, log: Logger)
     idempotency,
     rateLimit,
     rateLimitLocal: new MemoryRateLimitStore(),
+    cache: new CacheStores(new RedisCacheStore(caller, `${o.redisPrefix}cache:`)),
     close: () => caller.close(),
   };
 }

@@ -27,6 +27,7 @@ import { Background } from '../../dataplane/pipeline/background.ts';
 import type { RuntimeDeps } from '../../dataplane/pipeline/route.ts';
 import { buildRuntime, type Runtime } from '../../dataplane/runtime/build-runtime.ts';
 import { readIngressHeaders } from '../../dataplane/server/ingress-headers.ts';
+import { CacheStores } from '../../dataplane/stores/cache-stores.ts';
 import { MemoryIdempotencyStore } from '../../dataplane/stores/memory-idempotency-store.ts';
 import { MemoryRateLimitStore } from '../../dataplane/stores/rate-limit-store.ts';
 import { PoolRegistry } from '../../dataplane/upstream/pools.ts';
@@ -52,7 +53,12 @@ const deps: RuntimeDeps = {
   metrics: new Metrics({ processMetrics: false }),
   limits: { maxBodyBytes: 1024 * 1024, replicasHint: 1 },
   accessLog: false,
-  stores: { idempotency, rateLimit: new MemoryRateLimitStore(), rateLimitLocal: new MemoryRateLimitStore() },
+  stores: {
+    idempotency,
+    rateLimit: new MemoryRateLimitStore(),
+    rateLimitLocal: new MemoryRateLimitStore(),
+    cache: new CacheStores(null),
+  },
   background: new Background(),
 };
 
