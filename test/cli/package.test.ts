@@ -5,13 +5,15 @@
  * binary validates the example it ships. Node does not strip types under node_modules, so this
  * fails if the package points at TypeScript or a compiled import still ends in `.ts`.
  */
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../helpers/servers.ts';
 
 const exec = promisify(execFile);
 const ROOT = resolve(import.meta.dirname, '../..');
@@ -19,6 +21,7 @@ const ROOT = resolve(import.meta.dirname, '../..');
 const NODE_DIR = dirname(process.execPath);
 const env = { ...process.env, PATH: `${NODE_DIR}${delimiter}${process.env.PATH ?? ''}` };
 const NPM = existsSync(join(NODE_DIR, 'npm')) ? join(NODE_DIR, 'npm') : 'npm';
+const TINI = ['/usr/bin/tini', '/bin/tini'].some((f) => existsSync(f));
 const npm = (args: string[], cwd = ROOT) =>
   exec(NPM, [...args, '--no-audit', '--no-fund', '--loglevel=error'], { cwd, env, maxBuffer: 1 << 24 });
 
@@ -70,6 +73,51 @@ describe('npm package', () => {
     const { stdout } = await exec(bin, ['--version'], { env, cwd: dir });
     expect(stdout.trim()).toContain(version);
   });
+
+  // The image's entrypoint is `tini -- sluice` (Dockerfile): the same here, but for the image
+  // itself, which needs a Docker engine. tini comes from Debian (.ci/run installs it).
+  it.skipIf(!TINI && !process.env.CI)(
+    "runs as the image does: tini -- sluice starts Node with the #! line's V8 flags; SIGTERM through tini drains and exits 0",
+    async () => {
+      const bin = join(prefix, 'bin', 'sluice');
+      const example = join(prefix, 'lib', 'node_modules', 'sluice', 'examples', 'gateway.yaml');
+      const [port, admin] = [await freePort(), await freePort()];
+      const args = [
+        '-s',
+        '--',
+        bin,
+        'run',
+        '-f',
+        example,
+        '--port',
+        String(port),
+        '--admin-port',
+        String(admin),
+      ];
+      const tini = spawn('tini', [...args, '--state-dir', join(dir, 'state')], { env, cwd: dir });
+      let out = '';
+      tini.stdout.on('data', (d: Buffer) => {
+        out += d;
+      });
+      try {
+        for (let i = 0; i < 100 && !(await fetch(`http://127.0.0.1:${port}/`).catch(() => null)); i++)
+          await new Promise((r) => setTimeout(r, 100));
+        expect((await fetch(`http://127.0.0.1:${port}/`)).status).toBe(404);
+        const [child] = (await readFile(`/proc/${tini.pid}/task/${tini.pid}/children`, 'utf8'))
+          .trim()
+          .split(' ');
+        const cmdline = (await readFile(`/proc/${child}/cmdline`, 'utf8')).split('\0');
+        expect(cmdline).toContain('--max-semi-space-size=16');
+        tini.kill('SIGTERM');
+        const [code] = await once(tini, 'exit');
+        expect(code).toBe(0);
+        expect(out).toContain('draining');
+      } finally {
+        tini.kill('SIGKILL');
+      }
+    },
+    30_000,
+  );
 
   it('refuses a bad file from the installed binary, naming it', async () => {
     const bin = join(prefix, 'bin', 'sluice');
