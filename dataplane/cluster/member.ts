@@ -84,6 +84,14 @@ export class Member {
     return r?.sluice === 'metrics' ? r.metrics : null;
   }
 
+  /** Purges its proxy-cache entries under a prefix: how many; throws when it failed, exited or was silent. */
+  async purge(prefix: string, timeoutMs: number): Promise<number> {
+    const r = await this.#ask({ sluice: 'purge', id: this.#next++, prefix }, timeoutMs, () => {});
+    if (r?.sluice !== 'purged') throw new Error(`worker ${this.pid} did not answer the purge`);
+    if (r.error !== undefined) throw new Error(r.error);
+    return r.count;
+  }
+
   #ask(request: Request, timeoutMs: number, onTimeout: () => void): Promise<FromWorker | null> {
     return new Promise((resolve) => {
       const timer = setTimeout(() => {

@@ -10,6 +10,8 @@
  *   worker → primary   applied {id, outcome}
  *   primary → worker   metrics {id}
  *   worker → primary   metrics {id, metrics}          its registry as prom-client JSON
+ *   primary → worker   purge {id, prefix}             DELETE /cache: drop its proxy-cache entries
+ *   worker → primary   purged {id, count} | {id, error}
  *   primary → worker   stop                           drain (as on SIGTERM) and exit 0
  */
 import type { Snapshot } from '../config/route-table.ts';
@@ -23,6 +25,7 @@ export type ToWorker =
   | { sluice: 'start'; options: WorkerOptions; snapshot: Snapshot | null }
   | { sluice: 'apply'; id: number; snapshot: Snapshot }
   | { sluice: 'metrics'; id: number }
+  | { sluice: 'purge'; id: number; prefix: string }
   | { sluice: 'stop' };
 
 export type FromWorker =
@@ -30,7 +33,8 @@ export type FromWorker =
   | { sluice: 'started'; hash: string }
   | { sluice: 'failed'; message: string }
   | { sluice: 'applied'; id: number; outcome: ApplyResult }
-  | { sluice: 'metrics'; id: number; metrics: object[] };
+  | { sluice: 'metrics'; id: number; metrics: object[] }
+  | { sluice: 'purged'; id: number; count: number; error?: string };
 
 export function isMessage<T extends { sluice: string }>(m: unknown): m is T {
   return typeof m === 'object' && m !== null && typeof (m as { sluice?: unknown }).sluice === 'string';

@@ -183,6 +183,12 @@ export async function startCluster(partial: Partial<DataPlaneOptions>, workers: 
       return AggregatorRegistry.aggregate([own, ...fromWorkers]).metrics();
     },
     metricsContentType: metrics.registry.contentType,
+    // Each worker has its own memory cache: the purge goes to every one (with the Redis store
+    // the first empties the shared keys and the others find none, so the sum stays right).
+    purgeCache: async (prefix) => {
+      const counts = await Promise.all(serving().map((m) => m.purge(prefix, METRICS_TIMEOUT_MS)));
+      return counts.reduce((a, b) => a + b, 0);
+    },
   };
   const admin = await startAdmin(state, o, log).catch(async (err: Error) => {
     await stopWorkers();

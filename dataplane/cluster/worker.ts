@@ -51,6 +51,13 @@ export function runWorker(): void {
       case 'metrics':
         if (dp) send({ sluice: 'metrics', id: m.id, metrics: await dp.metrics.registry.getMetricsAsJSON() });
         return;
+      case 'purge':
+        if (dp)
+          dp.stores.cache.purge(m.prefix).then(
+            (count) => send({ sluice: 'purged', id: m.id, count }),
+            (err: Error) => send({ sluice: 'purged', id: m.id, count: 0, error: err.message }),
+          );
+        return;
       case 'stop':
         stop();
         return;

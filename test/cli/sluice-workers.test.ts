@@ -207,6 +207,44 @@ describe('sluice run --workers 2', () => {
   });
 });
 
+describe('sluice run --workers 2 with proxy-cache', () => {
+  it('DELETE /cache on the primary purges the memory cache of every worker', async () => {
+    const cacheable = await startUpstream((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'max-age=60' });
+      res.end('{"ok":true}');
+      return true;
+    });
+    const plugin =
+      'apiVersion: sluice.dev/v1alpha1\nkind: GatewayPlugin\nmetadata: { name: cache, namespace: default }\n' +
+      'spec: { plugin: proxy-cache, config: {} }\n---\n';
+    const yaml =
+      plugin +
+      route('c', '/c')
+        .replace(up.url, cacheable.url)
+        .replace('paths: ["/c"]', 'paths: ["/c"]\n      plugins: [{ name: cache }]');
+    const gw = await run(yaml, '2');
+    try {
+      // Fresh connections go round-robin: each worker misses once, stores, then hits.
+      expect(await gets(`${gw.proxy}/c`, 10)).toEqual(Array(10).fill(200));
+      await expect.poll(() => answeredBy(gw, '/c').size).toBe(2);
+      expect(cacheable.seen).toHaveLength(2);
+
+      const purge = await fetch(`${gw.admin}/cache?prefix=/c`, {
+        method: 'DELETE',
+        headers: { authorization: 'Bearer t' },
+      });
+      expect(purge.status).toBe(200);
+      expect(await purge.json()).toEqual({ purged: 2, prefix: '/c' });
+
+      expect(await gets(`${gw.proxy}/c`, 10)).toEqual(Array(10).fill(200));
+      expect(cacheable.seen).toHaveLength(4);
+    } finally {
+      await gw.stop();
+      await cacheable.close();
+    }
+  }, 60_000);
+});
+
 describe('sluice run --workers 2 on SIGTERM', () => {
   it('finishes the requests in flight on every worker before exiting 0', async () => {
     const slow = await startUpstream((_req, res) => {
