@@ -66,6 +66,11 @@ export interface RuntimeRoute {
    */
   bodyAt: number;
   handler: BoundHandler;
+  /**
+   * A plugin of the cors-preflight phase is on the route: a browser's preflight (OPTIONS asking
+   * about another method) may match the route by the method it asks about (server/handle.ts).
+   */
+  answersPreflight: boolean;
   /** The plugin names in the order they run, then the handler kind (golden match tests, debugging). */
   chain: readonly string[];
   deps: RuntimeDeps;

@@ -110,6 +110,7 @@ function buildRoute(
           ? chain.requestHooks.length
           : -1,
     handler: live.bind(entry, entry.handler, stripLength),
+    answersPreflight: chain.preflight,
     chain: [...chain.names, kind],
     deps,
   };
@@ -124,14 +125,16 @@ function bindPlugins(entry: Route, deps: RuntimeDeps, plugins: Map<string, LiveP
   const responseHooks: ResponseHook[] = [];
   const names: string[] = [];
   let bodyAt = -1;
+  let preflight = false;
   for (const { p, loaded } of ordered) {
+    if (loaded.manifest.phase === 'cors-preflight') preflight = true;
     const hooks = instance(p, deps, plugins, loaded.plugin).bind(entry);
     names.push(p.name);
     if (bodyAt < 0 && loaded.manifest.needs?.requestBody) bodyAt = requestHooks.length;
     if (hooks.onRequest) requestHooks.push(hooks.onRequest);
     if (hooks.onResponse) responseHooks.push(hooks.onResponse);
   }
-  return { requestHooks, responseHooks, names, bodyAt };
+  return { requestHooks, responseHooks, names, bodyAt, preflight };
 }
 
 /** One live plugin per GatewayPlugin (id) and config: routes that share the object share it. */

@@ -59,7 +59,11 @@ export function ingress(
   const cl = ing.headers['content-length'];
   if (cl !== undefined && Number(cl) > opts.maxBodyBytes)
     return fail('SLC_ERR_BODY_TOO_LARGE', `the limit is ${opts.maxBodyBytes} bytes`, true);
-  const route = rt.matcher.match(target.path, method, ing.host, ing.headers);
+  let route = rt.matcher.match(target.path, method, ing.host, ing.headers);
+  // A browser's CORS preflight is an OPTIONS about the method it will send: a route that lists
+  // its methods without OPTIONS still gets it when it carries cors, whose first phase answers it
+  // (nothing is proxied). Only unmatched OPTIONS requests pay for the second lookup.
+  if (route === null && method === 'OPTIONS') route = preflightRoute(rt, target.path, ing);
   if (route === null) return fail('SLC_ERR_ROUTE_NOT_FOUND');
   const given = ing.headers['x-request-id'];
   const requestId = given !== undefined && REQUEST_ID.test(given) ? given : randomUUID();
@@ -96,4 +100,15 @@ export function createRequestHandler(holder: RuntimeHolder, opts: IngressOptions
     const ctx = ingress(req, res, holder, opts, obs);
     if (ctx !== null) runChain(ctx);
   };
+}
+
+function preflightRoute(
+  rt: NonNullable<RuntimeHolder['current']>,
+  path: string,
+  ing: { host: string; headers: Record<string, string> },
+) {
+  const asked = ing.headers['access-control-request-method'];
+  if (asked === undefined || ing.headers.origin === undefined) return null;
+  const r = rt.matcher.match(path, asked, ing.host, ing.headers);
+  return r?.answersPreflight ? r : null;
 }

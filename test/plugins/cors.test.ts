@@ -73,6 +73,14 @@ beforeAll(async () => {
         route('dead', 'dead', '/dead', { plugins: [strict] }),
         route('upcors', 'up', '/upcors', { plugins: [strict] }),
         route('plain', 'up', '/plain'),
+        // Routes that list their methods without OPTIONS: a preflight matches by the method it asks about.
+        route('posts', 'up', '/posts', {
+          plugins: [strict],
+          match: { path: { type: 'Prefix', value: '/posts' }, methods: ['POST'] },
+        }),
+        route('nocors', 'up', '/nocors', {
+          match: { path: { type: 'Prefix', value: '/nocors' }, methods: ['POST'] },
+        }),
       ],
       [upstream('up', up.url), upstream('dead', `http://127.0.0.1:${dead}`, { connectMs: 500 })],
     ),
@@ -287,5 +295,25 @@ describe("cors on the gateway's own answers", () => {
     expect(replay.headers['access-control-allow-origin']).toBe(other);
     expect(replay.headers.vary).toBe('Origin');
     expect(upstreamSaw('POST', '/idem')).toBe(1);
+  });
+});
+
+describe('a route that lists its methods without OPTIONS', () => {
+  it('answers a preflight about one of its methods (cors answers, nothing is proxied)', async () => {
+    const seen = up.seen.length;
+    const r = await send('/posts/1', 'OPTIONS', {
+      origin: 'http://app.test',
+      'access-control-request-method': 'POST',
+    });
+    expect(r.status).toBe(204);
+    expect(r.headers['access-control-allow-origin']).toBe('http://app.test');
+    expect(up.seen.length).toBe(seen);
+  });
+  it('does not match a preflight about a method it does not list, a bare OPTIONS, or a route without cors', async () => {
+    const about = (path: string, method: string) =>
+      send(path, 'OPTIONS', { origin: 'http://app.test', 'access-control-request-method': method });
+    expect((await about('/posts/1', 'GET')).status).toBe(404);
+    expect((await send('/posts/1', 'OPTIONS', { origin: 'http://app.test' })).status).toBe(404);
+    expect((await about('/nocors/1', 'POST')).status).toBe(404);
   });
 });
