@@ -58,6 +58,7 @@ beforeAll(async () => {
           server: 'upstream',
           'x-list': 'a',
           'set-cookie': ['s=1'],
+          etag: '"v1"',
         });
         return true;
       case '/t/chunked': {
@@ -78,7 +79,7 @@ beforeAll(async () => {
         return true;
       }
       case '/t/text':
-        res.writeHead(200, { 'content-type': 'text/plain' }).end('{"secret":"s"}');
+        res.writeHead(200, { 'content-type': 'text/plain', etag: '"t1"' }).end('{"secret":"s"}');
         return true;
       case '/t/array':
         json('[{"secret":"s"}]');
@@ -181,6 +182,15 @@ describe('JSON response bodies', () => {
     const text = await res.body.text();
     expect(Number(res.headers['content-length'])).toBe(Buffer.byteLength(text));
     expect(JSON.parse(text)).toEqual(TRANSFORMED);
+  });
+
+  it("a rewritten body's strong ETag becomes weak; an untouched body keeps its own", async () => {
+    const rewritten = await get('/t/json');
+    await rewritten.body.text();
+    expect(rewritten.headers.etag).toBe('W/"v1"');
+    const untouched = await get('/t/text');
+    await untouched.body.text();
+    expect(untouched.headers.etag).toBe('"t1"');
   });
 
   it('a body without length (+json type) is buffered and sent with its length', async () => {

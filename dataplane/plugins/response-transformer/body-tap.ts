@@ -72,8 +72,14 @@ export class BodyTransform implements ResponseTap {
       },
       final(callback) {
         if (!streaming) {
-          const body = tap.#transform(Buffer.concat(chunks, size));
+          const held = Buffer.concat(chunks, size);
+          const body = tap.#transform(held);
           headers['content-length'] = String(body.length);
+          // Other bytes than the upstream's: its strong validator no longer names them. Weak, it
+          // still does (the same upstream representation always transforms the same), and
+          // conditional requests forwarded with it compare weakly upstream (RFC 9110 §8.8.3.2).
+          const etag = headers.etag;
+          if (body !== held && typeof etag === 'string' && !etag.startsWith('W/')) headers.etag = `W/${etag}`;
           next.end(body);
         } else next.end();
         callback();
