@@ -1,6 +1,6 @@
 /** proxy-cache's pure parts: the key, the storing rules, the TTL, Cache-Status, and the config's cross-field checks. */
 import CachePolicy from 'http-cache-semantics';
-import { describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import {
   appendStatus,
   fwdStatus,
@@ -86,6 +86,14 @@ describe('proxy-cache storing rules (RFC 9111 §3)', () => {
 });
 
 describe('proxy-cache TTL in the store', () => {
+  // The policy's age counts from its creation in whole ms: a clock that moves between making the
+  // policy and reading its TTL made these exact figures flaky (59.999 s) on a loaded machine.
+  beforeEach(() => {
+    vi.useFakeTimers({ now: Date.now(), toFake: ['Date'] });
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
   it('freshness, plus the capped stale-while-revalidate / stale-if-error, plus keepForRevalidation with a validator', () => {
     expect(ttlMs(policy({ 'cache-control': 'max-age=60' }), s)).toBe(60_000);
     expect(ttlMs(policy({ 'cache-control': 'max-age=60, stale-while-revalidate=30' }), s)).toBe(90_000);

@@ -51,7 +51,7 @@ export default definePlugin(manifest, {
       onRequest(ctx: RequestContext): void {
         // An Origin sent on two lines was joined at ingress ("a, b"): it is no origin, never allowed.
         const repeated = ctx.repeatedHeaders;
-        const origin = repeated !== null && repeated.has('origin') ? 'null' : ctx.headers.origin;
+        const origin = repeated?.has('origin') ? 'null' : ctx.headers.origin;
         if (origin !== undefined && ctx.method === 'OPTIONS') {
           const method = ctx.headers['access-control-request-method'];
           if (method !== undefined) {
