@@ -18,6 +18,7 @@ import { type AdminState, createAdminServer, holderAdminState } from './server/a
 import type { FastifyInstance } from 'fastify';
 import { createProxyServer } from './server/proxy-server.ts';
 import { createSecureProxyServer } from './server/secure-server.ts';
+import { WebSocketSlots } from './server/websocket.ts';
 import { Background } from './pipeline/background.ts';
 import { LastGood } from './state/last-good.ts';
 import { openStores, type Stores } from './stores/open-stores.ts';
@@ -56,6 +57,12 @@ export interface DataPlaneOptions {
   redisPrefix: string;
   /** Replicas sharing Redis limits (for the fail-open fallback: limit ÷ this per process). */
   replicasHint: number;
+  /** Open WebSockets this process allows (handshakes in progress included); past it an upgrade gets 503. */
+  maxWebSockets: number;
+  /** A WebSocket with no frame either way for this long is closed (1001); 0 = never. */
+  wsIdleTimeoutMs: number;
+  /** The largest WebSocket message (the sum of its frames' payloads); past it the socket is closed (1009); 0 = no limit. */
+  wsMaxMessageBytes: number;
   /** A snapshot to start with (standalone mode); otherwise the last good one from stateDir. */
   initialSnapshot?: unknown;
   /** initialSnapshot was validated already (by a cluster primary, once for every worker). */
@@ -85,6 +92,9 @@ export const DEFAULTS: DataPlaneOptions = {
   redisTimeoutMs: 1_000,
   redisPrefix: 'sluice:',
   replicasHint: 1,
+  maxWebSockets: 10_000,
+  wsIdleTimeoutMs: 300_000,
+  wsMaxMessageBytes: 1024 * 1024,
 };
 
 export interface DataPlane {
@@ -135,7 +145,11 @@ export async function startDataPlane(partial: Partial<DataPlaneOptions>): Promis
     {
       log,
       metrics,
-      limits: { maxBodyBytes: o.maxBodyBytes, replicasHint: Math.max(1, o.replicasHint) },
+      limits: {
+        maxBodyBytes: o.maxBodyBytes,
+        replicasHint: Math.max(1, o.replicasHint),
+        websocket: { idleTimeoutMs: o.wsIdleTimeoutMs, maxMessageBytes: o.wsMaxMessageBytes },
+      },
       accessLog: o.accessLog,
       stores,
       background,
@@ -167,6 +181,7 @@ export async function startDataPlane(partial: Partial<DataPlaneOptions>): Promis
     maxHeaderBytes: o.maxHeaderBytes,
     requestTimeoutMs: 300_000,
     keepAliveTimeoutMs: o.keepAliveTimeoutMs,
+    webSockets: new WebSocketSlots(o.maxWebSockets),
   };
   const observers = { metrics, log, accessLog: o.accessLog };
   const proxy = createProxyServer(holder, serverOpts, observers);

@@ -58,6 +58,21 @@ export const DATAPLANE_FLAGS = {
     arg: 'N',
     help: `on SIGTERM, time allowed for in-flight requests (default ${DEFAULTS.drainTimeoutMs})`,
   },
+  'max-websockets': {
+    type: 'string',
+    arg: 'N',
+    help: `open WebSockets per process; past it an upgrade gets 503 (default ${DEFAULTS.maxWebSockets})`,
+  },
+  'ws-idle-timeout-ms': {
+    type: 'string',
+    arg: 'N',
+    help: `close a WebSocket (1001) after no frame either way for this long; 0: never (default ${DEFAULTS.wsIdleTimeoutMs})`,
+  },
+  'ws-max-message-bytes': {
+    type: 'string',
+    arg: 'N',
+    help: `close a WebSocket (1009) on a larger message; 0: no limit (default ${DEFAULTS.wsMaxMessageBytes})`,
+  },
   redis: {
     type: 'string',
     arg: 'URL',
@@ -122,6 +137,9 @@ export function dataplaneOptions(
     maxBodyBytes: int('max-body-bytes', DEFAULTS.maxBodyBytes),
     maxHeaderBytes: int('max-header-bytes', DEFAULTS.maxHeaderBytes),
     drainTimeoutMs: int('drain-timeout-ms', DEFAULTS.drainTimeoutMs),
+    maxWebSockets: int('max-websockets', DEFAULTS.maxWebSockets),
+    wsIdleTimeoutMs: int('ws-idle-timeout-ms', DEFAULTS.wsIdleTimeoutMs),
+    wsMaxMessageBytes: int('ws-max-message-bytes', DEFAULTS.wsMaxMessageBytes),
     adminTls: pemPair(cmd, values, 'admin-tls'),
     redisUrl: values.redis ?? (process.env.SLUICE_REDIS_URL || null),
     redisTimeoutMs: int('redis-timeout-ms', DEFAULTS.redisTimeoutMs),

@@ -56,6 +56,8 @@ export async function startCluster(partial: Partial<DataPlaneOptions>, workers: 
     stateDir: null,
     // The fail-open fallback of a Redis rate limit is counted per process: every worker of every replica.
     replicasHint: Math.max(1, o.replicasHint) * workers,
+    // --max-websockets bounds the pod: each worker holds its share (connections are dealt round-robin).
+    maxWebSockets: Math.ceil(o.maxWebSockets / workers),
   };
   const members = new Set<Member>();
   const serving = () => [...members].filter((m) => m.serving);

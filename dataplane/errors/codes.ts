@@ -43,6 +43,10 @@ export const ERRORS = {
     status: 503,
     title: 'The idempotency store is unavailable; nothing was executed',
   },
+  SLC_ERR_WEBSOCKET_LIMIT: {
+    status: 503,
+    title: 'This gateway process has as many open WebSockets as it allows',
+  },
   SLC_ERR_CACHE_PURGE_FAILED: { status: 503, title: 'The cache store could not be purged' },
   SLC_ERR_CACHE_PURGE_UNSUPPORTED: {
     status: 501,

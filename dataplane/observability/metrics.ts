@@ -5,7 +5,7 @@
  * hot-metrics.ts series, which do no label hashing per update; the rest is plain prom-client.
  */
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
-import { CountOf, HotCounter, HotHistogram } from './hot-metrics.ts';
+import { CountOf, type CounterSeries, HotCounter, HotHistogram } from './hot-metrics.ts';
 
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 const NS_PER_S = 1e9;
@@ -25,6 +25,11 @@ const IDEMPOTENCY_OUTCOMES = [
   'lease_lost',
 ] as const;
 export type IdempotencyOutcome = (typeof IDEMPOTENCY_OUTCOMES)[number];
+
+/** How a WebSocket upgrade ended: a 101, refused by the chain (auth, rate limit, …), past --max-websockets, the upstream's handshake failed. */
+export type WebSocketResult = 'accepted' | 'refused' | 'limit' | 'upstream_error';
+/** How an open WebSocket ended: a Close frame passed (normal), the idle timeout, a message over the limit, a side failed or hung up. */
+export type WebSocketCloseReason = 'normal' | 'idle' | 'too_big' | 'upstream_error' | 'client_error';
 
 export class Metrics {
   readonly registry = new Registry();
@@ -114,6 +119,33 @@ export class Metrics {
     buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
     registers: [this.registry],
   });
+  readonly #wsOpen = new Gauge({
+    name: 'sluice_websocket_connections',
+    help: 'WebSockets open now (after their 101, until both sockets close).',
+    registers: [this.registry],
+  });
+  readonly #wsConnections = new HotCounter({
+    name: 'sluice_websocket_connections_total',
+    help:
+      'WebSocket upgrades by route id and result: accepted (101), refused (by the chain: auth, rate limit, …), ' +
+      'limit (503: the process has --max-websockets open), upstream_error (the upstream handshake failed).',
+    labelNames: ['route', 'result'] as const,
+    registers: [this.registry],
+  });
+  readonly #wsMessages = new HotCounter({
+    name: 'sluice_websocket_messages_total',
+    help: 'WebSocket data messages relayed, by route id and direction (to_upstream, to_client).',
+    labelNames: ['route', 'direction'] as const,
+    registers: [this.registry],
+  });
+  readonly #wsClosed = new HotCounter({
+    name: 'sluice_websocket_closed_total',
+    help:
+      'WebSockets ended, by route id and reason: normal (after a Close frame), idle (timeout), too_big (a message ' +
+      'over the limit), upstream_error, client_error (a side hung up without a Close, or sent invalid frames).',
+    labelNames: ['route', 'reason'] as const,
+    registers: [this.registry],
+  });
   readonly #circuitIds = new Set<string>();
 
   constructor(opts: { processMetrics?: boolean } = {}) {
@@ -161,6 +193,24 @@ export class Metrics {
     this.#storeLatency.series(store, op, ok ? 'ok' : 'error').observe(seconds);
   }
 
+  websocketConnection(route: string, result: WebSocketResult): void {
+    this.#wsConnections.series(route, result).inc();
+  }
+
+  /** An open WebSocket: counted open until websocketClosed; its message counters are looked up once, here. */
+  websocketOpened(route: string): { toUpstream: CounterSeries; toClient: CounterSeries } {
+    this.#wsOpen.inc();
+    return {
+      toUpstream: this.#wsMessages.series(route, 'to_upstream'),
+      toClient: this.#wsMessages.series(route, 'to_client'),
+    };
+  }
+
+  websocketClosed(route: string, reason: WebSocketCloseReason): void {
+    this.#wsOpen.dec();
+    this.#wsClosed.series(route, reason).inc();
+  }
+
   configHash(hash: string): void {
     this.#configInfo.reset();
     this.#configInfo.labels(hash).set(1);
@@ -175,6 +225,10 @@ export class Metrics {
     this.#rateLimit.retain(route);
     this.#transformSkipped.retain(route);
     this.#cache.retain(route);
+    // A socket open on a route that was removed keeps counting into its detached series until it closes.
+    this.#wsConnections.retain(route);
+    this.#wsMessages.retain(route);
+    this.#wsClosed.retain(route);
     this.#retries.retain(upstream);
     this.#upstreamLatency.retain(upstream);
     for (const id of this.#circuitIds) {

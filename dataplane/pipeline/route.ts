@@ -14,6 +14,15 @@ export interface Limits {
   maxBodyBytes: number;
   /** How many data-plane replicas share a Redis limit: a fail-open fallback counts limit ÷ this locally. */
   replicasHint: number;
+  /** Open WebSockets (data-plane-wide); absent: neither an idle timeout nor a message-size limit. */
+  websocket?: WebSocketLimits;
+}
+
+export interface WebSocketLimits {
+  /** No frame either way for this long: Close 1001 to both sides. 0: none. */
+  idleTimeoutMs: number;
+  /** The largest message, the sum of its frames' payloads: past it Close 1009 to both sides. 0: none. */
+  maxMessageBytes: number;
 }
 
 export interface RuntimeDeps {

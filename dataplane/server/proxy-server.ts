@@ -16,13 +16,15 @@ import { problem, sendProblem } from '../errors/problem.ts';
 import { finishRefused, type Observers } from '../pipeline/finish.ts';
 import type { RuntimeHolder } from '../runtime/holder.ts';
 import { createRequestHandler, type IngressOptions } from './handle.ts';
-import { createUpgradeHandler } from './websocket.ts';
+import { createUpgradeHandler, type WebSocketSlots } from './websocket.ts';
 
 export interface ProxyServerOptions extends IngressOptions {
   maxHeaderBytes: number;
   /** Time allowed to receive a whole request (Node's requestTimeout). */
   requestTimeoutMs: number;
   keepAliveTimeoutMs: number;
+  /** The process's bound on open WebSockets, shared by its listeners. */
+  webSockets: WebSocketSlots;
 }
 
 export interface ProxyServer {
@@ -102,10 +104,10 @@ export function requestListener(
 export function attachHttp1Handlers(
   server: Server | Http2SecureServer,
   holder: RuntimeHolder,
-  opts: IngressOptions,
+  opts: IngressOptions & { webSockets: WebSocketSlots },
   obs: Observers,
 ): void {
-  server.on('upgrade', createUpgradeHandler(holder, opts, obs));
+  server.on('upgrade', createUpgradeHandler(holder, opts, obs, opts.webSockets));
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
     if (err.code === 'ECONNRESET' || !socket.writable) {
       socket.destroy();

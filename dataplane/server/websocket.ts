@@ -1,7 +1,8 @@
 /**
  * WebSocket upgrades (the only upgrades the server takes over: proxy-server.ts): the same ingress, route match and chain runner as any request
  * (asynchronous hooks included: a jwt-protected route verifies a fresh token here too), then the
- * route handler's upgrade, which takes the socket over.
+ * route handler's upgrade, which takes the socket over. Past the process's bound on open
+ * WebSockets (WebSocketSlots) the upgrade gets a 503 problem before the chain runs.
  */
 import type { IncomingMessage } from 'node:http';
 import { ServerResponse } from 'node:http';
@@ -12,7 +13,38 @@ import { runChain } from '../pipeline/run-chain.ts';
 import type { RuntimeHolder } from '../runtime/holder.ts';
 import { type IngressOptions, ingress } from './handle.ts';
 
-export function createUpgradeHandler(holder: RuntimeHolder, opts: IngressOptions, obs: Observers) {
+/**
+ * The bound on a process's WebSockets (--max-websockets), shared by its cleartext and TLS
+ * listeners. A slot is taken when an upgrade has a route and held until the client's socket
+ * closes, so handshakes in progress count too and a burst cannot overshoot the bound.
+ */
+export class WebSocketSlots {
+  readonly max: number;
+  #taken = 0;
+
+  constructor(max: number) {
+    this.max = max;
+  }
+
+  get taken(): number {
+    return this.#taken;
+  }
+
+  /** Takes a slot until `socket` closes; false when none is free. */
+  take(socket: Duplex): boolean {
+    if (this.#taken >= this.max) return false;
+    this.#taken++;
+    socket.once('close', () => this.#taken--);
+    return true;
+  }
+}
+
+export function createUpgradeHandler(
+  holder: RuntimeHolder,
+  opts: IngressOptions,
+  obs: Observers,
+  slots: WebSocketSlots,
+) {
   return (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
     socket.on('error', () => socket.destroy());
     // A ServerResponse on the raw socket lets refusals go through the one problem renderer.
@@ -25,7 +57,17 @@ export function createUpgradeHandler(holder: RuntimeHolder, opts: IngressOptions
       answerProblem(ctx, 'SLC_ERR_BAD_REQUEST', { detail: 'this route does not take upgrades' });
       return;
     }
+    const metrics = ctx.route.deps.metrics;
+    if (!slots.take(socket)) {
+      metrics.websocketConnection(ctx.route.id, 'limit');
+      answerProblem(ctx, 'SLC_ERR_WEBSOCKET_LIMIT', { close: true });
+      return;
+    }
     ctx.upgrade = { socket, head };
+    // Answered by the chain (a 401, a 429, …): the handler, which clears ctx.upgrade, was never reached.
+    res.on('finish', () => {
+      if (ctx.upgrade !== null) metrics.websocketConnection(ctx.route.id, 'refused');
+    });
     runChain(ctx);
   };
 }

@@ -1,16 +1,22 @@
 /**
  * A WebSocket (HTTP/1.1 upgrade) tunnel: undici's upgrade on the route's pool, the 101 written
- * back with the headers a client needs, then a byte pipe both ways. Open tunnels belong to their
- * sockets, not to a runtime: a config swap leaves them alone.
+ * back with the headers a client needs, then the relay (ws-relay.ts: frames read for the
+ * message-size limit, the idle timeout and the metrics). Open tunnels belong to their sockets,
+ * not to a runtime: a config swap leaves them alone.
  */
+import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { sendProblem } from '../../errors/problem.ts';
 import type { RequestContext } from '../../pipeline/context.ts';
 import { finishRequest } from '../../pipeline/finish.ts';
+import type { WebSocketLimits } from '../../pipeline/route.ts';
 import { upstreamErrorCode } from '../../upstream/errors.ts';
 import type { UpstreamRuntime } from '../../upstream/pools.ts';
+import { relay } from './ws-relay.ts';
 
 const PASS_BACK = /^(upgrade|connection|sec-websocket-[a-z-]+|set-cookie|x-.+)$/;
+/** A runtime built without data-plane limits (tests, benchmarks): no idle timeout, no size limit. */
+const UNLIMITED: WebSocketLimits = { idleTimeoutMs: 0, maxMessageBytes: 0 };
 
 export function tunnel(
   ctx: RequestContext,
@@ -19,9 +25,16 @@ export function tunnel(
   socket: Duplex,
   head: Buffer,
 ): void {
-  up.pool
-    .upgrade({ path, method: 'GET', headers: ctx.headers, protocol: 'websocket' })
-    .then(({ headers, socket: upstream }) => {
+  const { metrics, limits } = ctx.route.deps;
+  // The handler answers from here on (101 or an upstream problem): the server no longer counts this upgrade as refused.
+  ctx.upgrade = null;
+  up.pool.upgrade({ path, method: 'GET', headers: ctx.headers, protocol: 'websocket' }).then(
+    ({ headers, socket: upstream }) => {
+      if (socket.destroyed) {
+        // The client left during the upstream handshake.
+        upstream.destroy();
+        return;
+      }
       let reply = 'HTTP/1.1 101 Switching Protocols\r\n';
       for (const [name, value] of Object.entries(headers)) {
         if (!PASS_BACK.test(name)) continue;
@@ -30,15 +43,13 @@ export function tunnel(
       socket.write(`${reply}x-request-id: ${ctx.requestId}\r\n\r\n`);
       ctx.res.statusCode = 101;
       finishRequest(ctx, null);
-      if (head.length) upstream.write(head);
-      upstream.on('error', () => socket.destroy());
-      socket.on('close', () => upstream.destroy());
-      upstream.on('close', () => socket.destroy());
-      upstream.pipe(socket);
-      socket.pipe(upstream);
-    })
-    .catch((err) => {
+      metrics.websocketConnection(ctx.route.id, 'accepted');
+      relay(socket as Socket, upstream, head, limits.websocket ?? UNLIMITED, metrics, ctx.route.id);
+    },
+    (err) => {
+      metrics.websocketConnection(ctx.route.id, 'upstream_error');
       sendProblem(ctx.res, upstreamErrorCode(err), { requestId: ctx.requestId });
       finishRequest(ctx, upstreamErrorCode(err));
-    });
+    },
+  );
 }
