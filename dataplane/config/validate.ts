@@ -28,10 +28,13 @@ const pluginCheckers = new Map(
     },
   ]),
 );
-const handlerUpstreams = new Map(
+const handlerCheckers = new Map(
   HANDLER_MANIFESTS.map((m) => [
     m.kind as string,
-    m.upstreams as (h: unknown) => { field: string; id: string }[],
+    {
+      upstreams: m.upstreams as (h: unknown) => { field: string; id: string }[],
+      checks: (m as { checks?: (h: unknown) => ConfigProblem[] }).checks,
+    },
   ]),
 );
 
@@ -82,7 +85,7 @@ export function validateRouteTable(table: unknown): TableError[] {
 
 /**
  * What the schema cannot say: unique ids, known upstreams, URLs, each plugin's own config schema
- * and checks, one certificate per host. (Whether a certificate's PEM parses is found when its
+ * and checks, each handler's checks, one certificate per host. (Whether a certificate's PEM parses is found when its
  * SecureContext is built: dataplane/tls/certificates.ts.)
  */
 function checkShaped(t: RouteTable): TableError[] {
@@ -122,9 +125,12 @@ function checkShaped(t: RouteTable): TableError[] {
     if (routeIds.has(r.id))
       errors.push({ id: r.id, field: 'id', message: `duplicate route id (routes[${i}])` });
     routeIds.add(r.id);
-    for (const u of handlerUpstreams.get(r.handler.type)!(r.handler))
+    const handler = handlerCheckers.get(r.handler.type)!;
+    for (const u of handler.upstreams(r.handler))
       if (!upstreamIds.has(u.id))
         errors.push({ id: r.id, field: `handler.${u.field}`, message: `unknown upstream ${u.id}` });
+    for (const e of handler.checks?.(r.handler) ?? [])
+      errors.push({ id: r.id, field: e.field ? `handler.${e.field}` : 'handler', message: e.message });
     r.plugins.forEach((p, j) => {
       const at = ['plugins', String(j), 'config'];
       const before = errors.length;
