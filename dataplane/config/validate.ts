@@ -28,6 +28,10 @@ const pluginCheckers = new Map(
     },
   ]),
 );
+/** Each kind's entry schema: a failed union says only "handler"; the kind named by `type` says which field. */
+const handlerSchemas = new Map(
+  HANDLER_MANIFESTS.map((m) => [m.kind as string, TypeCompiler.Compile(m.schema)]),
+);
 const handlerCheckers = new Map(
   HANDLER_MANIFESTS.map((m) => [
     m.kind as string,
@@ -73,9 +77,26 @@ export function validateRouteTable(table: unknown): TableError[] {
   // for 10,000 routes against ~22 ms) only to describe a table that fails it.
   if (!checkTable.Check(table)) {
     const errors: TableError[] = [];
+    const explained = new Set<number>();
     for (const e of checkTable.Errors(table)) {
       const { collection, index, field } = splitPointer(e.path);
-      errors.push({ id: idOf(table, collection, index), field, message: e.message });
+      const id = idOf(table, collection, index);
+      if (collection === 'routes' && field === 'handler' && index !== undefined) {
+        const handler = (table as { routes: { handler?: { type?: unknown } }[] }).routes[index].handler;
+        const kind = handlerSchemas.get(String(handler?.type));
+        if (kind !== undefined) {
+          if (!explained.has(index))
+            for (const k of kind.Errors(handler))
+              errors.push({
+                id,
+                field: toField(['handler', ...k.path.split('/').slice(1)]),
+                message: k.message,
+              });
+          explained.add(index);
+          continue;
+        }
+      }
+      errors.push({ id, field, message: e.message });
       if (errors.length >= 50) return errors;
     }
     if (errors.length) return errors;
