@@ -65,6 +65,7 @@ Try:
   curl -s ${gw}/users/42
   curl -s ${gw}/orders/42
   curl -s ${gw}/preferences/42
+  curl -s ${gw}/api/user-profile/42            # aggregate: user, orders, preferences in one JSON
   curl -i ${gw}/nowhere                        # 404 problem+json
   curl -i '${gw}/charges/%2e%2e%2fadmin'       # 400: encoded "/" refused
   curl -s http://127.0.0.1:${adminPort}/config

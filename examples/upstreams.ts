@@ -1,6 +1,7 @@
 /**
  * Sample upstreams for the demo and the README's curl lines: a charges service (the spec's
- * §2.2 payload) and users / orders / preferences services. Plain node:http, no framework.
+ * §2.2 payload) and users / orders / preferences services (each also answering
+ * /users/<id>/orders and /users/<id>/preferences, the spec's aggregation calls). Plain node:http, no framework.
  * Each answer says which X-Gateway-Version it received, so the transformer can be seen.
  */
 import { once } from 'node:events';
@@ -59,10 +60,14 @@ function charges(): Handler {
   };
 }
 
+/** Answers GET /<resource>/<id> and, for the aggregation demo (spec §4.1), GET /users/<id>/<resource>. */
 const byUser =
-  (prefix: string, make: (id: string) => unknown): Handler =>
+  (resource: string, make: (id: string) => unknown): Handler =>
   (req) => {
-    const m = new RegExp(`^/${prefix}/([^/?]+)$`).exec((req.url ?? '/').split('?')[0]);
+    const path = (req.url ?? '/').split('?')[0];
+    const m =
+      new RegExp(`^/${resource}/([^/]+)$`).exec(path) ??
+      new RegExp(`^/users/([^/]+)/${resource}$`).exec(path);
     return m ? { status: 200, body: make(m[1]) } : { status: 404, body: { error: 'not found' } };
   };
 

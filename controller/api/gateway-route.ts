@@ -2,8 +2,12 @@
  * GatewayRoute: one backend service and the routes that reach it (the spec's §2.3 shape:
  * service.name, service.url, service.routes[].name, service.routes[].paths[]), with
  * GatewayPlugin references at service scope (spec.plugins) and route scope (routes[].plugins).
+ * A route proxies to the service unless it names another handler kind (routes[].aggregate, …):
+ * those fields come from the catalog's handler manifests, at most one per route.
  */
-import { type Static, Type } from '@sinclair/typebox';
+import { type Static, type TSchema, Type } from '@sinclair/typebox';
+import { BackendRef } from '../../dataplane/config/backend-ref.ts';
+import { HANDLER_MANIFESTS, handlerManifest } from '../../dataplane/config/catalog.ts';
 import { TOKEN_PATTERN } from '../../dataplane/config/http-grammar.ts';
 import { ROUTE_PATH_PATTERN } from '../../dataplane/config/path-grammar.ts';
 import { Duration, Name, type ObjectMeta, PluginRef, type Status } from './common.ts';
@@ -11,17 +15,6 @@ import { Duration, Name, type ObjectMeta, PluginRef, type Status } from './commo
 const HTTP_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'TRACE'] as const;
 /** A lower-case host name, or "*." and a name for any one label in front of it. */
 const HOST_PATTERN = '^(\\*\\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$';
-
-export const BackendRef = Type.Object(
-  {
-    name: { ...Name, description: 'Name of the Kubernetes Service, in the namespace of this GatewayRoute.' },
-    port: Type.Integer({ minimum: 1, maximum: 65535, description: 'Port of the Service.' }),
-    scheme: Type.Optional(
-      Type.Union([Type.Literal('http'), Type.Literal('https')], { description: 'http (default) or https.' }),
-    ),
-  },
-  { additionalProperties: false, description: 'A Kubernetes Service to send traffic to, instead of a URL.' },
-);
 
 export const Timeouts = Type.Object(
   {
@@ -181,6 +174,28 @@ export const HeaderMatch = Type.Object(
   },
 );
 
+/** The handler kinds a rule may choose, by field (the catalog's manifests that have a `route` part). */
+export const HANDLER_FIELDS: readonly { field: string; kind: string }[] = HANDLER_MANIFESTS.flatMap((m) =>
+  'route' in m && m.route ? [{ field: m.route.field, kind: m.kind }] : [],
+);
+
+/** The CEL rule "at most one of these fields", or none when fewer than two exist (it could not fail). */
+export function atMostOneRule(fields: readonly string[]): { rule: string; message: string }[] {
+  if (fields.length < 2) return [];
+  return [
+    {
+      rule: `${fields.map((f) => `(has(self.${f}) ? 1 : 0)`).join(' + ')} <= 1`,
+      message: `at most one handler kind (${fields.join(', ')}) may be set`,
+    },
+  ];
+}
+
+const handlerProperties = Object.fromEntries(
+  HANDLER_MANIFESTS.flatMap((m) =>
+    'route' in m && m.route ? [[m.route.field, Type.Optional(m.route.schema as TSchema)]] : [],
+  ),
+);
+
 export const RouteRule = Type.Object(
   {
     name: { ...Name, description: 'Route name, unique within this GatewayRoute.' },
@@ -242,10 +257,16 @@ export const RouteRule = Type.Object(
           'the TLS listener serves the route as usual (default false).',
       }),
     ),
+    ...handlerProperties,
   },
   {
     additionalProperties: false,
-    description: 'One route: what requests it matches and the plugins it runs.',
+    description:
+      'One route: what requests it matches, the plugins it runs, and what answers it: the service (proxied), ' +
+      `or one handler kind (${HANDLER_FIELDS.map((h) => h.field).join(', ')}).`,
+    ...(HANDLER_FIELDS.length > 1 && {
+      'x-kubernetes-validations': atMostOneRule(HANDLER_FIELDS.map((h) => h.field)),
+    }),
   },
 );
 
@@ -519,7 +540,7 @@ export interface GatewayRoute {
   status?: Static<typeof Status>;
 }
 
-/** A backendRef written in a spec, and where: service.backendRef, a version's or a canary backend's. */
+/** A backendRef written in a spec, and where: service.backendRef, a version's, a canary backend's or a handler's. */
 export interface BackendRefSite {
   field: string;
   name: string;
@@ -546,6 +567,17 @@ export function backendRefsOf(spec: unknown): BackendRefSite[] {
     const backends = (v as { backends?: unknown } | null)?.backends;
     if (Array.isArray(backends))
       for (const [j, b] of backends.entries()) add(b, `spec.versions[${i}].backends[${j}]`);
+  });
+  const rules: unknown[] = Array.isArray((s as { routes?: unknown } | null)?.routes)
+    ? (s as { routes: unknown[] }).routes
+    : [];
+  rules.forEach((rule, i) => {
+    for (const { field, kind } of HANDLER_FIELDS) {
+      const config = (rule as Record<string, unknown> | null)?.[field];
+      if (config === undefined) continue;
+      for (const site of handlerManifest(kind)!.route!.backends(config))
+        add(site, `spec.routes[${i}].${field}.${site.field}`);
+    }
   });
   return out;
 }

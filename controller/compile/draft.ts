@@ -5,6 +5,7 @@
 import type {
   Certificate,
   PluginInstance,
+  Route,
   RouteMatch,
   Upstream,
 } from '../../dataplane/config/route-table.ts';
@@ -38,6 +39,8 @@ export interface Draft extends Ranked {
   upstream?: Upstream;
   /** Set by resolveUpstreams for a version with a canary: its second backend and that one's weight. */
   canary?: { upstream: Upstream; weight: number };
+  /** Set by resolveUpstreams, instead of upstream, when the rule chooses a handler kind: its entry and upstreams. */
+  handler?: { entry: Route['handler']; upstreams: Upstream[] };
   /** Set by attachPlugins. */
   plugins: PluginInstance[];
 }

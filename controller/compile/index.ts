@@ -25,7 +25,7 @@ export const PASSES: readonly Pass[] = [
   expandMatches, // one draft per path, ids, methods/hosts/headers as sorted sets
   expandVersions, // one draft per path × version × selector (spec.versions)
   normalizePaths, // before anything compares paths
-  resolveUpstreams, // url + timeouts → upstream ids by content
+  resolveUpstreams, // url + timeouts → upstream ids by content; a handler kind's entry
   attachPlugins, // service scope, then route scope overriding by plugin type
   sortByPrecedence, // the numbered-rule comparator
   dropConflicts, // needs the order: the first of identical matches wins
@@ -46,9 +46,9 @@ export function compile(model: Model): Compiled {
 function tableOf(drafts: readonly Draft[], certificates: readonly Certificate[]): RouteTable {
   const upstreams = new Map<string, Upstream>();
   const routes = drafts.map((d) => {
-    const upstream = d.upstream!; // every draft left has one (resolveUpstreams drops the others)
-    upstreams.set(upstream.id, upstream);
-    if (d.canary) upstreams.set(d.canary.upstream.id, d.canary.upstream);
+    // Every draft left has a handler or an upstream (resolveUpstreams drops the others).
+    for (const u of d.handler?.upstreams ?? [d.upstream!, ...(d.canary ? [d.canary.upstream] : [])])
+      upstreams.set(u.id, u);
     const sticky = d.version?.sticky;
     const deprecation = d.version && deprecationOf(d.version);
     return {
@@ -57,9 +57,9 @@ function tableOf(drafts: readonly Draft[], certificates: readonly Certificate[])
       match: d.match,
       stripPrefix: d.stripPrefix,
       plugins: d.plugins,
-      handler: {
+      handler: d.handler?.entry ?? {
         type: 'proxy' as const,
-        upstream: upstream.id,
+        upstream: d.upstream!.id,
         ...(d.canary && {
           canary: { upstream: d.canary.upstream.id, weight: d.canary.weight, ...(sticky && { sticky }) },
         }),

@@ -1,11 +1,13 @@
 /**
- * Pass 4: each GatewayRoute's service (or each backend of its versions) becomes an upstream, named by content:
+ * Pass 4: each GatewayRoute's service (or each backend of its versions, or each service a
+ * route's handler kind calls, e.g. an aggregate's calls) becomes an upstream, named by content:
  * upstream/<ns>/<service>/<hash5>, hash5 the first 5 hex of the sha256 of the canonical
  * settings (url, timeouts). Routes with the same settings share one upstream (one pool); a
  * changed setting is a new id, so the data plane never reuses a pool built for other settings.
  */
 import { canonicalJson, sha256Hex } from '../../dataplane/config/canonical-json.ts';
-import type { Upstream } from '../../dataplane/config/route-table.ts';
+import { handlerManifest } from '../../dataplane/config/catalog.ts';
+import type { Route, Upstream } from '../../dataplane/config/route-table.ts';
 import { type Diagnostic, invalid } from '../validate/diagnostic.ts';
 import type { ModelRoute } from '../validate/model.ts';
 import { MAX_TIMEOUT_MS, parseDuration } from '../../dataplane/config/duration.ts';
@@ -41,36 +43,65 @@ export const resolveUpstreams: Pass = (state) => {
       );
     else common.set(route, { timeouts, ...resilience });
   }
-  // A draft's backends: its version's (one, or a canary's two), else the service's url.
-  const backendsOf = (d: Draft) => d.version?.backends ?? [{ url: d.route.upstreamUrl, weight: 100 }];
-  // Each (route, url) hashed once: drafts of one GatewayRoute mostly share their backend.
+  // Each (route, url, deadline) hashed once: drafts of one GatewayRoute mostly share their backend.
   const hashes = new Map<ModelRoute, Map<string, string>>();
-  const hashFor = (route: ModelRoute, url: string, c: Common) => {
+  const hashFor = (route: ModelRoute, w: Wish, c: Common) => {
     const byUrl = hashes.get(route) ?? new Map<string, string>();
     hashes.set(route, byUrl);
-    let hash = byUrl.get(url);
+    const key = `${w.url}\n${w.requestMs ?? ''}`;
+    let hash = byUrl.get(key);
     if (hash === undefined) {
-      hash = sha256Hex(canonicalJson({ url, ...c }));
-      byUrl.set(url, hash);
+      hash = sha256Hex(canonicalJson(settingsOf(w, c)));
+      byUrl.set(key, hash);
     }
     return hash;
   };
   const ids = new UpstreamIds();
   for (const d of state.drafts) {
     const c = common.get(d.route);
-    if (c) for (const b of backendsOf(d)) ids.add(d.route, hashFor(d.route, b.url, c));
+    if (c) for (const w of wishesOf(d)) ids.add(d.route, hashFor(d.route, w, c));
   }
   const drafts = state.drafts.map((d) => {
     const c = common.get(d.route);
     if (!c) return d;
-    const [first, second] = backendsOf(d).map((b) =>
-      ids.upstream(d.route, hashFor(d.route, b.url, c), { url: b.url, ...c }),
-    );
+    const upstreams = wishesOf(d).map((w) => ids.upstream(d.route, hashFor(d.route, w, c), settingsOf(w, c)));
+    const h = d.route.handlers[d.ruleIndex];
+    if (h) {
+      const entry = handlerManifest(h.kind)!.route!.entry(
+        h.config,
+        upstreams.map((u) => u.id),
+      ) as Route['handler'];
+      return { ...d, handler: { entry, upstreams } };
+    }
+    const [first, second] = upstreams;
     const canary = second && { upstream: second, weight: d.version!.backends[1].weight };
     return { ...d, upstream: first, ...(canary && { canary }) };
   });
   return rejectObjects({ ...state, drafts }, errors);
 };
+
+/** An upstream a draft calls: its url, and a deadline of its own (a handler's call timeout). */
+interface Wish {
+  url: string;
+  requestMs?: number;
+}
+
+/**
+ * A draft's upstreams: those of the handler kind its rule chooses (an aggregate's calls), else
+ * its version's backends (one, or a canary's two), else the service's url.
+ */
+function wishesOf(d: Draft): Wish[] {
+  const h = d.route.handlers[d.ruleIndex];
+  if (h) return handlerManifest(h.kind)!.route!.upstreams(h.config, h.urls);
+  return (d.version?.backends ?? [{ url: d.route.upstreamUrl }]).map((b) => ({ url: b.url }));
+}
+
+/** The service's settings for one url; a wish's own deadline lowers the request deadline. */
+function settingsOf(w: Wish, c: Common): Settings {
+  if (w.requestMs === undefined) return { url: w.url, ...c };
+  const requestMs = Math.min(w.requestMs, c.timeouts.requestMs ?? w.requestMs);
+  return { url: w.url, ...c, timeouts: { ...c.timeouts, requestMs } };
+}
 
 /** The timeouts in ms, defaults filled in, or what is wrong with them. */
 function timeoutsOf(route: ModelRoute): Upstream['timeouts'] | Diagnostic[] {

@@ -1,7 +1,8 @@
 /**
  * A GatewayRoute is accepted when its spec fits GatewayRouteSpec and passes the rules the
  * CRD states in CEL (which TypeBox does not run, and a file never met): exactly one of
- * url/backendRef, an absolute http(s) url, unique route names; and its versions (versions.ts).
+ * url/backendRef, an absolute http(s) url, unique route names; its versions (versions.ts) and
+ * the handler kinds its rules choose (handlers.ts).
  */
 import { type GatewayRoute, GatewayRouteSpec } from '../api/gateway-route.ts';
 import { refOf } from '../source/resource-set.ts';
@@ -10,6 +11,7 @@ import { checkMetadata } from './metadata.ts';
 import type { ModelRoute } from './model.ts';
 import { compileSchema, schemaErrors } from './schema-errors.ts';
 import { resolveServiceUrl } from './service-url.ts';
+import { validateHandlers } from './handlers.ts';
 import { validateVersions } from './versions.ts';
 
 const checkSpec = compileSchema(GatewayRouteSpec);
@@ -42,6 +44,8 @@ export function validateRoute(obj: GatewayRoute): { route?: ModelRoute; diagnost
   });
   const versions = validateVersions(ref, checked, target.url);
   diagnostics.push(...versions.diagnostics);
+  const handlers = validateHandlers(ref, checked.routes);
+  diagnostics.push(...handlers.diagnostics);
   if (diagnostics.length || target.url === undefined) return { diagnostics };
   return {
     route: {
@@ -50,6 +54,7 @@ export function validateRoute(obj: GatewayRoute): { route?: ModelRoute; diagnost
       createdMs: meta.createdMs,
       spec: checked,
       upstreamUrl: target.url,
+      handlers: handlers.handlers,
       ...(versions.versions && { versions: versions.versions }),
       certificates: [],
     },

@@ -6,6 +6,7 @@ import type { GatewayRouteSpec } from '../api/gateway-route.ts';
 import type { PluginName } from '../../dataplane/config/catalog.ts';
 import type { SourceRef } from '../../dataplane/config/route-table.ts';
 import type { ObjectRef } from '../source/resource-set.ts';
+import type { ModelHandler } from './handlers.ts';
 import type { ModelCertificate } from './tls-refs.ts';
 import type { ModelVersions } from './versions.ts';
 
@@ -26,6 +27,8 @@ export interface ModelRoute {
   spec: GatewayRouteSpec;
   /** service.url normalized, or backendRef resolved: origin plus base path, no trailing "/". */
   upstreamUrl: string;
+  /** Per spec.routes[i]: the handler kind it chooses, checked and its backends resolved; null = proxy. */
+  handlers: readonly (ModelHandler | null)[];
   /** spec.versions checked, backends resolved; absent when the route has none. */
   versions?: ModelVersions;
   /** spec.tls resolved: every Secret found, parsed, covering its hosts. */

@@ -2,8 +2,11 @@
  * THE list of built-in plugins and terminal handlers: one line each. Everything else derives
  * from it: the CRD's enum of plugin names, the route table's schema, validation in the
  * controller and at the data plane's door, how Secrets resolve, and the runtime the data plane
- * loads (runtime/registry.ts). Adding a plugin is its folder under plugins/ and one line here.
+ * loads (runtime/registry.ts). Adding a plugin is its folder under plugins/ and one line here;
+ * adding a handler kind is its folder under handlers/ and one line here (its manifest's `route`
+ * gives the GatewayRoute its `routes[].<kind>` field and the controller its compile step).
  */
+import { manifest as aggregate } from '../handlers/aggregate/manifest.ts';
 import { manifest as proxy } from '../handlers/proxy/manifest.ts';
 import { manifest as cors } from '../plugins/cors/manifest.ts';
 import { manifest as idempotency } from '../plugins/idempotency/manifest.ts';
@@ -26,7 +29,7 @@ export const PLUGIN_MANIFESTS = [
   proxyCache,
 ] as const;
 
-export const HANDLER_MANIFESTS = [proxy] as const;
+export const HANDLER_MANIFESTS = [proxy, aggregate] as const;
 
 export type PluginName = (typeof PLUGIN_MANIFESTS)[number]['name'];
 export type HandlerKind = (typeof HANDLER_MANIFESTS)[number]['kind'];

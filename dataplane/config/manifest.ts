@@ -7,6 +7,7 @@
  * `index.ts` (what it does), and one line in `catalog.ts`.
  */
 import type { Static, TSchema } from '@sinclair/typebox';
+import type { BackendSite } from './backend-ref.ts';
 import type { ConfigProblem } from './config-problem.ts';
 import type { Phase } from './phases.ts';
 
@@ -35,26 +36,59 @@ export interface PluginManifest<S extends TSchema = TSchema, N extends string = 
   load: () => Promise<{ default: unknown }>;
 }
 
-export interface HandlerManifest<S extends TSchema = TSchema, K extends string = string> {
+export interface HandlerManifest<
+  S extends TSchema = TSchema,
+  K extends string = string,
+  U extends TSchema = TSchema,
+> {
   /** The route table's handler.type. */
   kind: K;
   /** The handler's entry in the route table (its `type` a literal of `kind`). */
   schema: S;
   /** The upstreams the entry refers to (its field and the id): each must exist in the table. */
   upstreams: (handler: Static<S>) => { field: string; id: string }[];
+  /** Rules across the entry's fields the schema cannot say; checked at the data plane's door. */
+  checks?: (handler: Static<S>) => ConfigProblem[];
   needs?: Pick<PluginNeeds, 'requestBody'>;
+  /** How a GatewayRoute rule asks for this kind; absent for proxy, what a rule without one gets. */
+  route?: HandlerRoute<U, S>;
   load: () => Promise<{ default: unknown }>;
+}
+
+/**
+ * The user's side of a handler kind: `routes[].<field>` in a GatewayRoute, and the pure
+ * translation of that config into the route table. The controller reads only this (the CRD
+ * schema, validation, Service references, compile), so a new kind is its folder and a catalog line.
+ */
+export interface HandlerRoute<U extends TSchema, S extends TSchema> {
+  /** The rule's field that chooses this kind, e.g. "aggregate". */
+  field: string;
+  /** Its config as the user writes it (the CRD's schema and the controller's check). */
+  schema: U;
+  /** Rules across fields; each problem's field is relative to the config. */
+  checks?: (config: Static<U>) => ConfigProblem[];
+  /** The methods the kind serves: a rule's `methods` must be among them. */
+  methods?: readonly string[];
+  /** Every url/backendRef the config names. Read defensively: it also runs on configs that failed the schema. */
+  backends: (config: unknown) => BackendSite[];
+  /**
+   * The upstreams it calls, given the url each backend resolved to (backends' order): the
+   * controller adds the service's timeouts, retries and breaker, `requestMs` lowering the deadline.
+   */
+  upstreams: (config: Static<U>, urls: readonly string[]) => { url: string; requestMs?: number }[];
+  /** Its route-table entry, given the ids of those upstreams (same order). */
+  entry: (config: Static<U>, upstreamIds: readonly string[]) => Static<S>;
 }
 
 /** Typed identity: keeps the schema's static type attached to `checks`. */
 export const pluginManifest = <S extends TSchema, const N extends string>(
   m: PluginManifest<S, N>,
 ): PluginManifest<S, N> => m;
-export const handlerManifest = <S extends TSchema, const K extends string>(
-  m: HandlerManifest<S, K>,
-): HandlerManifest<S, K> => m;
+export const handlerManifest = <S extends TSchema, const K extends string, U extends TSchema = TSchema>(
+  m: HandlerManifest<S, K, U>,
+): HandlerManifest<S, K, U> => m;
 
 // biome-ignore lint/suspicious/noExplicitAny: the catalog holds manifests of every config type
 export type AnyPluginManifest = PluginManifest<any>;
 // biome-ignore lint/suspicious/noExplicitAny: likewise for every handler entry type
-export type AnyHandlerManifest = HandlerManifest<any>;
+export type AnyHandlerManifest = HandlerManifest<any, string, any>;

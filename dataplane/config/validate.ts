@@ -28,10 +28,17 @@ const pluginCheckers = new Map(
     },
   ]),
 );
-const handlerUpstreams = new Map(
+/** Each kind's entry schema: a failed union says only "handler"; the kind named by `type` says which field. */
+const handlerSchemas = new Map(
+  HANDLER_MANIFESTS.map((m) => [m.kind as string, TypeCompiler.Compile(m.schema)]),
+);
+const handlerCheckers = new Map(
   HANDLER_MANIFESTS.map((m) => [
     m.kind as string,
-    m.upstreams as (h: unknown) => { field: string; id: string }[],
+    {
+      upstreams: m.upstreams as (h: unknown) => { field: string; id: string }[],
+      checks: (m as { checks?: (h: unknown) => ConfigProblem[] }).checks,
+    },
   ]),
 );
 
@@ -70,9 +77,26 @@ export function validateRouteTable(table: unknown): TableError[] {
   // for 10,000 routes against ~22 ms) only to describe a table that fails it.
   if (!checkTable.Check(table)) {
     const errors: TableError[] = [];
+    const explained = new Set<number>();
     for (const e of checkTable.Errors(table)) {
       const { collection, index, field } = splitPointer(e.path);
-      errors.push({ id: idOf(table, collection, index), field, message: e.message });
+      const id = idOf(table, collection, index);
+      if (collection === 'routes' && field === 'handler' && index !== undefined) {
+        const handler = (table as { routes: { handler?: { type?: unknown } }[] }).routes[index].handler;
+        const kind = handlerSchemas.get(String(handler?.type));
+        if (kind !== undefined) {
+          if (!explained.has(index))
+            for (const k of kind.Errors(handler))
+              errors.push({
+                id,
+                field: toField(['handler', ...k.path.split('/').slice(1)]),
+                message: k.message,
+              });
+          explained.add(index);
+          continue;
+        }
+      }
+      errors.push({ id, field, message: e.message });
       if (errors.length >= 50) return errors;
     }
     if (errors.length) return errors;
@@ -82,7 +106,7 @@ export function validateRouteTable(table: unknown): TableError[] {
 
 /**
  * What the schema cannot say: unique ids, known upstreams, URLs, each plugin's own config schema
- * and checks, one certificate per host. (Whether a certificate's PEM parses is found when its
+ * and checks, each handler's checks, one certificate per host. (Whether a certificate's PEM parses is found when its
  * SecureContext is built: dataplane/tls/certificates.ts.)
  */
 function checkShaped(t: RouteTable): TableError[] {
@@ -122,9 +146,12 @@ function checkShaped(t: RouteTable): TableError[] {
     if (routeIds.has(r.id))
       errors.push({ id: r.id, field: 'id', message: `duplicate route id (routes[${i}])` });
     routeIds.add(r.id);
-    for (const u of handlerUpstreams.get(r.handler.type)!(r.handler))
+    const handler = handlerCheckers.get(r.handler.type)!;
+    for (const u of handler.upstreams(r.handler))
       if (!upstreamIds.has(u.id))
         errors.push({ id: r.id, field: `handler.${u.field}`, message: `unknown upstream ${u.id}` });
+    for (const e of handler.checks?.(r.handler) ?? [])
+      errors.push({ id: r.id, field: e.field ? `handler.${e.field}` : 'handler', message: e.message });
     r.plugins.forEach((p, j) => {
       const at = ['plugins', String(j), 'config'];
       const before = errors.length;

@@ -52,6 +52,17 @@ export const ERRORS = {
     status: 501,
     title: "This admin port cannot purge the cache: purge each data plane's own admin port",
   },
+  SLC_ERR_AGGREGATE_CALL_FAILED: { status: 502, title: 'A required backend call of the aggregate failed' },
+  SLC_ERR_AGGREGATE_CALL_TIMEOUT: {
+    status: 504,
+    title: 'A required backend call of the aggregate did not answer in time',
+  },
+  SLC_ERR_AGGREGATE_CALL_STATUS: { status: 502, title: 'The backend call answered with an error status' },
+  SLC_ERR_AGGREGATE_NOT_JSON: { status: 502, title: 'The backend call did not answer with JSON' },
+  SLC_ERR_AGGREGATE_TOO_LARGE: {
+    status: 502,
+    title: 'The backend answers are larger than the aggregate allows',
+  },
 } as const satisfies Record<string, { status: number; title: string }>;
 
 export type ErrorCode = keyof typeof ERRORS;

@@ -24,7 +24,7 @@ export interface Handler<Entry> {
   create(deps: HandlerDeps): LiveHandler<Entry>;
 }
 
-export const defineHandler = <S extends TSchema>(
-  _manifest: HandlerManifest<S>,
+export const defineHandler = <S extends TSchema, U extends TSchema>(
+  _manifest: HandlerManifest<S, string, U>,
   handler: Handler<Static<S>>,
 ) => handler;

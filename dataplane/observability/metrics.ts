@@ -146,6 +146,15 @@ export class Metrics {
     labelNames: ['route', 'reason'] as const,
     registers: [this.registry],
   });
+  readonly #aggregateCalls = new HotHistogram({
+    name: 'sluice_aggregate_call_seconds',
+    help:
+      'Backend calls of aggregate routes, by route id, call name and result: ok, error (a status, a non-JSON or ' +
+      'too large answer, no connection) or timeout; from dispatch to the whole answer read.',
+    labelNames: ['route', 'call', 'result'] as const,
+    buckets: LATENCY_BUCKETS,
+    registers: [this.registry],
+  });
   readonly #circuitIds = new Set<string>();
 
   constructor(opts: { processMetrics?: boolean } = {}) {
@@ -189,6 +198,12 @@ export class Metrics {
     this.#retries.series(upstream, reason).inc();
   }
 
+  aggregateCall(route: string, call: string, result: 'ok' | 'error' | 'timeout', startNs: bigint): void {
+    this.#aggregateCalls
+      .series(route, call, result)
+      .observe(Number(process.hrtime.bigint() - startNs) / NS_PER_S);
+  }
+
   storeOperation(store: string, op: string, seconds: number, ok: boolean): void {
     this.#storeLatency.series(store, op, ok ? 'ok' : 'error').observe(seconds);
   }
@@ -229,6 +244,7 @@ export class Metrics {
     this.#wsConnections.retain(route);
     this.#wsMessages.retain(route);
     this.#wsClosed.retain(route);
+    this.#aggregateCalls.retain(route);
     this.#retries.retain(upstream);
     this.#upstreamLatency.retain(upstream);
     for (const id of this.#circuitIds) {

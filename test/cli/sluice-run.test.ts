@@ -122,6 +122,11 @@ describe('sluice run on the demo configuration', () => {
     expect(JSON.parse(await curl(`${gw.proxy}/users/42`))).toMatchObject({ id: '42' });
     expect(JSON.parse(await curl(`${gw.proxy}/orders/42`))[0]).toMatchObject({ userId: '42' });
     expect(JSON.parse(await curl(`${gw.proxy}/preferences/42`))).toMatchObject({ userId: '42' });
+    expect(JSON.parse(await curl(`${gw.proxy}/api/user-profile/42`))).toEqual({
+      user: { id: '42', name: 'User 42', email: 'user42@example.com' },
+      orders: [{ id: 'o-42-1', userId: '42', total: 4200, currency: 'EUR' }],
+      preferences: { userId: '42', language: 'en', newsletter: false },
+    });
     expect(await curl('-o', '/dev/null', '-w', '%{http_code}', `${gw.proxy}/nowhere`)).toBe('404');
     expect(
       await curl(
@@ -228,7 +233,7 @@ spec:
   it('validate prints the hash of a good file', async () => {
     const r = await runCli(['validate', '-f', 'examples/gateway.yaml']);
     expect(r.code).toBe(0);
-    expect(r.stdout).toMatch(/^ok: 4 routes, hash [0-9a-f]{64}/);
+    expect(r.stdout).toMatch(/^ok: 5 routes, hash [0-9a-f]{64}/);
   });
 });
 

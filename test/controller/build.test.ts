@@ -122,6 +122,7 @@ describe('build', () => {
     expect(diagnostics).toEqual([]);
     expect(validateRouteTable(snapshot.table)).toEqual([]);
     expect(snapshot.table.routes.map((r) => r.id)).toEqual([
+      'route/default/user-profile/user-profile/0',
       'route/default/preferences/preferences/0',
       'route/default/charges/charges/0',
       'route/default/orders/orders/0',

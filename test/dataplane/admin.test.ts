@@ -72,7 +72,7 @@ describe('admin API', () => {
     const dp = await startTestDataPlane({ initialSnapshot: v1() });
     try {
       const bad = v2();
-      bad.table.routes[1].handler.upstream = 'upstream/missing';
+      bad.table.routes[1].handler = { type: 'proxy', upstream: 'upstream/missing' };
       bad.table.routes[1].plugins = [transformer('t', { add: { headers: ['X-Evil:a\r\nInjected: 1'] } })];
       bad.hash = snapshot(bad.table.routes, bad.table.upstreams).hash;
       const res = await put(dp.adminUrl, bad);

@@ -1,0 +1,158 @@
+/**
+ * One aggregated request: every call dispatched at once through upstream/call.ts, each under its
+ * own timer (never longer than the aggregate's timeout, so the last timer is the overall
+ * deadline), and one answer as soon as it is known: every call settled, or a required one failed.
+ * The answer is a JSON object with a member per call in the route's order (null for a failed
+ * optional call, listed in "errors" by name and code, never with the upstream's body), or a
+ * 502/504 problem naming the required call that failed. It goes to the route's ResponseSink,
+ * so response plugins (cache, idempotency, transformers) see it like any upstream answer.
+ */
+import { finished } from 'node:stream';
+import { ERRORS, type ErrorCode } from '../../errors/codes.ts';
+import { problem } from '../../errors/problem.ts';
+import type { Metrics } from '../../observability/metrics.ts';
+import type { Sources } from '../../config/template.ts';
+import { type PathRewrite, renderPath } from '../../pipeline/transform/path-rewrite.ts';
+import { callUpstream, type ResponseSink } from '../../upstream/call.ts';
+import type { UpstreamRuntime } from '../../upstream/pools.ts';
+import { CallSink, type CallOwner, type Outcome } from './call-sink.ts';
+import { ERRORS_MEMBER } from './manifest.ts';
+
+/** A call as bound to its route, once per snapshot. */
+export interface BoundCall {
+  name: string;
+  required: boolean;
+  timeoutMs: number;
+  up: UpstreamRuntime;
+  path: PathRewrite;
+}
+
+/** The route's aggregate, bound once per snapshot. */
+export interface BoundAggregate {
+  routeId: string;
+  calls: readonly BoundCall[];
+  maxBodyBytes: number;
+  metrics: Metrics;
+}
+
+interface ErrorEntry {
+  call: string;
+  code: ErrorCode;
+  title: string;
+  upstreamStatus?: number;
+}
+
+export class Aggregation implements CallOwner {
+  readonly #agg: BoundAggregate;
+  readonly #sink: ResponseSink;
+  readonly #requestId: string;
+  readonly #outcomes: (Outcome | undefined)[];
+  readonly #timers: (NodeJS.Timeout | undefined)[];
+  readonly #startNs = process.hrtime.bigint();
+  #pending: number;
+  #budget: number;
+  #done = false;
+
+  constructor(agg: BoundAggregate, sink: ResponseSink, requestId: string) {
+    this.#agg = agg;
+    this.#sink = sink;
+    this.#requestId = requestId;
+    this.#outcomes = new Array(agg.calls.length);
+    this.#timers = new Array(agg.calls.length);
+    this.#pending = agg.calls.length;
+    this.#budget = agg.maxBodyBytes;
+  }
+
+  /** Dispatches every call (a call may settle at once, e.g. an open breaker, and end the answer early). */
+  start(headers: Record<string, string>, sources: Sources): void {
+    const calls = this.#agg.calls;
+    for (let i = 0; i < calls.length && !this.#done; i++) {
+      const c = calls[i];
+      this.#timers[i] = setTimeout(timedOut, c.timeoutMs, this, i);
+      const path = c.up.basePath + renderPath(c.path, sources);
+      callUpstream(
+        c.up,
+        { path, method: 'GET', headers, body: null, keyed: false },
+        new CallSink(this, i),
+        this.#agg.metrics,
+      );
+    }
+  }
+
+  wants(index: number): boolean {
+    return !this.#done && this.#outcomes[index] === undefined;
+  }
+
+  take(bytes: number): boolean {
+    this.#budget -= bytes;
+    return this.#budget >= 0;
+  }
+
+  settle(index: number, outcome: Outcome): void {
+    if (!this.wants(index)) return;
+    this.#outcomes[index] = outcome;
+    clearTimeout(this.#timers[index]);
+    this.#timers[index] = undefined;
+    const call = this.#agg.calls[index];
+    const result =
+      'value' in outcome ? 'ok' : outcome.code === 'SLC_ERR_UPSTREAM_TIMEOUT' ? 'timeout' : 'error';
+    this.#agg.metrics.aggregateCall(this.#agg.routeId, call.name, result, this.#startNs);
+    this.#pending--;
+    if (call.required && !('value' in outcome)) this.#answer(index);
+    else if (this.#pending === 0) this.#answer(-1);
+  }
+
+  /** The answer: the merged object, or the problem of required call `failed` (-1: none failed). */
+  #answer(failed: number): void {
+    this.#done = true;
+    for (const t of this.#timers) if (t !== undefined) clearTimeout(t);
+    const calls = this.#agg.calls;
+    const errors: ErrorEntry[] = [];
+    const entry = (i: number): ErrorEntry | null => {
+      const o = this.#outcomes[i];
+      if (o === undefined || 'value' in o) return null;
+      return {
+        call: calls[i].name,
+        code: o.code,
+        title: ERRORS[o.code].title,
+        ...(o.upstreamStatus !== undefined && { upstreamStatus: o.upstreamStatus }),
+      };
+    };
+    if (failed >= 0) {
+      const e = entry(failed)!;
+      const code =
+        e.code === 'SLC_ERR_UPSTREAM_TIMEOUT'
+          ? 'SLC_ERR_AGGREGATE_CALL_TIMEOUT'
+          : 'SLC_ERR_AGGREGATE_CALL_FAILED';
+      const body = problem(code, `the required call "${e.call}" failed: ${e.title}`, {
+        requestId: this.#requestId,
+        call: e.call,
+        errors: [e],
+      });
+      this.#deliver(ERRORS[code].status, 'application/problem+json', body);
+      return;
+    }
+    const doc: Record<string, unknown> = {};
+    for (let i = 0; i < calls.length; i++) {
+      const o = this.#outcomes[i];
+      doc[calls[i].name] = o !== undefined && 'value' in o ? o.value : null;
+      const e = entry(i);
+      if (e !== null) errors.push(e);
+    }
+    if (errors.length) doc[ERRORS_MEMBER] = errors;
+    this.#deliver(200, 'application/json', doc);
+  }
+
+  #deliver(status: number, type: string, doc: unknown): void {
+    const bytes = Buffer.from(JSON.stringify(doc));
+    const sink = this.#sink;
+    const out = sink.response(status, { 'content-type': type, 'content-length': String(bytes.length) });
+    finished(out, (err) => sink.end(err ? { code: 'SLC_ERR_INTERNAL', sent: true } : null));
+    out.end(bytes);
+  }
+}
+
+// Optimization: one function for every timer, the aggregation and call as its arguments (no closure per call).
+function timedOut(self: Aggregation, index: number): void {
+  self.settle(index, { code: 'SLC_ERR_UPSTREAM_TIMEOUT' });
+}

@@ -1,0 +1,81 @@
+/**
+ * aggregate: answers GET and HEAD with one JSON object combining the route's backend calls
+ * (aggregation.ts). Bound once per route: each call's upstream and compiled path template, the
+ * route's pattern. Per request: the path parameters captured, the headers the calls carry, the
+ * calls dispatched.
+ */
+import { template } from '../../config/template.ts';
+import type { RequestContext } from '../../pipeline/context.ts';
+import { RequestSources } from '../../pipeline/transform/sources.ts';
+import { captureParams, compilePathRewrite } from '../../pipeline/transform/path-rewrite.ts';
+import type { ResponseSink } from '../../upstream/call.ts';
+import { ClientSink } from '../client-sink.ts';
+import { defineHandler } from '../types.ts';
+import { Aggregation, type BoundAggregate } from './aggregation.ts';
+import { manifest } from './manifest.ts';
+
+/**
+ * Request headers the calls do not carry: those of the client's body (the calls have none), and
+ * those that would let a backend answer something other than whole, plain JSON (compressed,
+ * partial, 304).
+ */
+const NOT_FORWARDED = new Set([
+  'content-length',
+  'content-type',
+  'content-encoding',
+  'transfer-encoding',
+  'expect',
+  'accept',
+  'accept-encoding',
+  'range',
+  'if-range',
+  'if-match',
+  'if-none-match',
+  'if-modified-since',
+  'if-unmodified-since',
+]);
+
+export default defineHandler(manifest, {
+  create(deps) {
+    return {
+      bind(route, entry) {
+        const agg: BoundAggregate = {
+          routeId: route.id,
+          calls: entry.calls.map((c) => ({
+            name: c.name,
+            required: c.required,
+            // Each call's time is within the overall deadline: the last timer to fire is that deadline.
+            timeoutMs: Math.min(c.timeoutMs, entry.timeoutMs),
+            up: deps.upstream(c.upstream),
+            path: compilePathRewrite({ pattern: entry.pattern ?? '/', rewrite: c.path }, template),
+          })),
+          maxBodyBytes: entry.maxBodyBytes,
+          metrics: deps.metrics,
+        };
+        const pattern =
+          entry.pattern === undefined
+            ? null
+            : compilePathRewrite({ pattern: entry.pattern, rewrite: '/' }, template);
+        const call = (ctx: RequestContext, sink: ResponseSink) => {
+          if (ctx.method !== 'GET' && ctx.method !== 'HEAD')
+            return sink.end({ code: 'SLC_ERR_METHOD_NOT_ALLOWED', sent: false });
+          const params = pattern === null ? null : captureParams(pattern, ctx.path);
+          if (pattern !== null && params === null)
+            return sink.end({ code: 'SLC_ERR_ROUTE_NOT_FOUND', sent: false });
+          if (ctx.hasBody && ctx.body === null) ctx.req.resume(); // a body no call sends: read and dropped
+          new Aggregation(agg, sink, ctx.requestId).start(
+            forwarded(ctx.headers),
+            new RequestSources(ctx, params, false),
+          );
+        };
+        return { handle: (ctx) => call(ctx, new ClientSink(ctx)), call };
+      },
+    };
+  },
+});
+
+function forwarded(headers: Record<string, string>): Record<string, string> {
+  const out: Record<string, string> = { accept: 'application/json' };
+  for (const name in headers) if (!NOT_FORWARDED.has(name)) out[name] = headers[name];
+  return out;
+}
