@@ -24,7 +24,7 @@ import {
   captureParams,
   compilePathRewrite,
   renderPath,
-} from '../../dataplane/plugins/request-transformer/path-rewrite.ts';
+} from '../../dataplane/pipeline/transform/path-rewrite.ts';
 import { applyQueryVerbs, compileQueryVerbs } from '../../dataplane/plugins/request-transformer/query.ts';
 
 /** Every source answers with the same value. */

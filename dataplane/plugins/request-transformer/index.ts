@@ -24,7 +24,7 @@ import {
 import { RequestSources } from '../../pipeline/transform/sources.ts';
 import { definePlugin } from '../types.ts';
 import { manifest } from './manifest.ts';
-import { captureParams, compilePathRewrite, renderPath } from './path-rewrite.ts';
+import { captureParams, compilePathRewrite, renderPath } from '../../pipeline/transform/path-rewrite.ts';
 import { applyQueryVerbs, compileQueryVerbs } from './query.ts';
 
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
