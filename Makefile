@@ -69,13 +69,14 @@ crds: deps
 
 ## bench: the shared peers harness (floor, nginx, plain sluice, the jwt+rate-limit+transformer chain;
 ## BENCH_BEFORE=DIR adds another checkout) with ratios to the floor; compile times; the idempotency
-## plugin against a plain POST; HTTPS/1.1 and h2 against cleartext (bench/tls.ts). bench/run.ts is the harness without nginx (node bench/run.ts --help)
+## plugin against a plain POST; HTTPS/1.1 and h2 against cleartext (bench/tls.ts); an aggregated request against three proxied ones (bench/aggregate.ts). bench/run.ts is the harness without nginx (node bench/run.ts --help)
 bench: deps
 	bench/chain.sh
 	node bench/run.ts --targets floor,sluice --rate-of-floor 0.5 --no-compile
 	node bench/compile.ts
 	node bench/idempotency.ts
 	node bench/tls.ts
+	node bench/aggregate.ts
 
 ## bench-smoke: every benchmark once, for seconds: keeps them working (CI runs it); the figures mean nothing
 bench-smoke: deps
@@ -84,6 +85,7 @@ bench-smoke: deps
 	node bench/compile.ts --sizes 100 --runs 1
 	BENCH_DURATION=1 BENCH_WARMUP=0 node bench/idempotency.ts
 	BENCH_DURATION=1 BENCH_WARMUP=0 node bench/tls.ts
+	node bench/aggregate.ts --requests 200 --rounds 1
 
 clean:
 	rm -rf node_modules .tools .state dist
