@@ -10,6 +10,10 @@ import { compileTemplate, type Template } from './template.ts';
 
 /** A query parameter name the config may write (unreserved characters). */
 export const QUERY_NAME_CHARS = '[A-Za-z0-9._~-]+';
+/** A path pattern: literal path characters (pchar without ";"), "{name}" parameters, "/". */
+export const PATH_PATTERN = "^(/([A-Za-z0-9\\-._~!$&'()*+,=:@%]*|\\{[A-Za-z_][A-Za-z0-9_]*\\}))+$";
+/** A path template: literal path characters, "/" and {{ templates }}. */
+export const PATH_TEMPLATE = "^/[A-Za-z0-9\\-._~!$&'()*+,=:@%/{} ]*$";
 /** A JSON field path: names joined by ".", objects only ("a.b.c"). */
 export const FIELD_PATH_CHARS = '[A-Za-z0-9_$@-]+(?:\\.[A-Za-z0-9_$@-]+)*';
 

@@ -11,12 +11,8 @@ import type { ConfigProblem } from '../../config/config-problem.ts';
 import { DURATION_PATTERN, MAX_TIMEOUT_MS, parseDuration } from '../../config/duration.ts';
 import { handlerManifest } from '../../config/manifest.ts';
 import { compileTemplate, pathNames } from '../../config/template.ts';
-import { patternParams } from '../../config/transform-schema.ts';
+import { PATH_PATTERN, PATH_TEMPLATE, patternParams } from '../../config/transform-schema.ts';
 
-/** Literal path characters (pchar without ";"), a "{name}" parameter, "/" (as the request-transformer's). */
-const PATTERN = "^(/([A-Za-z0-9\\-._~!$&'()*+,=:@%]*|\\{[A-Za-z_][A-Za-z0-9_]*\\}))+$";
-/** Literal path characters, "/" and {{ templates }}. */
-const PATH_TEMPLATE = "^/[A-Za-z0-9\\-._~!$&'()*+,=:@%/{} ]*$";
 /** A call's name is its member in the answer: a plain JSON-friendly identifier. */
 const CALL_NAME = '^[A-Za-z_][A-Za-z0-9_-]*$';
 /** The answer's member listing the failed optional calls; no call may take its name. */
@@ -75,7 +71,7 @@ export const AggregateSpec = Type.Object(
     pattern: Type.Optional(
       Type.String({
         maxLength: 2048,
-        pattern: PATTERN,
+        pattern: PATH_PATTERN,
         description:
           'The request path, a "{name}" for each segment captured, e.g. "/api/user-profile/{user_id}"; a request ' +
           'that does not fit it gets 404.',
@@ -130,7 +126,7 @@ const TableCall = Type.Object(
 export const AggregateHandler = Type.Object(
   {
     type: Type.Literal('aggregate'),
-    pattern: Type.Optional(Type.String({ pattern: PATTERN })),
+    pattern: Type.Optional(Type.String({ pattern: PATH_PATTERN })),
     timeoutMs: Type.Integer({ minimum: 1, maximum: MAX_TIMEOUT_MS }),
     maxBodyBytes: Type.Integer({ minimum: 1 }),
     calls: Type.Array(TableCall, { minItems: 1, maxItems: MAX_CALLS }),

@@ -22,14 +22,11 @@ import {
   queryNames,
   queryRenames,
   queryValues,
+  PATH_PATTERN,
+  PATH_TEMPLATE,
   patternParams,
   section,
 } from '../../config/transform-schema.ts';
-
-/** Literal path characters (pchar without ";"), a "{name}" parameter, "/". */
-const PATTERN = "^(/([A-Za-z0-9\\-._~!$&'()*+,=:@%]*|\\{[A-Za-z_][A-Za-z0-9_]*\\}))+$";
-/** Literal path characters, "/" and {{ templates }}. */
-const REWRITE = "^/[A-Za-z0-9\\-._~!$&'()*+,=:@%/{} ]*$";
 
 export const RequestTransformerConfig = Type.Object(
   {
@@ -76,12 +73,12 @@ export const RequestTransformerConfig = Type.Object(
       Type.Object(
         {
           pattern: Type.String({
-            pattern: PATTERN,
+            pattern: PATH_PATTERN,
             maxLength: 2048,
             description: 'The request path, a "{name}" for each segment captured, e.g. "/users/{id}".',
           }),
           rewrite: Type.String({
-            pattern: REWRITE,
+            pattern: PATH_TEMPLATE,
             maxLength: 2048,
             description:
               'The upstream path, e.g. "/v2/accounts/{{ path.id }}"; each value is one encoded segment.',
