@@ -23,6 +23,7 @@ import { dirname, join } from 'node:path';
 import { Redis } from 'ioredis';
 import { Pool } from 'undici';
 import { CHARGE_BODY, CHARGE_REQUEST, GET_PATH, PORTS, POST_PATH } from './fixtures.ts';
+import { envInt } from './lib/env.ts';
 import { machineTicks, processTable, selfTicks, treeTicks } from './lib/cpu.ts';
 import { http, portFree, type Reply, sleep, waitReady } from './lib/http.ts';
 import {
@@ -51,15 +52,10 @@ const PORT = 18205; // the proxy; PORTS (fixtures.ts) holds 18200–18204 and 18
 const ADMIN = 18212;
 const REDIS_URL = 'redis://127.0.0.1:6379';
 const REPLAY_KEYS = 1000;
-const env = (name: string, fallback: number, min: number) => {
-  const n = Number(process.env[name] || fallback);
-  if (!Number.isInteger(n) || n < min) throw new Error(`${name}: a whole number >= ${min}`);
-  return n;
-};
 const opts = {
-  duration: env('BENCH_DURATION', 10, 1),
-  warmup: env('BENCH_WARMUP', 3, 0),
-  connections: env('BENCH_CONNECTIONS', 50, 1),
+  duration: envInt('BENCH_DURATION', 10, 1),
+  warmup: envInt('BENCH_WARMUP', 3, 0),
+  connections: envInt('BENCH_CONNECTIONS', 50, 1),
   loadgen: process.env.BENCH_LOADGEN || (onPath('wrk') ? 'wrk' : 'undici'),
 };
 const RUN = randomBytes(6).toString('hex');

@@ -17,6 +17,7 @@ import * as fs from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { GET_PATH, PORTS } from './fixtures.ts';
+import { envInt } from './lib/env.ts';
 import { machineTicks, processTable, selfTicks, treeTicks } from './lib/cpu.ts';
 import { portFree, sleep, waitReady } from './lib/http.ts';
 import {
@@ -44,16 +45,11 @@ import { ms, parseWrk } from './lib/wrk.ts';
 const PORT = 18206; // cleartext; PORTS (fixtures.ts) holds 18200–18204 and 18211, idempotency.ts 18205 and 18212
 const HTTPS_PORT = 18207;
 const ADMIN = 18213;
-const env = (name: string, fallback: number, min: number) => {
-  const n = Number(process.env[name] || fallback);
-  if (!Number.isInteger(n) || n < min) throw new Error(`${name}: a whole number >= ${min}`);
-  return n;
-};
 const opts = {
-  duration: env('BENCH_DURATION', 10, 1),
-  warmup: env('BENCH_WARMUP', 3, 0),
-  connections: env('BENCH_CONNECTIONS', 50, 1),
-  rounds: env('BENCH_ROUNDS', 1, 1),
+  duration: envInt('BENCH_DURATION', 10, 1),
+  warmup: envInt('BENCH_WARMUP', 3, 0),
+  connections: envInt('BENCH_CONNECTIONS', 50, 1),
+  rounds: envInt('BENCH_ROUNDS', 1, 1),
 };
 
 type Load = {
