@@ -2,54 +2,127 @@
  * Rate-limit counters in Redis, shared by every replica: one script per decision (one round
  * trip), time from Redis, one key per window under one hash tag (one Cluster slot), each with
  * an expiry at its window's end. The bucket name is hashed by the caller.
+ *
+ * Optimization: the hits a process takes for one bucket in one turn of the event loop go to
+ * Redis as one script call counting them all (measured under load: a Redis command costs this
+ * process ~5 µs of ioredis, socket writes and garbage, about a third of the jwt + rate-limit +
+ * transformer chain). The decisions are exactly those of the same hits sent one by one in arrival
+ * order: a batch of n admits min(n, the room left in its fullest window), the first ones, and
+ * the counts each hit sees are those it would have seen alone. A hit waits at most the rest of
+ * the current turn (setImmediate runs once the ready sockets have been read).
  */
 import type { Decision, RateLimitStore, Window } from './rate-limit-store.ts';
 import type { RedisCaller, RedisClient } from './redis-connection.ts';
 
-// KEYS: one counter per window. ARGV: limits, then window lengths in seconds.
+// KEYS: one counter per window. ARGV: limits, then window lengths in seconds, then the number of
+// hits. Returns the hits admitted, the counts before them, the seconds to each window's reset.
 const HIT = `
 local now = tonumber(redis.call('TIME')[1])
 local n = #KEYS
-local counts, resets, ok = {}, {}, 1
+local admit = tonumber(ARGV[2 * n + 1])
+local counts, resets = {}, {}
 for i = 1, n do
   local w = tonumber(ARGV[n + i])
   counts[i] = tonumber(redis.call('GET', KEYS[i]) or '0')
   resets[i] = w - (now % w)
-  if counts[i] + 1 > tonumber(ARGV[i]) then ok = 0 end
+  local room = tonumber(ARGV[i]) - counts[i]
+  if room < admit then admit = math.max(room, 0) end
 end
-if ok == 1 then
+if admit > 0 then
   for i = 1, n do
-    counts[i] = redis.call('INCR', KEYS[i])
-    if counts[i] == 1 then redis.call('EXPIREAT', KEYS[i], now + resets[i]) end
+    if redis.call('INCRBY', KEYS[i], admit) == admit then redis.call('EXPIREAT', KEYS[i], now + resets[i]) end
   end
 end
-local out = { ok }
+local out = { admit }
 for i = 1, n do out[1 + i] = counts[i]; out[1 + n + i] = resets[i] end
 return out
 `;
 
 interface Scripts {
-  sluiceRateHit(numKeys: number, ...args: (string | number)[]): Promise<number[]>;
+  sluiceRateHits(numKeys: number, ...args: (string | number)[]): Promise<number[]>;
 }
 
 export function defineRateLimitScripts(client: RedisClient): void {
-  client.defineCommand('sluiceRateHit', { lua: HIT });
+  client.defineCommand('sluiceRateHits', { lua: HIT });
+}
+
+interface Waiter {
+  resolve(d: Decision): void;
+  reject(err: unknown): void;
+}
+
+/** The hits on one bucket with one set of windows, waiting for the end of this turn. */
+interface Batch {
+  bucket: string;
+  windows: readonly Window[];
+  waiters: Waiter[];
 }
 
 export class RedisRateLimitStore implements RateLimitStore {
   readonly #redis: RedisCaller<Scripts>;
   readonly #prefix: string;
+  /** This turn's batches, by bucket then by windows (each plugin instance has its own array). */
+  #pending = new Map<string, Batch[]>();
+  #scheduled = false;
+  readonly #flush = () => this.#send();
 
   constructor(redis: RedisCaller<unknown>, prefix = 'sluice:rl:') {
     this.#redis = redis as RedisCaller<Scripts>;
     this.#prefix = prefix;
   }
 
-  async hit(bucket: string, windows: readonly Window[]): Promise<Decision> {
-    const keys = windows.map((w) => `${this.#prefix}{${bucket}}:${w.seconds}`);
-    const args = [...windows.map((w) => w.limit), ...windows.map((w) => w.seconds)];
-    const r = await this.#redis.call('rate_limit', (c) => c.sluiceRateHit(keys.length, ...keys, ...args));
+  hit(bucket: string, windows: readonly Window[]): Promise<Decision> {
+    return new Promise<Decision>((resolve, reject) => {
+      let batches = this.#pending.get(bucket);
+      if (batches === undefined) {
+        batches = [];
+        this.#pending.set(bucket, batches);
+      }
+      let batch = batches.find((b) => b.windows === windows);
+      if (batch === undefined) {
+        batch = { bucket, windows, waiters: [] };
+        batches.push(batch);
+      }
+      batch.waiters.push({ resolve, reject });
+      if (!this.#scheduled) {
+        this.#scheduled = true;
+        setImmediate(this.#flush);
+      }
+    });
+  }
+
+  #send(): void {
+    const pending = this.#pending;
+    this.#pending = new Map();
+    this.#scheduled = false;
+    for (const batches of pending.values()) for (const b of batches) this.#call(b);
+  }
+
+  #call({ bucket, windows, waiters }: Batch): void {
     const n = windows.length;
-    return { allowed: r[0] === 1, counts: r.slice(1, 1 + n), resets: r.slice(1 + n, 1 + 2 * n) };
+    const keys = windows.map((w) => `${this.#prefix}{${bucket}}:${w.seconds}`);
+    const args = [...windows.map((w) => w.limit), ...windows.map((w) => w.seconds), waiters.length];
+    this.#redis
+      .call('rate_limit', (c) => c.sluiceRateHits(n, ...keys, ...args))
+      .then(
+        (r) => {
+          const admitted = r[0];
+          const before = r.slice(1, 1 + n);
+          const resets = r.slice(1 + n, 1 + 2 * n);
+          waiters.forEach((w, j) => {
+            // The j-th hit alone would have seen j earlier hits counted (all of them admitted while
+            // j < admitted), and itself when admitted.
+            const seen = Math.min(j + 1, admitted);
+            w.resolve({
+              allowed: j < admitted,
+              counts: before.map((c) => c + seen),
+              resets,
+            });
+          });
+        },
+        (err) => {
+          for (const w of waiters) w.reject(err);
+        },
+      );
   }
 }
