@@ -9,7 +9,7 @@ import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { exportJWK, exportSPKI, type GenerateKeyPairResult, generateKeyPair, type JWK, SignJWT } from 'jose';
-import { request } from 'undici';
+import { Client, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DataPlane } from '../../dataplane/main.ts';
 import { startTestDataPlane, startUpstream, type Upstream } from '../helpers/servers.ts';
@@ -258,6 +258,37 @@ describe('jwt', () => {
     expect((await call('/rs', `${h}.${otherSub}.${sig}`)).status).toBe(401);
     const flipped = `${h}.${p}.${sig.slice(0, -2)}${sig.at(-2) === 'A' ? 'B' : 'A'}${sig.at(-1)}`;
     expect((await call('/rs', flipped)).status).toBe(401);
+  });
+
+  it('on one keep-alive connection, only the exact header last verified there is taken as verified', async () => {
+    const client = new Client(dp.proxyUrl, { pipelining: 1 });
+    let connects = 0;
+    client.on('connect', () => connects++);
+    const on = async (path: string, authorization: string) => {
+      const r = await client.request({ path, method: 'GET', headers: { authorization } });
+      await r.body.text();
+      return r.statusCode;
+    };
+    try {
+      const exp = now() + 2;
+      const token = await sign('rs1', {}, { exp });
+      const [h, p, sig] = token.split('.');
+      const tampered = `${h}.${p}.${sig.slice(0, -2)}${sig.at(-2) === 'A' ? 'B' : 'A'}${sig.at(-1)}`;
+      expect(await on('/rs0', `Bearer ${token}`)).toBe(200);
+      expect(await on('/rs0', `Bearer ${tampered}`)).toBe(401);
+      expect(await on('/rs0', `Bearer ${token}`)).toBe(200);
+      expect(await on('/rs0', `Bearer ${token}x`)).toBe(401);
+      expect(await on('/rs0', `Basic ${token}`)).toBe(401);
+      // Another route's plugin instance does not take this one's verification.
+      expect(await on('/hs', `Bearer ${token}`)).toBe(401);
+      expect(await on('/rs0', `Bearer ${token}`)).toBe(200);
+      await new Promise((r) => setTimeout(r, exp * 1000 - Date.now() + 300));
+      expect(await on('/rs0', `Bearer ${token}`)).toBe(401);
+      // All of it on the one connection: the case the per-connection check serves.
+      expect(connects).toBe(1);
+    } finally {
+      await client.close();
+    }
   });
 
   it('the identity provider down: known keys keep working', async () => {
