@@ -14,7 +14,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 PATH="$(scripts/node-env.sh):$PATH"
 dir=$(mktemp -d "${TMPDIR:-/tmp}/sluice-chain-XXXXXX")
 out="bench/results"
-trap 'rm -rf "$dir"' EXIT
+restore_redis=$(bench/redis-core.sh)
+trap 'rm -rf "$dir"; eval "$restore_redis"' EXIT
 token=$(node bench/make-jwt.ts "$dir")
 printf %s "$token" >"$dir/token"
 targets=nginx,bare-node-undici,sluice,sluice-chain

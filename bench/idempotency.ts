@@ -88,6 +88,11 @@ const post = (path: string, key: string | null = null) =>
 
 const pgrep = spawnSync('pgrep', ['-f', 'redis-server.*:6379( |$)'], { encoding: 'utf8' }).stdout ?? '';
 const redisPid = Number(pgrep.split('\n')[0]) || undefined;
+// Redis on the load core for the run, off the data plane's (bench/redis-core.sh says why).
+const restoreRedis = spawnSync('bench/redis-core.sh', { encoding: 'utf8' }).stdout?.trim() ?? '';
+process.on('exit', () => {
+  if (restoreRedis) spawnSync('bash', ['-c', restoreRedis]);
+});
 
 /** Sums over the data plane's metrics that tell what its requests did. */
 async function counters() {
@@ -333,7 +338,7 @@ async function main(): Promise<void> {
       "CPU µs/req: utime+stime of the sluice process tree in the measured run / requests; ×plain: to plain-post's.",
       'redis trips/req: delta of sluice_store_operation_seconds_count{store="redis"} (all ops) / requests;',
       'upstream calls/req: delta of sluice_upstream_response_seconds_count / requests. redis µs/req: the',
-      'redis-server process (not pinned; counts whatever else uses it). foreign %: CPU of other processes',
+      'redis-server process (moved to the load core for the run; counts whatever else uses it). foreign %: CPU of other processes',
       `during the run, % of one core. Load average at start: ${load0.toFixed(2)}.`,
       '',
     ].join('\n'),
