@@ -26,6 +26,12 @@ export interface UpstreamRequest {
   body: Body;
   /** An idempotency key protects the request: a POST or PATCH may be retried when no try was sent. */
   keyed: boolean;
+  /**
+   * The caller no longer wants the answer (an aggregate call past its time, or its aggregate
+   * answered): a try still queued in the pool or waiting to be retried is never sent, one under
+   * way is cut.
+   */
+  signal?: AbortSignal;
 }
 
 export interface CallFailure {
@@ -101,6 +107,7 @@ export function callUpstream(
 
 function dispatch(call: Call, body: Body, tries: Tries | null) {
   const { up, req, sink } = call;
+  if (req.signal?.aborted) return sink.end({ code: 'SLC_ERR_UPSTREAM_TIMEOUT', sent: tries?.sent ?? false });
   if (up.breaker !== null && !up.breaker.allow())
     return sink.end({ code: 'SLC_ERR_UPSTREAM_CIRCUIT_OPEN', sent: tries?.sent ?? false });
   let headersTimeout = up.retry?.perTryMs ?? up.headersTimeout;
@@ -120,6 +127,7 @@ function dispatch(call: Call, body: Body, tries: Tries | null) {
       body,
       headersTimeout,
       bodyTimeout: up.bodyTimeout,
+      signal: req.signal,
     },
     ({ statusCode, headers }) => {
       responded = true;

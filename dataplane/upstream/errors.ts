@@ -24,9 +24,17 @@ export class BodyTooLargeError extends Error {
   readonly code = 'SLC_BODY_TOO_LARGE';
 }
 
+/** An error's string code ('' for none: a DOMException's code is a number). */
+function codeOf(err: unknown): string {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? code : '';
+}
+
 export function upstreamErrorCode(err: unknown): ErrorCode {
   if (err instanceof BodyTooLargeError) return 'SLC_ERR_BODY_TOO_LARGE';
-  const code = (err as { code?: string } | null)?.code ?? '';
+  // The caller withdrew the call (UpstreamRequest.signal): only ever because its time was up.
+  if ((err as { name?: unknown } | null)?.name === 'AbortError') return 'SLC_ERR_UPSTREAM_TIMEOUT';
+  const code = codeOf(err);
   if (TIMEOUTS.has(code)) return 'SLC_ERR_UPSTREAM_TIMEOUT';
   if (UNREACHABLE.has(code)) return 'SLC_ERR_UPSTREAM_UNAVAILABLE';
   if (code.startsWith('HPE_') || code === 'UND_ERR_RES_CONTENT_LENGTH_MISMATCH' || code === 'UND_ERR_INFO')
@@ -50,5 +58,5 @@ const NOT_SENT = new Set([
  * come before sending say no; a reset, a timeout after sending or a cut response say maybe.
  */
 export function mayHaveReachedUpstream(err: unknown): boolean {
-  return !NOT_SENT.has((err as { code?: string } | null)?.code ?? '');
+  return !NOT_SENT.has(codeOf(err));
 }

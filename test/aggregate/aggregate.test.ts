@@ -15,6 +15,8 @@ import { gatewayRoute, snapshotOf } from './helpers.ts';
 const HS_SECRET = 'a-shared-secret-of-32-bytes-or-more!!';
 let up: Upstream;
 let dp: DataPlane;
+/** When the upstream saw a /hold/<tag> call cut by the gateway. */
+const cutAt = new Map<string, number>();
 
 beforeAll(async () => {
   up = await startUpstream((req, res) => {
@@ -28,9 +30,17 @@ beforeAll(async () => {
       });
       res.end(text);
     };
+    const hold = /^\/hold\/(\w+)$/.exec(path);
     if (slow) {
       const t = setTimeout(() => json(200, { late: true }), Number(slow[1]));
       res.on('close', () => clearTimeout(t));
+    } else if (hold) {
+      // Answers after 3 s; when its caller cuts it first, the time of that is kept.
+      const t = setTimeout(() => json(200, { late: true }), 3000);
+      res.on('close', () => {
+        clearTimeout(t);
+        if (!res.writableEnded) cutAt.set(hold[1], Date.now());
+      });
     } else if (path === '/fail') {
       res.writeHead(500, { 'content-type': 'application/json' }).end('{"secret":"upstream stack trace"}');
     } else if (path === '/text') res.writeHead(200, { 'content-type': 'text/plain' }).end('hello');
@@ -88,6 +98,9 @@ beforeAll(async () => {
         ],
       }),
       rule('required-fails', { calls: [call('user', '/users/{{ path.id }}'), call('orders', '/fail')] }),
+      rule('cut', {
+        calls: [call('held', '/hold/cut', { timeout: '2s', required: false }), call('orders', '/fail')],
+      }),
       rule('big', {
         maxBodyBytes: 2000,
         calls: [call('user', '/users/{{ path.id }}'), call('big', '/big', { required: false })],
@@ -246,6 +259,16 @@ describe('aggregate', () => {
       errors: [{ call: 'orders', code: 'SLC_ERR_AGGREGATE_CALL_STATUS', upstreamStatus: 500 }],
     });
     expect(r.text).not.toContain('upstream stack trace');
+  });
+
+  it('a failed required call answers at once and cuts the calls still under way', async () => {
+    const r = await get('/cut/1');
+    const answered = Date.now();
+    expect(r.status).toBe(502);
+    expect(r.json).toMatchObject({ code: 'SLC_ERR_AGGREGATE_CALL_FAILED', call: 'orders' });
+    for (let i = 0; i < 100 && !cutAt.has('cut'); i++) await new Promise((w) => setTimeout(w, 10));
+    // Not left to run to its own 2 s timeout: cut when the answer went.
+    expect(cutAt.get('cut')! - answered).toBeLessThan(500);
   });
 
   it('bounds the bytes kept: a call past maxBodyBytes fails as too large', async () => {

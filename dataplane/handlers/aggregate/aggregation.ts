@@ -48,6 +48,8 @@ export class Aggregation implements CallOwner {
   readonly #requestId: string;
   readonly #outcomes: (Outcome | undefined)[];
   readonly #timers: (NodeJS.Timeout | undefined)[];
+  /** Withdraws a call no longer wanted: never sent if still queued in its pool, else cut. */
+  readonly #aborts: AbortController[] = [];
   readonly #startNs = process.hrtime.bigint();
   #pending: number;
   #budget: number;
@@ -70,9 +72,11 @@ export class Aggregation implements CallOwner {
       const c = calls[i];
       this.#timers[i] = setTimeout(timedOut, c.timeoutMs, this, i);
       const path = c.up.basePath + renderPath(c.path, sources);
+      const abort = new AbortController();
+      this.#aborts[i] = abort;
       callUpstream(
         c.up,
-        { path, method: 'GET', headers, body: null, keyed: false },
+        { path, method: 'GET', headers, body: null, keyed: false, signal: abort.signal },
         new CallSink(this, i),
         this.#agg.metrics,
       );
@@ -98,6 +102,7 @@ export class Aggregation implements CallOwner {
       'value' in outcome ? 'ok' : outcome.code === 'SLC_ERR_UPSTREAM_TIMEOUT' ? 'timeout' : 'error';
     this.#agg.metrics.aggregateCall(this.#agg.routeId, call.name, result, this.#startNs);
     this.#pending--;
+    if (!('value' in outcome)) this.#aborts[index].abort();
     if (call.required && !('value' in outcome)) this.#answer(index);
     else if (this.#pending === 0) this.#answer(-1);
   }
@@ -105,8 +110,10 @@ export class Aggregation implements CallOwner {
   /** The answer: the merged object, or the problem of required call `failed` (-1: none failed). */
   #answer(failed: number): void {
     this.#done = true;
-    for (const t of this.#timers) if (t !== undefined) clearTimeout(t);
     const calls = this.#agg.calls;
+    for (const t of this.#timers) if (t !== undefined) clearTimeout(t);
+    // The calls still under way or queued are not needed any more.
+    for (let i = 0; i < calls.length; i++) if (this.#outcomes[i] === undefined) this.#aborts[i]?.abort();
     const errors: ErrorEntry[] = [];
     const entry = (i: number): ErrorEntry | null => {
       const o = this.#outcomes[i];
