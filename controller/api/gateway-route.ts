@@ -196,6 +196,29 @@ const handlerProperties = Object.fromEntries(
   ),
 );
 
+export const RouteWebSocket = Type.Object(
+  {
+    idleTimeout: Type.Optional({
+      ...Duration,
+      description:
+        'Close a WebSocket (1001 to both sides) after no frame either way for this long; "0s": never ' +
+        "(default: the data plane's --ws-idle-timeout-ms).",
+    }),
+    maxMessageBytes: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: 1024 * 1024 * 1024,
+        description:
+          "Close a WebSocket (1009 to both sides) on a larger message, fragments summed; 0: no limit (default: the data plane's --ws-max-message-bytes).",
+      }),
+    ),
+  },
+  {
+    additionalProperties: false,
+    description: "This route's WebSocket limits, in place of the data plane's.",
+  },
+);
+
 export const RouteRule = Type.Object(
   {
     name: { ...Name, description: 'Route name, unique within this GatewayRoute.' },
@@ -257,6 +280,7 @@ export const RouteRule = Type.Object(
           'the TLS listener serves the route as usual (default false).',
       }),
     ),
+    websocket: Type.Optional(RouteWebSocket),
     ...handlerProperties,
   },
   {

@@ -4,6 +4,7 @@
  * sorted: they are sets, and reordering them in YAML must not change the hash. An empty list
  * means the same as an absent one (any).
  */
+import { parseDuration } from '../../dataplane/config/duration.ts';
 import type { RouteMatch } from '../../dataplane/config/route-table.ts';
 import type { RouteRule } from '../api/gateway-route.ts';
 import type { Draft, Pass } from './draft.ts';
@@ -26,6 +27,7 @@ export const expandMatches: Pass = (state) => {
           match: matchOf(rule, path),
           stripPrefix: rule.stripPrefix ?? false,
           httpsRedirect: rule.httpsRedirect ?? false,
+          ...(rule.websocket && { websocket: webSocketLimits(rule.websocket) }),
           plugins: [],
         });
       });
@@ -33,6 +35,13 @@ export const expandMatches: Pass = (state) => {
   }
   return { ...state, drafts };
 };
+
+function webSocketLimits(ws: NonNullable<RouteRule['websocket']>): NonNullable<Draft['websocket']> {
+  return {
+    ...(ws.idleTimeout !== undefined && { idleTimeoutMs: parseDuration(ws.idleTimeout)! }),
+    ...(ws.maxMessageBytes !== undefined && { maxMessageBytes: ws.maxMessageBytes }),
+  };
+}
 
 function matchOf(rule: RouteRule, path: string): RouteMatch {
   const match: RouteMatch = { path: { type: rule.pathType ?? 'Prefix', value: path } };

@@ -66,6 +66,7 @@ function tableOf(drafts: readonly Draft[], certificates: readonly Certificate[])
       },
       ...(deprecation && { deprecation }),
       ...(d.httpsRedirect && { httpsRedirect: true as const }),
+      ...(d.websocket && { websocket: d.websocket }),
     };
   });
   const sorted = [...upstreams.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));

@@ -4,6 +4,7 @@
  * url/backendRef, an absolute http(s) url, unique route names; its versions (versions.ts) and
  * the handler kinds its rules choose (handlers.ts).
  */
+import { MAX_TIMEOUT_MS, parseDuration } from '../../dataplane/config/duration.ts';
 import { type GatewayRoute, GatewayRouteSpec } from '../api/gateway-route.ts';
 import { refOf } from '../source/resource-set.ts';
 import { type Diagnostic, invalid } from './diagnostic.ts';
@@ -39,6 +40,18 @@ export function validateRoute(obj: GatewayRoute): { route?: ModelRoute; diagnost
           ref,
           `spec.routes[${i}].name`,
           `route name "${r.name}" is already used by spec.routes[${first}]`,
+        ),
+      );
+  });
+  checked.routes.forEach((r, i) => {
+    const idle = r.websocket?.idleTimeout;
+    const ms = idle === undefined ? 0 : parseDuration(idle);
+    if (ms === undefined || ms > MAX_TIMEOUT_MS)
+      diagnostics.push(
+        invalid(
+          ref,
+          `spec.routes[${i}].websocket.idleTimeout`,
+          `${JSON.stringify(idle)} must be a duration of at most 596h`,
         ),
       );
   });

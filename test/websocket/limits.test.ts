@@ -47,6 +47,8 @@ const table = (version: string): Snapshot =>
       }),
       route('secure', 'ws', '/secure', { plugins: [jwt] }),
       route('metered', 'ws', '/metered'),
+      // Its own limits (GatewayRoute routes[].websocket): a larger message, no idle timeout.
+      route('own', 'ws', '/own', { websocket: { idleTimeoutMs: 0, maxMessageBytes: 4 * MAX_BYTES } }),
     ],
     [upstream('ws', up.url)],
   );
@@ -218,6 +220,29 @@ describe('idle timeout', () => {
     expect(client.readyState).toBe(WebSocket.OPEN);
     // Then silence: it closes.
     expect(await closeCode(client)).toBe(1001);
+  });
+});
+
+describe("a route's own limits", () => {
+  it("take the place of the data plane's: a larger message passes, one over its own limit gets 1009", async () => {
+    const client = await connect(dp, '/own');
+    client.send(Buffer.alloc(4 * MAX_BYTES, 1), { binary: true }); // binary: echoed as it is
+    const [msg] = await once(client, 'message');
+    expect((msg as Buffer).length).toBe(4 * MAX_BYTES);
+    const code = closeCode(client);
+    client.send(Buffer.alloc(4 * MAX_BYTES + 1), { binary: true });
+    expect(await code).toBe(1009);
+  });
+
+  it("idleTimeout 0s: a silent socket stays open past the data plane's idle timeout", async () => {
+    const client = await connect(dp, '/own');
+    await sleep(IDLE_MS * 2);
+    expect(client.readyState).toBe(WebSocket.OPEN);
+    client.send('still here');
+    const [msg] = await once(client, 'message');
+    expect(String(msg)).toBe('echo:still here');
+    client.close();
+    await closeCode(client);
   });
 });
 

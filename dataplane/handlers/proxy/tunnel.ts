@@ -18,6 +18,17 @@ const PASS_BACK = /^(upgrade|connection|sec-websocket-[a-z-]+|set-cookie|x-.+)$/
 /** A runtime built without data-plane limits (tests, benchmarks): no idle timeout, no size limit. */
 const UNLIMITED: WebSocketLimits = { idleTimeoutMs: 0, maxMessageBytes: 0 };
 
+/** The route's own limits (GatewayRoute routes[].websocket), each in place of the data plane's. */
+function limitsOf(ctx: RequestContext, dataPlane: WebSocketLimits | undefined): WebSocketLimits {
+  const own = ctx.route.entry.websocket;
+  const base = dataPlane ?? UNLIMITED;
+  if (own === undefined) return base;
+  return {
+    idleTimeoutMs: own.idleTimeoutMs ?? base.idleTimeoutMs,
+    maxMessageBytes: own.maxMessageBytes ?? base.maxMessageBytes,
+  };
+}
+
 export function tunnel(
   ctx: RequestContext,
   up: UpstreamRuntime,
@@ -44,7 +55,7 @@ export function tunnel(
       ctx.res.statusCode = 101;
       finishRequest(ctx, null);
       metrics.websocketConnection(ctx.route.id, 'accepted');
-      relay(socket as Socket, upstream, head, limits.websocket ?? UNLIMITED, metrics, ctx.route.id);
+      relay(socket as Socket, upstream, head, limitsOf(ctx, limits.websocket), metrics, ctx.route.id);
     },
     (err) => {
       metrics.websocketConnection(ctx.route.id, 'upstream_error');
