@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DataPlane } from '../../dataplane/main.ts';
 import { gatewayRoute, snapshotOf } from '../aggregate/helpers.ts';
 import { freePort, startTestDataPlane, startUpstream, type Upstream } from '../helpers/servers.ts';
-import { CREATE_ACTION, ORDERS_NS, type SoapService, startSoapService } from './soap-service.ts';
+import { CREATE_ACTION, ORDERS_NS, type SoapService, startSoapService } from '../../examples/soap-service.ts';
 
 const HS_SECRET = 'a-shared-secret-of-32-bytes-or-more!!';
 let svc: SoapService;

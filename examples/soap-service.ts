@@ -1,9 +1,10 @@
 /**
- * A real SOAP service for the soap handler's tests: the `soap` npm package serving a WSDL
- * (document/literal, an Orders service) on loopback, SOAP 1.1 at /ws/orders and SOAP 1.2 (its
- * forceSoap12Headers) on a second server at /ws/orders12. CreateOrder echoes what it parsed
- * (so a test sees what the service understood), a customer "bad" gets a client fault, "crash" a
- * server fault, "slow" an answer after 2 s. Every raw request body it received is kept.
+ * A sample SOAP service (the demo's, the soap handler's tests' and bench/soap.ts's): the `soap`
+ * npm package (a development dependency) serving a WSDL (document/literal, an Orders service)
+ * on loopback, SOAP 1.1 at /ws/orders and SOAP 1.2 (its forceSoap12Headers) at /ws/orders12;
+ * GET /ws/orders?wsdl returns the WSDL. CreateOrder echoes what it parsed (so a test sees what
+ * the service understood), a customer "bad" gets a client fault, "crash" a server fault, "slow"
+ * an answer after 2 s. The raw request bodies it received are kept (the last 100).
  */
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
@@ -78,14 +79,14 @@ interface CreateOrder {
 
 export interface SoapService {
   url: string;
-  /** Raw request bodies and headers, in order. */
+  /** Raw request bodies and headers, in order (the last 100 to 200). */
   received: { body: string; headers: Record<string, string | string[] | undefined> }[];
   /** CreateOrder calls the service executed. */
   executed: () => number;
   close(): Promise<void>;
 }
 
-export async function startSoapService(): Promise<SoapService> {
+export async function startSoapService(port = 0, host = '127.0.0.1'): Promise<SoapService> {
   const received: SoapService['received'] = [];
   let executed = 0;
   const fault12 = (value: string, text: string) => ({
@@ -120,10 +121,12 @@ export async function startSoapService(): Promise<SoapService> {
   const server: Server = createServer((_req, res) => {
     res.writeHead(404).end();
   });
-  server.listen(0, '127.0.0.1');
+  server.listen(port, host);
   await once(server, 'listening');
   const log = (type: string, data: unknown, req: IncomingMessage) => {
-    if (type === 'received') received.push({ body: String(data), headers: req.headers });
+    if (type !== 'received') return;
+    received.push({ body: String(data), headers: req.headers });
+    if (received.length > 200) received.splice(0, 100);
   };
   const s11 = soap.listen(server, {
     path: '/ws/orders',
@@ -138,9 +141,9 @@ export async function startSoapService(): Promise<SoapService> {
     forceSoap12Headers: true,
   });
   s12.log = log;
-  const port = (server.address() as AddressInfo).port;
+  const bound = (server.address() as AddressInfo).port;
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: `http://${host}:${bound}`,
     received,
     executed: () => executed,
     close: () => {
