@@ -401,3 +401,25 @@ describe('soap: plugins in front and the upstream call', () => {
     expect(open.json.code).toBe('SLC_ERR_UPSTREAM_CIRCUIT_OPEN');
   });
 });
+
+describe('soap: metrics', () => {
+  it('counts each request of a soap route by result', async () => {
+    await post('/declared', { customer: 'metric' });
+    await post('/declared', { customer: 'bad' });
+    await post('/declared', { customer: 'crash' });
+    await post('/declared', '{');
+    await post('/xxe', {});
+    await post('/down', {});
+    const text = await dp.metrics.registry.metrics();
+    const count = (route: string, result: string) =>
+      Number(
+        new RegExp(
+          `sluice_soap_requests_total\\{route="route/test/${route}/0",result="${result}"\\} (\\d+)`,
+        ).exec(text)?.[1] ?? 0,
+      );
+    for (const result of ['ok', 'client_fault', 'server_fault', 'bad_request'])
+      expect(count('orders/declared', result), result).toBeGreaterThan(0);
+    expect(count('evil/xxe', 'refused')).toBeGreaterThan(0);
+    expect(count('down/down', 'error')).toBeGreaterThan(0);
+  });
+});

@@ -20,7 +20,7 @@ import { BodySources } from './body-sources.ts';
 import { compileEnvelope, jsonToXml, MappingError } from './envelope.ts';
 import { manifest, type SoapHandler } from './manifest.ts';
 import { SoapReader } from './response.ts';
-import { SoapCall } from './soap-call.ts';
+import { type BoundSoap, SoapCall } from './soap-call.ts';
 
 /** The client's SOAPAction never reaches the service: the route's (or none, in 1.2) does. */
 const DROP = new Set(['soapaction']);
@@ -37,10 +37,15 @@ function ownHeaders(h: SoapHandler): Record<string, string> {
 export default defineHandler(manifest, {
   create(deps) {
     return {
-      bind(_route, entry) {
+      bind(route, entry) {
         const up = deps.upstream(entry.upstream);
         const envelope = compileEnvelope(entry);
-        const reader = new SoapReader(entry.maxDepth);
+        const soap: BoundSoap = {
+          routeId: route.id,
+          reader: new SoapReader(entry.maxDepth),
+          maxResponseBytes: entry.maxResponseBytes,
+          metrics: deps.metrics,
+        };
         const own = ownHeaders(entry);
         const path = up.basePath + (entry.path ?? '') || '/';
         const pattern =
@@ -49,6 +54,7 @@ export default defineHandler(manifest, {
             : compilePathRewrite({ pattern: entry.pattern, rewrite: '/' }, template);
 
         const refuse = (ctx: RequestContext, sink: ResponseSink, detail: string) => {
+          deps.metrics.soap(route.id, 'bad_request');
           const body = problem('SLC_ERR_SOAP_BAD_REQUEST', detail, { requestId: ctx.requestId });
           deliverJson(sink, body.status, 'application/problem+json', body);
         };
@@ -91,7 +97,7 @@ export default defineHandler(manifest, {
           callUpstream(
             up,
             { path, method: 'POST', headers, body, keyed: ctx.keyed },
-            new SoapCall(sink, reader, entry.maxResponseBytes, ctx.requestId),
+            new SoapCall(sink, soap, ctx.requestId),
             deps.metrics,
           );
         };

@@ -7,6 +7,7 @@
  */
 import { Writable } from 'node:stream';
 import type { ErrorCode } from '../../errors/codes.ts';
+import type { Metrics, SoapResult } from '../../observability/metrics.ts';
 import { problem } from '../../errors/problem.ts';
 import type { CallFailure, ResponseSink } from '../../upstream/call.ts';
 import { deliverJson } from '../deliver.ts';
@@ -16,10 +17,17 @@ const TOO_LARGE = new Error('soap: response larger than allowed');
 /** application/soap+xml, text/xml, application/xml or any +xml type. */
 const XML_TYPE = /^(?:text\/xml|application\/(?:[\w.!#$&^-]+\+)?xml)\s*(?:;|$)/i;
 
+/** What the route gives each of its calls, bound once. */
+export interface BoundSoap {
+  routeId: string;
+  reader: SoapReader;
+  maxResponseBytes: number;
+  metrics: Metrics;
+}
+
 export class SoapCall implements ResponseSink {
   readonly #out: ResponseSink;
-  readonly #reader: SoapReader;
-  readonly #maxBytes: number;
+  readonly #soap: BoundSoap;
   readonly #requestId: string;
   #status = 0;
   #notXml = false;
@@ -27,10 +35,9 @@ export class SoapCall implements ResponseSink {
   #length = 0;
   #tooLarge = false;
 
-  constructor(out: ResponseSink, reader: SoapReader, maxBytes: number, requestId: string) {
+  constructor(out: ResponseSink, soap: BoundSoap, requestId: string) {
     this.#out = out;
-    this.#reader = reader;
-    this.#maxBytes = maxBytes;
+    this.#soap = soap;
     this.#requestId = requestId;
   }
 
@@ -43,7 +50,7 @@ export class SoapCall implements ResponseSink {
     return new Writable({
       write: (chunk: Buffer, _encoding, callback) => {
         this.#length += chunk.length;
-        if (this.#length > this.#maxBytes) {
+        if (this.#length > this.#soap.maxResponseBytes) {
           this.#tooLarge = true;
           return callback(TOO_LARGE);
         }
@@ -54,21 +61,41 @@ export class SoapCall implements ResponseSink {
   }
 
   end(failure: CallFailure | null): void {
+    const soap = this.#soap;
     if (this.#tooLarge)
-      this.#problem('SLC_ERR_SOAP_TOO_LARGE', `the SOAP response is larger than ${this.#maxBytes} bytes`);
-    else if (failure !== null) this.#out.end(failure);
-    else if (this.#notXml)
-      this.#problem('SLC_ERR_SOAP_BAD_RESPONSE', `the upstream answered ${this.#status} without XML`);
+      this.#problem(
+        'SLC_ERR_SOAP_TOO_LARGE',
+        `the SOAP response is larger than ${soap.maxResponseBytes} bytes`,
+        undefined,
+      );
+    else if (failure !== null) {
+      soap.metrics.soap(soap.routeId, 'error');
+      this.#out.end(failure);
+    } else if (this.#notXml)
+      this.#problem(
+        'SLC_ERR_SOAP_BAD_RESPONSE',
+        `the upstream answered ${this.#status} without XML`,
+        undefined,
+      );
     else {
-      const answer = this.#reader.read(this.#status, Buffer.concat(this.#chunks, this.#length));
+      const answer = soap.reader.read(this.#status, Buffer.concat(this.#chunks, this.#length));
       this.#chunks = [];
-      if ('doc' in answer) deliverJson(this.#out, 200, 'application/json', answer.doc);
-      else this.#problem(answer.code, answer.detail, answer.extra);
+      if ('doc' in answer) {
+        soap.metrics.soap(soap.routeId, 'ok');
+        deliverJson(this.#out, 200, 'application/json', answer.doc);
+      } else this.#problem(answer.code, answer.detail, answer.extra);
     }
   }
 
-  #problem(code: ErrorCode, detail: string, extra?: Record<string, string>): void {
+  #problem(code: ErrorCode, detail: string, extra: Record<string, string> | undefined): void {
+    const soap = this.#soap;
+    soap.metrics.soap(soap.routeId, RESULTS[code] ?? 'refused');
     const body = problem(code, detail, { requestId: this.#requestId, ...extra });
     deliverJson(this.#out, body.status, 'application/problem+json', body);
   }
 }
+
+const RESULTS: Partial<Record<ErrorCode, SoapResult>> = {
+  SLC_ERR_SOAP_CLIENT_FAULT: 'client_fault',
+  SLC_ERR_SOAP_SERVER_FAULT: 'server_fault',
+};
