@@ -69,6 +69,7 @@ export class SoapReader {
       processEntities: true,
       entityDecoder: XML_REFERENCES,
       maxNestedTags: maxDepth,
+      jPath: false, // Optimization: no path string built per tag (no callback here reads one)
     });
   }
 
