@@ -14,55 +14,21 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import { Pool } from 'undici';
 import { CREATE_ACTION, ORDERS_NS, startSoapService } from '../examples/soap-service.ts';
-import { treeTicks } from './lib/cpu.ts';
-import { waitReady } from './lib/http.ts';
-import { HZ, NODE, pinned, pinSelf, SLUICE_NODE_FLAGS, TARGET_CORE } from './lib/machine.ts';
-import { start, stopAll, stopEverythingOnExit } from './lib/processes.ts';
-import { median } from './lib/stats.ts';
+import { alternate, alternatingArgs, startSluiceRun } from './lib/alternating.ts';
+import { pinSelf } from './lib/machine.ts';
+import { stopAll, stopEverythingOnExit } from './lib/processes.ts';
 
-const { values } = parseArgs({
-  options: {
-    requests: { type: 'string', default: process.env.BENCH_REQUESTS ?? '4000' },
-    concurrency: { type: 'string', default: '16' },
-    rounds: { type: 'string', default: process.env.BENCH_ROUNDS ?? '3' },
-  },
-});
-const N = Number(values.requests);
-const C = Number(values.concurrency);
-const ROUNDS = Number(values.rounds);
+const OPTS = alternatingArgs();
+const { n: N, concurrency: C, rounds: ROUNDS } = OPTS;
 const PORT = 18290;
 
 pinSelf();
 stopEverythingOnExit();
 const service = await startSoapService(PORT + 2);
 const dir = mkdtempSync(join(tmpdir(), 'sluice-bench-soap-'));
-const gateway = start(
-  'sluice',
-  pinned(TARGET_CORE, [
-    NODE,
-    ...SLUICE_NODE_FLAGS,
-    'bin/sluice.ts',
-    'run',
-    '-f',
-    'bench/bench-soap.yaml',
-    '--host',
-    '127.0.0.1',
-    '--port',
-    String(PORT),
-    '--admin-port',
-    String(PORT + 1),
-    '--admin-token',
-    'bench',
-    '--no-access-log',
-    '--log-level',
-    'warn',
-  ]),
-  join(dir, 'sluice.log'),
-);
-await waitReady(gateway, `http://127.0.0.1:${PORT + 1}/readyz`);
+const gateway = await startSluiceRun('bench/bench-soap.yaml', PORT, dir);
 const pool = new Pool(`http://127.0.0.1:${PORT}`, { connections: C });
 
 async function post(path: string, type: Record<string, string>, body: string): Promise<void> {
@@ -93,25 +59,8 @@ const WORK = {
   proxied: (i: number) => post('/ws/orders', SOAP_TYPE, envelope(i)),
 } as const;
 
-/** CPU µs of the data plane per request of `work`, n requests at concurrency C. */
-async function measure(work: (i: number) => Promise<void>, n: number): Promise<number> {
-  const before = treeTicks(gateway.child.pid);
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: C }, async () => {
-      while (next < n) await work(next++);
-    }),
-  );
-  return (((treeTicks(gateway.child.pid) - before) / HZ) * 1e6) / n;
-}
-
 try {
-  for (const work of Object.values(WORK)) await measure(work, Math.min(N, 1000)); // warm-up
-  const samples: Record<string, number[]> = { translated: [], proxied: [] };
-  for (let r = 0; r < ROUNDS; r++)
-    for (const [name, work] of Object.entries(WORK)) samples[name].push(await measure(work, N));
-  const translated = median(samples.translated);
-  const proxied = median(samples.proxied);
+  const { translated, proxied } = await alternate(gateway, WORK, OPTS);
   console.log(`\nCPU of the data plane, µs (median of ${ROUNDS} rounds of ${N}, concurrency ${C}):`);
   console.log(`  JSON → SOAP → JSON (translated)        ${translated.toFixed(0)}`);
   console.log(`  the same SOAP POST, proxied            ${proxied.toFixed(0)}`);

@@ -4,17 +4,17 @@
  * to be one (XXE, billion laughs, depth, size, not XML). Success through declared elements and
  * through the generic mapping, faults of both kinds and versions, an injection attempt that
  * arrives as text, hostile responses refused, the request refused before any call when its
- * JSON is malformed, jwt and idempotency in front, and the service's timeout and breaker.
+ * JSON is malformed, plugins in front (jwt, request-transformer, rate limit, idempotency), the
+ * service's timeout and breaker, and the per-route metric.
  */
-import { SignJWT } from 'jose';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DataPlane } from '../../dataplane/main.ts';
-import { gatewayRoute, snapshotOf } from '../aggregate/helpers.ts';
+import { gatewayRoute, jwtPlugin, snapshotOf } from '../aggregate/helpers.ts';
 import { freePort, startTestDataPlane, startUpstream, type Upstream } from '../helpers/servers.ts';
 import { CREATE_ACTION, ORDERS_NS, type SoapService, startSoapService } from '../../examples/soap-service.ts';
 
-const HS_SECRET = 'a-shared-secret-of-32-bytes-or-more!!';
+const jwt = jwtPlugin('orders');
 let svc: SoapService;
 let evil: Upstream;
 let dp: DataPlane;
@@ -80,6 +80,11 @@ beforeAll(async () => {
         }),
         soapRule('secure', { path: '/ws/orders', elements: ORDER_ELEMENTS }, { plugins: [{ name: 'jwt' }] }),
         soapRule(
+          'shaped',
+          { path: '/ws/orders', elements: ORDER_ELEMENTS },
+          { plugins: [{ name: 'add-note' }, { name: 'one-a-minute' }] },
+        ),
+        soapRule(
           'keyed',
           { path: '/ws/orders', elements: ORDER_ELEMENTS },
           { plugins: [{ name: 'jwt' }, { name: 'idempotency' }] },
@@ -99,29 +104,21 @@ beforeAll(async () => {
       url: dead,
       circuitBreaker: { minRequests: 2, errorPercent: 50, window: '10s', openFor: '30s' },
     }),
+    ...jwt.objects,
     {
-      apiVersion: 'v1',
-      kind: 'Secret',
-      metadata: { name: 'jwt-key', namespace: 'test' },
-      stringData: { k: HS_SECRET },
+      apiVersion: 'sluice.dev/v1alpha1',
+      kind: 'GatewayPlugin',
+      metadata: { name: 'add-note', namespace: 'test', generation: 1 },
+      spec: {
+        plugin: 'request-transformer',
+        config: { add: { body: ['note:added by {{ header.x-tenant }}'] } },
+      },
     },
     {
       apiVersion: 'sluice.dev/v1alpha1',
       kind: 'GatewayPlugin',
-      metadata: { name: 'jwt', namespace: 'test', generation: 1 },
-      spec: {
-        plugin: 'jwt',
-        config: {
-          issuers: [
-            {
-              issuer: 'test-issuer',
-              audiences: ['orders'],
-              algorithms: ['HS256'],
-              keys: [{ secretKeyRef: { name: 'jwt-key', key: 'k' } }],
-            },
-          ],
-        },
-      },
+      metadata: { name: 'one-a-minute', namespace: 'test', generation: 1 },
+      spec: { plugin: 'rate-limiting', config: { minute: 1, policy: 'local', limitBy: 'ip' } },
     },
     {
       apiVersion: 'sluice.dev/v1alpha1',
@@ -149,11 +146,7 @@ async function post(path: string, body: unknown, headers: Record<string, string>
   return { status: r.statusCode, headers: r.headers, text, json: text ? JSON.parse(text) : undefined };
 }
 
-const token = () =>
-  new SignJWT({ iss: 'test-issuer', aud: 'orders', sub: 'alice' })
-    .setProtectedHeader({ alg: 'HS256' })
-    .setExpirationTime('1m')
-    .sign(new TextEncoder().encode(HS_SECRET));
+const token = () => jwt.token();
 
 describe('soap: a JSON request becomes a SOAP call, its answer JSON', () => {
   it('SOAP 1.1 with declared elements: text/xml, the SOAPAction, the envelope; the answer as JSON', async () => {
@@ -366,6 +359,17 @@ describe('soap: plugins in front and the upstream call', () => {
     const ok = await post('/secure', { customer: 'eve' }, { authorization: `Bearer ${await token()}` });
     expect(ok.status).toBe(200);
     expect(ok.json.CreateOrderResponse.customer).toBe('eve');
+  });
+
+  it('a request-transformer and a rate limit in front: the edited body is translated; past the limit, 429 and no call', async () => {
+    const r = await post('/shaped', { customer: 'gina' }, { 'x-tenant': '<acme>' });
+    expect(r.status).toBe(200);
+    expect(r.json.CreateOrderResponse).toMatchObject({ customer: 'gina', note: 'added by <acme>' });
+    expect(svc.received.at(-1)?.body).toContain('<note>added by &lt;acme&gt;</note>');
+    const before = svc.received.length;
+    const limited = await post('/shaped', { customer: 'gina' });
+    expect(limited.status).toBe(429);
+    expect(svc.received.length).toBe(before);
   });
 
   it('idempotency in front: a replayed POST is answered from the record, the service runs once', async () => {

@@ -10,8 +10,8 @@
 import { type Static, Type } from '@sinclair/typebox';
 import type { ConfigProblem } from '../../config/config-problem.ts';
 import { handlerManifest } from '../../config/manifest.ts';
-import { compileTemplate, pathNames, xmlText } from '../../config/template.ts';
-import { PATH_PATTERN, patternParams } from '../../config/transform-schema.ts';
+import { compileTemplate, xmlText } from '../../config/template.ts';
+import { PATH_PATTERN, PathParams } from '../../config/transform-schema.ts';
 
 /** An XML element name without a prefix (ASCII NCName): the operation and the declared elements. */
 const XML_NAME = '[A-Za-z_][A-Za-z0-9._-]*';
@@ -156,27 +156,17 @@ export type SoapHandler = Static<typeof SoapHandler>;
 /** What both sides check: the pattern, and each element's value a template over declared parameters. */
 function checkSoap(c: { pattern?: string; elements?: readonly { path: string; value: string }[] }) {
   const problems: ConfigProblem[] = [];
-  let declared: string[] = [];
-  if (c.pattern !== undefined) {
-    const params = patternParams(c.pattern);
-    if ('error' in params) problems.push({ field: 'pattern', message: `the pattern ${params.error}` });
-    else declared = params;
-  }
+  const params = new PathParams(c.pattern, 'pattern', problems);
   c.elements?.forEach((e, j) => {
     const field = `elements[${j}].value`;
     const t = compileTemplate(e.value, true);
-    const missing = 'error' in t ? undefined : pathNames(t).find((n) => !declared.includes(n));
-    if ('error' in t) problems.push({ field, message: `the value ${t.error}` });
-    else if (t.parts.some((p) => typeof p === 'string' && xmlText(p) === null))
-      problems.push({ field, message: 'the value holds a character XML 1.0 does not allow' });
-    else if (missing !== undefined)
-      problems.push({
-        field,
-        message:
-          c.pattern === undefined
-            ? `{{ path.${missing} }} needs pattern to declare {${missing}}`
-            : `{{ path.${missing} }} is not a parameter of pattern`,
-      });
+    const p =
+      'error' in t
+        ? { field, message: `the value ${t.error}` }
+        : t.parts.some((p) => typeof p === 'string' && xmlText(p) === null)
+          ? { field, message: 'the value holds a character XML 1.0 does not allow' }
+          : params.undeclared(t, field);
+    if (p !== null) problems.push(p);
   });
   return problems;
 }
