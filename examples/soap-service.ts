@@ -4,7 +4,7 @@
  * on loopback, SOAP 1.1 at /ws/orders and SOAP 1.2 (its forceSoap12Headers) at /ws/orders12;
  * GET /ws/orders?wsdl returns the WSDL. CreateOrder echoes what it parsed (so a test sees what
  * the service understood), a customer "bad" gets a client fault, "crash" a server fault, "slow"
- * an answer after 2 s. The raw request bodies it received are kept (the last 100).
+ * an answer after 2 s. The raw request bodies it received are kept (the last 1,000 at least).
  */
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
@@ -79,7 +79,7 @@ interface CreateOrder {
 
 export interface SoapService {
   url: string;
-  /** Raw request bodies and headers, in order (the last 100 to 200). */
+  /** Raw request bodies and headers, in order (the last 1,000 to 2,000). */
   received: { body: string; headers: Record<string, string | string[] | undefined> }[];
   /** CreateOrder calls the service executed. */
   executed: () => number;
@@ -126,7 +126,7 @@ export async function startSoapService(port = 0, host = '127.0.0.1'): Promise<So
   const log = (type: string, data: unknown, req: IncomingMessage) => {
     if (type !== 'received') return;
     received.push({ body: String(data), headers: req.headers });
-    if (received.length > 200) received.splice(0, 100);
+    if (received.length > 2000) received.splice(0, 1000);
   };
   const s11 = soap.listen(server, {
     path: '/ws/orders',

@@ -149,9 +149,13 @@ async function post(path: string, body: unknown, headers: Record<string, string>
 const token = () => jwt.token();
 
 describe('soap: a JSON request becomes a SOAP call, its answer JSON', () => {
-  it('SOAP 1.1 with declared elements: text/xml, the SOAPAction, the envelope; the answer as JSON', async () => {
+  it('SOAP 1.1 with declared elements: text/xml, the SOAPAction, the client headers, the envelope; the answer as JSON', async () => {
     const before = svc.received.length;
-    const r = await post('/declared', { customer: 'alice', item: { sku: 'A-1', qty: 2 }, note: 'hi' });
+    const r = await post(
+      '/declared',
+      { customer: 'alice', item: { sku: 'A-1', qty: 2 }, note: 'hi' },
+      { soapaction: '"urn:other"', 'x-custom': 'kept', 'accept-encoding': 'gzip' },
+    );
     expect(r.status).toBe(200);
     expect(r.headers['content-type']).toBe('application/json');
     expect(r.json).toEqual({
@@ -164,12 +168,24 @@ describe('soap: a JSON request becomes a SOAP call, its answer JSON', () => {
     });
     const seen = svc.received[before];
     expect(seen.headers['content-type']).toBe('text/xml; charset=utf-8');
-    expect(seen.headers.soapaction).toBe(`"${CREATE_ACTION}"`);
+    expect(seen.headers.soapaction).toBe(`"${CREATE_ACTION}"`); // the route's, never the client's
+    expect(seen.headers['x-custom']).toBe('kept');
+    expect(seen.headers['accept-encoding']).toBeUndefined();
     expect(seen.body).toBe(
       '<?xml version="1.0" encoding="utf-8"?><soap:Envelope xmlns:soap="http://schemas.xmlsoap.org/soap/envelope/">' +
         `<soap:Body><CreateOrder xmlns="${ORDERS_NS}"><customer>alice</customer><item><sku>A-1</sku><qty>2</qty></item>` +
         '<note>hi</note></CreateOrder></soap:Body></soap:Envelope>',
     );
+  });
+
+  it('300 concurrent translations: each answer belongs to its own request', async () => {
+    const answers = await Promise.all(
+      Array.from({ length: 300 }, (_, i) => post(i % 2 ? '/declared' : '/generic', { customer: `c-${i}` })),
+    );
+    answers.forEach((r, i) => {
+      expect(r.status).toBe(200);
+      expect(r.json.CreateOrderResponse.customer).toBe(`c-${i}`);
+    });
   });
 
   it('the generic mapping: members become elements, an array repeats its element; repeated answers are arrays', async () => {
