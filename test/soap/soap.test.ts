@@ -59,6 +59,7 @@ beforeAll(async () => {
     else if (path === '/text') xml(500, 'java.lang.NullPointerException at internal.Secret', 'text/plain');
     else if (path === '/broken') xml(200, '<soap:Envelope><soap:Body><R></soap:Body>');
     else if (path === '/nofault') xml(500, envelope('<R><v>odd</v></R>'));
+    else if (path === '/oneway') res.writeHead(202).end();
     else if (path === '/entity-in-text') xml(200, envelope('<R><v>a &lt;b&gt; &amp; &#65;</v></R>'));
     else return false;
     return true;
@@ -94,8 +95,8 @@ beforeAll(async () => {
     ),
     withService(
       gatewayRoute('evil', [
-        ...['xxe', 'laughs', 'deep', 'big', 'text', 'broken', 'nofault', 'entity-in-text'].map((p) =>
-          soapRule(p, { path: `/${p}`, maxDepth: 32, maxResponseBytes: 4096 }),
+        ...['xxe', 'laughs', 'deep', 'big', 'text', 'broken', 'nofault', 'entity-in-text', 'oneway'].map(
+          (p) => soapRule(p, { path: `/${p}`, maxDepth: 32, maxResponseBytes: 4096 }),
         ),
       ]),
       { url: evil.url },
@@ -357,6 +358,12 @@ describe('soap: hostile or broken answers', () => {
       expect(r.text).not.toContain('NullPointer');
       expect(r.text).not.toContain('odd');
     }
+  });
+
+  it('a one-way answer (202, no body) is an empty JSON object', async () => {
+    const r = await post('/oneway', {});
+    expect(r.status).toBe(200);
+    expect(r.json).toEqual({});
   });
 
   it('predefined entities and character references in the answer are decoded', async () => {

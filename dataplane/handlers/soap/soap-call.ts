@@ -71,6 +71,10 @@ export class SoapCall implements ResponseSink {
     else if (failure !== null) {
       soap.metrics.soap(soap.routeId, 'error');
       this.#out.end(failure);
+    } else if (this.#length === 0 && this.#status >= 200 && this.#status < 300) {
+      // A one-way operation's answer (often 202): nothing to translate.
+      soap.metrics.soap(soap.routeId, 'ok');
+      deliverJson(this.#out, 200, 'application/json', {});
     } else if (this.#notXml)
       this.#problem(
         'SLC_ERR_SOAP_BAD_RESPONSE',
