@@ -88,8 +88,7 @@ interface Wish {
 
 /**
  * A draft's upstreams: those of the handler kind its rule chooses (an aggregate's calls, a soap
- * route's service), else
- * its version's backends (one, or a canary's two), else the service's url.
+ * route's service), else its version's backends (one, or a canary's two), else the service's url.
  */
 function wishesOf(d: Draft): Wish[] {
   const h = d.route.handlers[d.ruleIndex];
