@@ -4,7 +4,7 @@
  * to be one (XXE, billion laughs, depth, size, not XML). Success through declared elements and
  * through the generic mapping, faults of both kinds and versions, an injection attempt that
  * arrives as text, hostile responses refused, the request refused before any call when its
- * JSON is malformed, plugins in front (jwt, request-transformer, rate limit, idempotency), the
+ * JSON is malformed, plugins in front (jwt, request-transformer, rate limit, cache, idempotency), the
  * service's timeout and breaker, and the per-route metric.
  */
 import { request } from 'undici';
@@ -86,6 +86,11 @@ beforeAll(async () => {
           { plugins: [{ name: 'add-note' }, { name: 'one-a-minute' }] },
         ),
         soapRule(
+          'cached',
+          { path: '/ws/orders', elements: ORDER_ELEMENTS },
+          { plugins: [{ name: 'cache' }] },
+        ),
+        soapRule(
           'keyed',
           { path: '/ws/orders', elements: ORDER_ELEMENTS },
           { plugins: [{ name: 'jwt' }, { name: 'idempotency' }] },
@@ -106,6 +111,12 @@ beforeAll(async () => {
       circuitBreaker: { minRequests: 2, errorPercent: 50, window: '10s', openFor: '30s' },
     }),
     ...jwt.objects,
+    {
+      apiVersion: 'sluice.dev/v1alpha1',
+      kind: 'GatewayPlugin',
+      metadata: { name: 'cache', namespace: 'test', generation: 1 },
+      spec: { plugin: 'proxy-cache', config: { methods: ['GET', 'HEAD', 'POST'] } },
+    },
     {
       apiVersion: 'sluice.dev/v1alpha1',
       kind: 'GatewayPlugin',
@@ -393,6 +404,16 @@ describe('soap: plugins in front and the upstream call', () => {
     const limited = await post('/shaped', { customer: 'gina' });
     expect(limited.status).toBe(429);
     expect(svc.received.length).toBe(before);
+  });
+
+  it('a cache in front: every POST reaches the service (a translated answer carries no freshness to store)', async () => {
+    const executed = svc.executed();
+    for (let i = 0; i < 2; i++) {
+      const r = await post('/cached', { customer: 'hank' });
+      expect(r.status).toBe(200);
+      expect(r.json.CreateOrderResponse.customer).toBe('hank');
+    }
+    expect(svc.executed()).toBe(executed + 2);
   });
 
   it('idempotency in front: a replayed POST is answered from the record, the service runs once', async () => {
