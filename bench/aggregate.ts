@@ -14,55 +14,21 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import { Pool } from 'undici';
 import { startSampleUpstreams } from '../examples/upstreams.ts';
-import { treeTicks } from './lib/cpu.ts';
-import { waitReady } from './lib/http.ts';
-import { HZ, NODE, pinned, pinSelf, SLUICE_NODE_FLAGS, TARGET_CORE } from './lib/machine.ts';
-import { start, stopAll, stopEverythingOnExit } from './lib/processes.ts';
-import { median } from './lib/stats.ts';
+import { alternate, alternatingArgs, startSluiceRun } from './lib/alternating.ts';
+import { pinSelf } from './lib/machine.ts';
+import { stopAll, stopEverythingOnExit } from './lib/processes.ts';
 
-const { values } = parseArgs({
-  options: {
-    requests: { type: 'string', default: process.env.BENCH_REQUESTS ?? '4000' },
-    concurrency: { type: 'string', default: '16' },
-    rounds: { type: 'string', default: process.env.BENCH_ROUNDS ?? '3' },
-  },
-});
-const N = Number(values.requests);
-const C = Number(values.concurrency);
-const ROUNDS = Number(values.rounds);
+const OPTS = alternatingArgs();
+const { n: N, concurrency: C, rounds: ROUNDS } = OPTS;
 const PORT = 18280;
 
 pinSelf();
 stopEverythingOnExit();
 const upstreams = await startSampleUpstreams(3001);
 const dir = mkdtempSync(join(tmpdir(), 'sluice-bench-aggregate-'));
-const gateway = start(
-  'sluice',
-  pinned(TARGET_CORE, [
-    NODE,
-    ...SLUICE_NODE_FLAGS,
-    'bin/sluice.ts',
-    'run',
-    '-f',
-    'examples/gateway.yaml',
-    '--host',
-    '127.0.0.1',
-    '--port',
-    String(PORT),
-    '--admin-port',
-    String(PORT + 1),
-    '--admin-token',
-    'bench',
-    '--no-access-log',
-    '--log-level',
-    'warn',
-  ]),
-  join(dir, 'sluice.log'),
-);
-await waitReady(gateway, `http://127.0.0.1:${PORT + 1}/readyz`);
+const gateway = await startSluiceRun('examples/gateway.yaml', PORT, dir);
 const pool = new Pool(`http://127.0.0.1:${PORT}`, { connections: C });
 
 async function get(path: string): Promise<void> {
@@ -80,25 +46,8 @@ const WORK = {
   },
 } as const;
 
-/** CPU µs of the data plane per unit of `work`, n units at concurrency C. */
-async function measure(work: (i: number) => Promise<void>, n: number): Promise<number> {
-  const before = treeTicks(gateway.child.pid);
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: C }, async () => {
-      while (next < n) await work(next++);
-    }),
-  );
-  return (((treeTicks(gateway.child.pid) - before) / HZ) * 1e6) / n;
-}
-
 try {
-  for (const work of Object.values(WORK)) await measure(work, Math.min(N, 1000)); // warm-up
-  const samples: Record<string, number[]> = { aggregated: [], 'proxied ×3': [] };
-  for (let r = 0; r < ROUNDS; r++)
-    for (const [name, work] of Object.entries(WORK)) samples[name].push(await measure(work, N));
-  const agg = median(samples.aggregated);
-  const three = median(samples['proxied ×3']);
+  const { aggregated: agg, 'proxied ×3': three } = await alternate(gateway, WORK, OPTS);
   console.log(`\nCPU of the data plane, µs (median of ${ROUNDS} rounds of ${N}, concurrency ${C}):`);
   console.log(`  aggregated request (3 calls merged)    ${agg.toFixed(0)}`);
   console.log(`  three sequential proxied requests      ${three.toFixed(0)}`);

@@ -87,12 +87,12 @@ interface Wish {
 }
 
 /**
- * A draft's upstreams: those of the handler kind its rule chooses (an aggregate's calls), else
- * its version's backends (one, or a canary's two), else the service's url.
+ * A draft's upstreams: those of the handler kind its rule chooses (an aggregate's calls, a soap
+ * route's service), else its version's backends (one, or a canary's two), else the service's url.
  */
 function wishesOf(d: Draft): Wish[] {
   const h = d.route.handlers[d.ruleIndex];
-  if (h) return handlerManifest(h.kind)!.route!.upstreams(h.config, h.urls);
+  if (h) return handlerManifest(h.kind)!.route!.upstreams(h.config, h.urls, d.route.upstreamUrl);
   return (d.version?.backends ?? [{ url: d.route.upstreamUrl }]).map((b) => ({ url: b.url }));
 }
 

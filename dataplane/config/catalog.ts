@@ -8,6 +8,7 @@
  */
 import { manifest as aggregate } from '../handlers/aggregate/manifest.ts';
 import { manifest as proxy } from '../handlers/proxy/manifest.ts';
+import { manifest as soap } from '../handlers/soap/manifest.ts';
 import { manifest as cors } from '../plugins/cors/manifest.ts';
 import { manifest as idempotency } from '../plugins/idempotency/manifest.ts';
 import { manifest as jwt } from '../plugins/jwt/manifest.ts';
@@ -29,7 +30,7 @@ export const PLUGIN_MANIFESTS = [
   proxyCache,
 ] as const;
 
-export const HANDLER_MANIFESTS = [proxy, aggregate] as const;
+export const HANDLER_MANIFESTS = [proxy, aggregate, soap] as const;
 
 export type PluginName = (typeof PLUGIN_MANIFESTS)[number]['name'];
 export type HandlerKind = (typeof HANDLER_MANIFESTS)[number]['kind'];

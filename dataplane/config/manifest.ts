@@ -72,10 +72,15 @@ export interface HandlerRoute<U extends TSchema, S extends TSchema> {
   /** Every url/backendRef the config names. Read defensively: it also runs on configs that failed the schema. */
   backends: (config: unknown) => BackendSite[];
   /**
-   * The upstreams it calls, given the url each backend resolved to (backends' order): the
-   * controller adds the service's timeouts, retries and breaker, `requestMs` lowering the deadline.
+   * The upstreams it calls, given the url each backend resolved to (backends' order) and the
+   * service's (a kind that calls the route's own service, e.g. soap): the controller adds the
+   * service's timeouts, retries and breaker, `requestMs` lowering the deadline.
    */
-  upstreams: (config: Static<U>, urls: readonly string[]) => { url: string; requestMs?: number }[];
+  upstreams: (
+    config: Static<U>,
+    urls: readonly string[],
+    serviceUrl: string,
+  ) => { url: string; requestMs?: number }[];
   /** Its route-table entry, given the ids of those upstreams (same order). */
   entry: (config: Static<U>, upstreamIds: readonly string[]) => Static<S>;
 }

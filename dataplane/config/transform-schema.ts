@@ -6,7 +6,7 @@
 import { type TProperties, type TSchema, Type } from '@sinclair/typebox';
 import type { ConfigProblem } from './config-problem.ts';
 import { HEADER_NAME_CHARS, HEADER_VALUE_CHARS } from './http-grammar.ts';
-import { compileTemplate, type Template } from './template.ts';
+import { compileTemplate, pathNames, type Template } from './template.ts';
 
 /** A query parameter name the config may write (unreserved characters). */
 export const QUERY_NAME_CHARS = '[A-Za-z0-9._~-]+';
@@ -101,4 +101,36 @@ export function patternParams(pattern: string): string[] | { error: string } {
     names.push(m[1]);
   }
   return names;
+}
+
+/**
+ * The parameters a config's path pattern declares, for the templates that read them
+ * ({{ path.NAME }}): a problem of the pattern itself is reported once, at construction, and
+ * each template reading an undeclared parameter gets its own. `field` names the pattern in
+ * messages (e.g. "pattern", "path.pattern").
+ */
+export class PathParams {
+  readonly #declared: readonly string[];
+  readonly #field: string;
+  readonly #given: boolean;
+
+  constructor(pattern: string | undefined, field: string, problems: ConfigProblem[]) {
+    this.#field = field;
+    this.#given = pattern !== undefined;
+    const params = pattern === undefined ? [] : patternParams(pattern);
+    if ('error' in params) problems.push({ field, message: `the pattern ${params.error}` });
+    this.#declared = 'error' in params ? [] : params;
+  }
+
+  /** The problem of `t` (written at `field`) when it reads a parameter the pattern does not declare. */
+  undeclared(t: Template, field: string): ConfigProblem | null {
+    const missing = pathNames(t).find((n) => !this.#declared.includes(n));
+    if (missing === undefined) return null;
+    return {
+      field,
+      message: this.#given
+        ? `{{ path.${missing} }} is not a parameter of ${this.#field}`
+        : `{{ path.${missing} }} needs ${this.#field} to declare {${missing}}`,
+    };
+  }
 }

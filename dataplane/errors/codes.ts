@@ -63,6 +63,21 @@ export const ERRORS = {
     status: 502,
     title: 'The backend answers are larger than the aggregate allows',
   },
+  SLC_ERR_SOAP_BAD_REQUEST: {
+    status: 400,
+    title: 'The request cannot be translated to the SOAP operation',
+  },
+  SLC_ERR_SOAP_CLIENT_FAULT: { status: 422, title: 'The SOAP service refused the request (a client fault)' },
+  SLC_ERR_SOAP_SERVER_FAULT: { status: 502, title: 'The SOAP service failed (a server fault)' },
+  SLC_ERR_SOAP_BAD_RESPONSE: {
+    status: 502,
+    title: 'The SOAP service sent a response that is not a SOAP answer',
+  },
+  SLC_ERR_SOAP_DTD_REFUSED: {
+    status: 502,
+    title: 'The SOAP response declares a DTD or entities, which are refused',
+  },
+  SLC_ERR_SOAP_TOO_LARGE: { status: 502, title: 'The SOAP response is larger or deeper than allowed' },
 } as const satisfies Record<string, { status: number; title: string }>;
 
 export type ErrorCode = keyof typeof ERRORS;

@@ -31,6 +31,9 @@ export type WebSocketResult = 'accepted' | 'refused' | 'limit' | 'upstream_error
 /** How an open WebSocket ended: a Close frame passed (normal), the idle timeout, a message over the limit, a side failed or hung up. */
 export type WebSocketCloseReason = 'normal' | 'idle' | 'too_big' | 'upstream_error' | 'client_error';
 
+/** How a soap route's request ended (sluice_soap_requests_total). */
+export type SoapResult = 'ok' | 'client_fault' | 'server_fault' | 'refused' | 'bad_request' | 'error';
+
 export class Metrics {
   readonly registry = new Registry();
   readonly #latency = new HotHistogram({
@@ -155,6 +158,15 @@ export class Metrics {
     buckets: LATENCY_BUCKETS,
     registers: [this.registry],
   });
+  readonly #soap = new HotCounter({
+    name: 'sluice_soap_requests_total',
+    help:
+      'Requests of soap routes, by route id and result: ok, client_fault (422), server_fault (502), refused (the ' +
+      'answer: a DTD or entity, too large or deep, not a SOAP answer), bad_request (400, no call), error (no answer: ' +
+      'time-out, open breaker, no connection).',
+    labelNames: ['route', 'result'] as const,
+    registers: [this.registry],
+  });
   readonly #circuitIds = new Set<string>();
 
   constructor(opts: { processMetrics?: boolean } = {}) {
@@ -204,6 +216,10 @@ export class Metrics {
       .observe(Number(process.hrtime.bigint() - startNs) / NS_PER_S);
   }
 
+  soap(route: string, result: SoapResult): void {
+    this.#soap.series(route, result).inc();
+  }
+
   storeOperation(store: string, op: string, seconds: number, ok: boolean): void {
     this.#storeLatency.series(store, op, ok ? 'ok' : 'error').observe(seconds);
   }
@@ -245,6 +261,7 @@ export class Metrics {
     this.#wsMessages.retain(route);
     this.#wsClosed.retain(route);
     this.#aggregateCalls.retain(route);
+    this.#soap.retain(route);
     this.#retries.retain(upstream);
     this.#upstreamLatency.retain(upstream);
     for (const id of this.#circuitIds) {

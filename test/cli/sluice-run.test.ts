@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type SoapService, startSoapService } from '../../examples/soap-service.ts';
 import { startSampleUpstreams, type SampleUpstreams } from '../../examples/upstreams.ts';
 import { freePort, startUpstream } from '../helpers/servers.ts';
 
@@ -89,14 +90,17 @@ const curl = async (...args: string[]) => (await exec('curl', ['-s', '--max-time
 
 describe('sluice run on the demo configuration', () => {
   let ups: SampleUpstreams;
+  let soap: SoapService;
   let gw: Running;
   beforeAll(async () => {
     ups = await startSampleUpstreams(3001);
+    soap = await startSoapService(3005);
     gw = await start('examples/gateway.yaml');
   });
   afterAll(async () => {
     gw?.proc.kill('SIGTERM');
     await ups?.close();
+    await soap?.close();
   });
 
   it('serves the README curl lines', async () => {
@@ -126,6 +130,24 @@ describe('sluice run on the demo configuration', () => {
       user: { id: '42', name: 'User 42', email: 'user42@example.com' },
       orders: [{ id: 'o-42-1', userId: '42', total: 4200, currency: 'EUR' }],
       preferences: { userId: '42', language: 'en', newsletter: false },
+    });
+    // REST to SOAP: the demo's CreateOrder, the note's markup carried as text.
+    const order = await curl(
+      '-X',
+      'POST',
+      `${gw.proxy}/api/orders`,
+      '-H',
+      'content-type: application/json',
+      '-d',
+      '{"customer":"alice","item":{"sku":"A-1","qty":2},"note":"<b>gift</b>"}',
+    );
+    expect(JSON.parse(order)).toEqual({
+      CreateOrderResponse: {
+        orderId: expect.stringMatching(/^o-\d+$/),
+        customer: 'alice',
+        note: '<b>gift</b>',
+        line: { sku: 'A-1', qty: '2' },
+      },
     });
     expect(await curl('-o', '/dev/null', '-w', '%{http_code}', `${gw.proxy}/nowhere`)).toBe('404');
     expect(
@@ -233,7 +255,7 @@ spec:
   it('validate prints the hash of a good file', async () => {
     const r = await runCli(['validate', '-f', 'examples/gateway.yaml']);
     expect(r.code).toBe(0);
-    expect(r.stdout).toMatch(/^ok: 5 routes, hash [0-9a-f]{64}/);
+    expect(r.stdout).toMatch(/^ok: 6 routes, hash [0-9a-f]{64}/);
   });
 });
 

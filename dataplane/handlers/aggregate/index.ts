@@ -9,31 +9,13 @@ import type { RequestContext } from '../../pipeline/context.ts';
 import { RequestSources } from '../../pipeline/transform/sources.ts';
 import { captureParams, compilePathRewrite } from '../../pipeline/transform/path-rewrite.ts';
 import type { ResponseSink } from '../../upstream/call.ts';
+import { callHeaders } from '../call-headers.ts';
 import { ClientSink } from '../client-sink.ts';
 import { defineHandler } from '../types.ts';
 import { Aggregation, type BoundAggregate } from './aggregation.ts';
 import { manifest } from './manifest.ts';
 
-/**
- * Request headers the calls do not carry: those of the client's body (the calls have none), and
- * those that would let a backend answer something other than whole, plain JSON (compressed,
- * partial, 304).
- */
-const NOT_FORWARDED = new Set([
-  'content-length',
-  'content-type',
-  'content-encoding',
-  'transfer-encoding',
-  'expect',
-  'accept',
-  'accept-encoding',
-  'range',
-  'if-range',
-  'if-match',
-  'if-none-match',
-  'if-modified-since',
-  'if-unmodified-since',
-]);
+const JSON_ACCEPT = { accept: 'application/json' };
 
 export default defineHandler(manifest, {
   create(deps) {
@@ -64,7 +46,7 @@ export default defineHandler(manifest, {
             return sink.end({ code: 'SLC_ERR_ROUTE_NOT_FOUND', sent: false });
           if (ctx.hasBody && ctx.body === null) ctx.req.resume(); // a body no call sends: read and dropped
           new Aggregation(agg, sink, ctx.requestId).start(
-            forwarded(ctx.headers),
+            callHeaders(ctx.headers, JSON_ACCEPT),
             new RequestSources(ctx, params, false),
           );
         };
@@ -73,9 +55,3 @@ export default defineHandler(manifest, {
     };
   },
 });
-
-function forwarded(headers: Record<string, string>): Record<string, string> {
-  const out: Record<string, string> = { accept: 'application/json' };
-  for (const name in headers) if (!NOT_FORWARDED.has(name)) out[name] = headers[name];
-  return out;
-}

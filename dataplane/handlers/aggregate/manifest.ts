@@ -10,8 +10,8 @@ import { BackendRef, BackendUrl, ONE_BACKEND_RULE } from '../../config/backend-r
 import type { ConfigProblem } from '../../config/config-problem.ts';
 import { DURATION_PATTERN, MAX_TIMEOUT_MS, parseDuration } from '../../config/duration.ts';
 import { handlerManifest } from '../../config/manifest.ts';
-import { compileTemplate, pathNames } from '../../config/template.ts';
-import { PATH_PATTERN, PATH_TEMPLATE, patternParams } from '../../config/transform-schema.ts';
+import { compileTemplate } from '../../config/template.ts';
+import { PATH_PATTERN, PATH_TEMPLATE, PathParams } from '../../config/transform-schema.ts';
 
 /** A call's name is its member in the answer: a plain JSON-friendly identifier. */
 const CALL_NAME = '^[A-Za-z_][A-Za-z0-9_-]*$';
@@ -141,12 +141,7 @@ function checkCalls(c: {
   calls: readonly { name: string; path: string }[];
 }): ConfigProblem[] {
   const problems: ConfigProblem[] = [];
-  let declared: string[] = [];
-  if (c.pattern !== undefined) {
-    const params = patternParams(c.pattern);
-    if ('error' in params) problems.push({ field: 'pattern', message: `the pattern ${params.error}` });
-    else declared = params;
-  }
+  const params = new PathParams(c.pattern, 'pattern', problems);
   const seen = new Map<string, number>();
   c.calls.forEach((call, j) => {
     const first = seen.get(call.name);
@@ -168,15 +163,8 @@ function checkCalls(c: {
       else if (t.parts.some((p) => typeof p === 'string' && /[{}]/.test(p)))
         problems.push({ field, message: 'the path has "{" or "}" outside a {{ template }}' });
       else {
-        const missing = pathNames(t).find((n) => !declared.includes(n));
-        if (missing !== undefined)
-          problems.push({
-            field,
-            message:
-              c.pattern === undefined
-                ? `{{ path.${missing} }} needs pattern to declare {${missing}}`
-                : `{{ path.${missing} }} is not a parameter of pattern`,
-          });
+        const p = params.undeclared(t, field);
+        if (p !== null) problems.push(p);
       }
     }
   });

@@ -10,7 +10,7 @@
 import { type Static, Type } from '@sinclair/typebox';
 import type { ConfigProblem } from '../../config/config-problem.ts';
 import { pluginManifest } from '../../config/manifest.ts';
-import { compileTemplate, pathNames } from '../../config/template.ts';
+import { compileTemplate } from '../../config/template.ts';
 import {
   checkTemplates,
   fieldPaths,
@@ -24,7 +24,7 @@ import {
   queryValues,
   PATH_PATTERN,
   PATH_TEMPLATE,
-  patternParams,
+  PathParams,
   section,
 } from '../../config/transform-schema.ts';
 
@@ -109,11 +109,8 @@ export type RequestTransformerConfig = Static<typeof RequestTransformerConfig>;
 
 function checkRequestTransformer(c: RequestTransformerConfig): ConfigProblem[] {
   const problems: ConfigProblem[] = [];
-  let declared: string[] = [];
+  const params = new PathParams(c.path?.pattern, 'path.pattern', problems);
   if (c.path) {
-    const params = patternParams(c.path.pattern);
-    if ('error' in params) problems.push({ field: 'path.pattern', message: `the pattern ${params.error}` });
-    else declared = params;
     for (const seg of c.path.rewrite.split('/').slice(1)) {
       const t = compileTemplate(seg);
       if ('error' in t) problems.push({ field: 'path.rewrite', message: `the rewrite ${t.error}` });
@@ -124,25 +121,15 @@ function checkRequestTransformer(c: RequestTransformerConfig): ConfigProblem[] {
         });
     }
   }
-  const undeclared = (names: string[], field: string): ConfigProblem | null => {
-    const missing = names.find((n) => !declared.includes(n));
-    if (missing === undefined) return null;
-    return {
-      field,
-      message: c.path
-        ? `{{ path.${missing} }} is not a parameter of path.pattern`
-        : `{{ path.${missing} }} needs path.pattern to declare {${missing}}`,
-    };
-  };
   problems.push(
     ...checkTemplates(c as Record<string, unknown>, ['headers', 'query', 'body'], (t, field) =>
-      undeclared(pathNames(t), field),
+      params.undeclared(t, field),
     ),
   );
   if (c.path) {
     const t = compileTemplate(c.path.rewrite);
     if (!('error' in t)) {
-      const p = undeclared(pathNames(t), 'path.rewrite');
+      const p = params.undeclared(t, 'path.rewrite');
       if (p) problems.push(p);
     }
   }
