@@ -30,7 +30,12 @@ const BASE: RedisOptions = {
   maxRetriesPerRequest: 0,
   connectTimeout: 2_000,
   retryStrategy: (times) => Math.min(50 * 2 ** times, 2_000),
-  enableAutoPipelining: true,
+  // Not ioredis's auto-pipelining: it runs one pipeline at a time per connection and settles a
+  // pipeline's commands together, so under load commands waited on the previous batch and lived
+  // long enough to be promoted (idempotency's first execution: ~900 KB promoted per scavenge,
+  // 1.7 ms scavenges, p99 20 ms). RedisCaller corks the socket for the turn instead: the same one
+  // write per turn, each command settled on its own reply (measured: 55 → 45 µs, p99 20 → 7 ms).
+  enableAutoPipelining: false,
 };
 
 function hostsOf(list: string, defaultPort: number): { host: string; port: number }[] {
@@ -85,6 +90,11 @@ export class RedisCaller<Commands> {
   readonly #onError: NonNullable<RedisConnectionOptions['onError']>;
   #inFlight = 0;
   #lastReply = Date.now();
+  #corked: { uncork(): void } | null = null;
+  readonly #uncork = () => {
+    this.#corked?.uncork();
+    this.#corked = null;
+  };
 
   constructor(client: RedisClient, opts: Omit<RedisConnectionOptions, 'url'> = {}) {
     this.client = client;
@@ -118,6 +128,15 @@ export class RedisCaller<Commands> {
     const start = performance.now();
     const seconds = () => (performance.now() - start) / 1000;
     this.#inFlight++;
+    // Optimization: the commands of one event-loop turn leave in one write (a socket write costs
+    // ~5-10 µs of syscall here): the first corks the connection, setImmediate uncorks it once the
+    // ready sockets have been read. A Cluster has a socket per node and is left uncorked.
+    const stream = (this.client as { stream?: { cork(): void; uncork(): void } }).stream;
+    if (this.#corked === null && stream !== undefined) {
+      stream.cork();
+      this.#corked = stream;
+      setImmediate(this.#uncork);
+    }
     const pending = fn(this.client as unknown as Commands);
     // One reaction on the command: the in-flight count drops when Redis answers or the connection
     // fails the command, not at our deadline (that is what bounds the commands waiting on a stalled

@@ -48,4 +48,36 @@ describe('RedisCaller', () => {
       await caller.close();
     }
   });
+
+  it('sends the commands of one event-loop turn in one write, and each settles on its own reply', async () => {
+    const caller = new RedisCaller<{
+      set(k: string, v: string): Promise<string>;
+      get(k: string): Promise<string | null>;
+    }>(createRedisClient(redis.url));
+    try {
+      expect(await caller.ready(5_000)).toBe(true);
+      const socket = (caller.client as unknown as { stream: import('node:net').Socket }).stream;
+      let writes = 0;
+      const counted = <F extends (...a: never[]) => unknown>(f: F) =>
+        function (this: unknown, ...a: Parameters<F>) {
+          writes++;
+          return f.apply(this, a);
+        };
+      socket._write = counted(socket._write);
+      socket._writev = counted(socket._writev!);
+      const turn = await Promise.all(
+        Array.from({ length: 40 }, (_, i) => caller.call('set', (c) => c.set(`batch:${i}`, String(i)))),
+      );
+      expect(turn).toEqual(Array(40).fill('OK'));
+      expect(writes).toBe(1);
+      // A later turn is a write of its own; values read back in order.
+      const back = await Promise.all(
+        Array.from({ length: 40 }, (_, i) => caller.call('get', (c) => c.get(`batch:${i}`))),
+      );
+      expect(back).toEqual(Array.from({ length: 40 }, (_, i) => String(i)));
+      expect(writes).toBe(2);
+    } finally {
+      await caller.close();
+    }
+  });
 });
