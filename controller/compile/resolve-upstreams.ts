@@ -92,7 +92,7 @@ interface Wish {
  */
 function wishesOf(d: Draft): Wish[] {
   const h = d.route.handlers[d.ruleIndex];
-  if (h) return handlerManifest(h.kind)!.route!.upstreams(h.config, h.urls);
+  if (h) return handlerManifest(h.kind)!.route!.upstreams(h.config, h.urls, d.route.upstreamUrl);
   return (d.version?.backends ?? [{ url: d.route.upstreamUrl }]).map((b) => ({ url: b.url }));
 }
 

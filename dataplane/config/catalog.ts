@@ -7,6 +7,7 @@
  * gives the GatewayRoute its `routes[].<kind>` field and the controller its compile step).
  */
 import { manifest as aggregate } from '../handlers/aggregate/manifest.ts';
+import { manifest as grpc } from '../handlers/grpc/manifest.ts';
 import { manifest as proxy } from '../handlers/proxy/manifest.ts';
 import { manifest as cors } from '../plugins/cors/manifest.ts';
 import { manifest as idempotency } from '../plugins/idempotency/manifest.ts';
@@ -29,7 +30,7 @@ export const PLUGIN_MANIFESTS = [
   proxyCache,
 ] as const;
 
-export const HANDLER_MANIFESTS = [proxy, aggregate] as const;
+export const HANDLER_MANIFESTS = [proxy, aggregate, grpc] as const;
 
 export type PluginName = (typeof PLUGIN_MANIFESTS)[number]['name'];
 export type HandlerKind = (typeof HANDLER_MANIFESTS)[number]['kind'];

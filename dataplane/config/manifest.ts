@@ -75,7 +75,12 @@ export interface HandlerRoute<U extends TSchema, S extends TSchema> {
    * The upstreams it calls, given the url each backend resolved to (backends' order): the
    * controller adds the service's timeouts, retries and breaker, `requestMs` lowering the deadline.
    */
-  upstreams: (config: Static<U>, urls: readonly string[]) => { url: string; requestMs?: number }[];
+  upstreams: (
+    config: Static<U>,
+    urls: readonly string[],
+    /** The GatewayRoute's service url (service.url, or its backendRef resolved), for kinds that call it. */
+    serviceUrl: string,
+  ) => { url: string; requestMs?: number }[];
   /** Its route-table entry, given the ids of those upstreams (same order). */
   entry: (config: Static<U>, upstreamIds: readonly string[]) => Static<S>;
 }

@@ -63,6 +63,9 @@ export const ERRORS = {
     status: 502,
     title: 'The backend answers are larger than the aggregate allows',
   },
+  // The HTTP status is the gRPC status's, by the standard table (handlers/grpc/status.ts); 502 is
+  // only the class it falls in when read without that table.
+  SLC_ERR_GRPC_STATUS: { status: 502, title: 'The gRPC service answered with an error status' },
 } as const satisfies Record<string, { status: number; title: string }>;
 
 export type ErrorCode = keyof typeof ERRORS;

@@ -59,7 +59,10 @@ describe('services an aggregate calls', () => {
 
 describe('at most one handler kind per route', () => {
   it('every kind with a route field is a field of the rule', () => {
-    expect(HANDLER_FIELDS).toEqual([{ field: 'aggregate', kind: 'aggregate' }]);
+    expect(HANDLER_FIELDS).toEqual([
+      { field: 'aggregate', kind: 'aggregate' },
+      { field: 'grpc', kind: 'grpc' },
+    ]);
   });
   it('the CEL rule counts the kinds set once there are two or more', () => {
     expect(atMostOneRule(['aggregate'])).toEqual([]);

@@ -7,7 +7,6 @@
  * 502/504 problem naming the required call that failed. It goes to the route's ResponseSink,
  * so response plugins (cache, idempotency, transformers) see it like any upstream answer.
  */
-import { finished } from 'node:stream';
 import { ERRORS, type ErrorCode } from '../../errors/codes.ts';
 import { problem } from '../../errors/problem.ts';
 import type { Metrics } from '../../observability/metrics.ts';
@@ -15,6 +14,7 @@ import type { Sources } from '../../config/template.ts';
 import { type PathRewrite, renderPath } from '../../pipeline/transform/path-rewrite.ts';
 import { callUpstream, type ResponseSink } from '../../upstream/call.ts';
 import type { UpstreamRuntime } from '../../upstream/pools.ts';
+import { deliver } from '../deliver.ts';
 import { CallSink, type CallOwner, type Outcome } from './call-sink.ts';
 import { ERRORS_MEMBER } from './manifest.ts';
 
@@ -144,11 +144,7 @@ export class Aggregation implements CallOwner {
   }
 
   #deliver(status: number, type: string, doc: unknown): void {
-    const bytes = Buffer.from(JSON.stringify(doc));
-    const sink = this.#sink;
-    const out = sink.response(status, { 'content-type': type, 'content-length': String(bytes.length) });
-    finished(out, (err) => sink.end(err ? { code: 'SLC_ERR_INTERNAL', sent: true } : null));
-    out.end(bytes);
+    deliver(this.#sink, status, { 'content-type': type }, Buffer.from(JSON.stringify(doc)));
   }
 }
 

@@ -1,0 +1,45 @@
+/**
+ * One @grpc/grpc-js Client (one channel, its HTTP/2 connection reused by every call) per
+ * upstream address, shared by every route and snapshot that calls it: a snapshot acquires the
+ * addresses it binds and releases them when it is retired (after the runtime's grace), and the
+ * channel closes when no snapshot holds it. An https:// upstream gets a TLS channel (the
+ * process's trusted CAs, as the proxy's https upstreams), http:// a plaintext one.
+ */
+import { ChannelCredentials, Client } from '@grpc/grpc-js';
+
+interface Held {
+  client: Client;
+  refs: number;
+}
+
+const held = new Map<string, Held>();
+
+/** The channel's key, "<scheme>://host:port" (the port always given), from an upstream url. */
+export function channelKey(url: string): string {
+  const u = new URL(url);
+  const port = u.port || (u.protocol === 'https:' ? '443' : '80');
+  return `${u.protocol}//${u.hostname}:${port}`;
+}
+
+export function acquire(key: string): Client {
+  let h = held.get(key);
+  if (h === undefined) {
+    const tls = key.startsWith('https:');
+    const creds = tls ? ChannelCredentials.createSsl() : ChannelCredentials.createInsecure();
+    // The key's authority keeps its port (a URL's host drops a scheme's default one).
+    h = { client: new Client(key.slice(key.indexOf('//') + 2), creds, {}), refs: 0 };
+    held.set(key, h);
+  }
+  h.refs++;
+  return h.client;
+}
+
+export function release(key: string): void {
+  const h = held.get(key);
+  if (h === undefined || --h.refs > 0) return;
+  held.delete(key);
+  h.client.close();
+}
+
+/** Channels open now (tests: none left once every snapshot is retired). */
+export const openChannels = (): number => held.size;

@@ -1,0 +1,116 @@
+/**
+ * A real @grpc/grpc-js server on loopback serving shop.v1.Catalog (catalog.proto.ts), loaded by
+ * @grpc/proto-loader: GetItem (a full Item: nested, enum, int64, bytes, repeated, map), CreateItem,
+ * Echo (answers the request it decoded, sets metadata both ways), Fail (answers the gRPC status it
+ * is asked for), Slow. It counts the calls it receives, per method.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import * as grpc from '@grpc/grpc-js';
+import * as loader from '@grpc/proto-loader';
+import { CATALOG_PROTO } from './catalog.proto.ts';
+
+export interface TestGrpcServer {
+  port: number;
+  url: string;
+  /** Calls received, by method name. */
+  calls: Record<string, number>;
+  /** The metadata of the last call, by method name. */
+  metadata: Record<string, grpc.Metadata>;
+  close(): Promise<void>;
+}
+
+type Call = grpc.ServerUnaryCall<Record<string, unknown>, unknown>;
+type Done = grpc.sendUnaryData<unknown>;
+
+export async function startGrpcServer(
+  opts: { credentials?: grpc.ServerCredentials; port?: number } = {},
+): Promise<TestGrpcServer> {
+  const dir = mkdtempSync(join(tmpdir(), 'sluice-grpc-'));
+  // The server has no google/api protos to import: the annotation is the gateway's business only.
+  const file = join(dir, 'catalog.proto');
+  writeFileSync(
+    file,
+    CATALOG_PROTO.replace('import "google/api/annotations.proto";', '').replace(
+      /option \(google\.api\.http\)[^;]*;/g,
+      '',
+    ),
+  );
+  const def = loader.loadSync(file, { keepCase: true, longs: String, enums: String, defaults: false });
+  rmSync(dir, { recursive: true, force: true });
+  const pkg = grpc.loadPackageDefinition(def) as unknown as {
+    shop: { v1: { Catalog: { service: grpc.ServiceDefinition } } };
+  };
+  const calls: Record<string, number> = {};
+  const metadata: Record<string, grpc.Metadata> = {};
+  const counted = (name: string, fn: (call: Call, done: Done) => void) => (call: Call, done: Done) => {
+    calls[name] = (calls[name] ?? 0) + 1;
+    metadata[name] = call.metadata;
+    fn(call, done);
+  };
+  const server = new grpc.Server();
+  server.addService(pkg.shop.v1.Catalog.service, {
+    GetItem: counted('GetItem', (call, done) => {
+      const r = call.request;
+      if (r.item_id === 'missing') return done({ code: grpc.status.NOT_FOUND, details: 'no item "missing"' });
+      done(null, {
+        item_id: r.item_id,
+        display_name: 'Blue mug',
+        price: { currency_code: 'EUR', units: '9007199254740993' },
+        color: 'GREEN',
+        tags: r.with_tags ? ['kitchen', 'blue'] : [],
+        thumbnail: Buffer.from([0, 1, 2, 250, 251, 255]),
+        stock_count: '-12',
+        counts: { a: 1, b: 2 },
+        on_sale: true,
+        weight: 0.25,
+        history: [
+          { currency_code: 'EUR', units: '10' },
+          { currency_code: 'USD', units: '11' },
+        ],
+      });
+    }),
+    CreateItem: counted('CreateItem', (call, done) => {
+      const r = call.request as { shelf: string; item?: Record<string, unknown> };
+      done(null, { ...r.item, item_id: `${r.shelf}/${String(r.item?.display_name ?? '')}` });
+    }),
+    Echo: counted('Echo', (call, done) => {
+      const tenant = call.metadata.get('x-tenant');
+      const head = new grpc.Metadata();
+      head.set('x-served-by', 'catalog-1');
+      call.sendMetadata(head);
+      const trailer = new grpc.Metadata();
+      trailer.set('x-cost', String(tenant.length ? tenant[0] : 'none'));
+      trailer.set('x-secret', 'not for clients');
+      done(null, call.request, trailer);
+    }),
+    Fail: counted('Fail', (call, done) => {
+      const r = call.request as { code?: number; message?: string };
+      done({ code: r.code ?? 0, details: r.message ?? '' });
+    }),
+    Slow: counted('Slow', (call, done) => {
+      const t = setTimeout(() => done(null, {}), Number(call.request.ms ?? 0));
+      call.on('cancelled', () => clearTimeout(t));
+    }),
+    Watch: counted('Watch', (call) => (call as unknown as grpc.ServerWritableStream<unknown, unknown>).end()),
+  });
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync(
+      `127.0.0.1:${opts.port ?? 0}`,
+      opts.credentials ?? grpc.ServerCredentials.createInsecure(),
+      (err, p) => (err ? reject(err) : resolve(p)),
+    ),
+  );
+  return {
+    port,
+    url: `http://127.0.0.1:${port}`,
+    calls,
+    metadata,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.tryShutdown(() => resolve());
+        setTimeout(() => server.forceShutdown(), 500).unref();
+      }),
+  };
+}
