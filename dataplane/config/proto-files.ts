@@ -124,8 +124,12 @@ export function annotationOf(m: protobuf.Method): HttpRule | string {
   if (opt === undefined) return `${m.name} has no google.api.http option`;
   const verb = VERBS.find((v) => typeof opt[v] === 'string');
   if (verb === undefined) return `${m.name}'s google.api.http option has no get, put, post, delete or patch`;
+  const path = opt[verb] as string;
+  const wide = /\{[^}]*=(?!\*\})[^}]*\}/.exec(path);
+  if (wide !== null)
+    return `${m.name}'s google.api.http path variable ${wide[0]} spans more than one segment (only {field} or {field=*})`;
   const segments: string[] = [];
-  for (const seg of (opt[verb] as string).split('/').slice(1)) {
+  for (const seg of path.split('/').slice(1)) {
     const param = /^\{([A-Za-z_][A-Za-z0-9_]*)(?:=\*)?\}$/.exec(seg);
     if (param !== null) segments.push(`{${param[1]}}`);
     else if (/[{}*]/.test(seg) || seg.includes(':'))

@@ -5,6 +5,7 @@
  * channel closes when no snapshot holds it. An https:// upstream gets a TLS channel (the
  * process's trusted CAs, as the proxy's https upstreams), http:// a plaintext one.
  */
+import { getCACertificates } from 'node:tls';
 import { ChannelCredentials, Client } from '@grpc/grpc-js';
 
 interface Held {
@@ -25,13 +26,24 @@ export function acquire(key: string): Client {
   let h = held.get(key);
   if (h === undefined) {
     const tls = key.startsWith('https:');
-    const creds = tls ? ChannelCredentials.createSsl() : ChannelCredentials.createInsecure();
+    const creds = tls ? ChannelCredentials.createSsl(trusted()) : ChannelCredentials.createInsecure();
     // The key's authority keeps its port (a URL's host drops a scheme's default one).
     h = { client: new Client(key.slice(key.indexOf('//') + 2), creds, {}), refs: 0 };
     held.set(key, h);
   }
   h.refs++;
   return h.client;
+}
+
+let roots: Buffer | null = null;
+
+/**
+ * The CAs Node's own https client trusts (bundled, NODE_EXTRA_CA_CERTS, the system's under
+ * --use-system-ca): grpc-js's default secure context has the bundled ones only.
+ */
+function trusted(): Buffer {
+  roots ??= Buffer.from(getCACertificates('default').join('\n'));
+  return roots;
 }
 
 export function release(key: string): void {

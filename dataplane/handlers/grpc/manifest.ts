@@ -227,6 +227,12 @@ function checkSpec(c: GrpcSpec): ConfigProblem[] {
   }
   checkHeaders('requestHeaders', c.requestHeaders, problems);
   checkHeaders('responseHeaders', c.responseHeaders, problems);
+  // The CRD's CEL rule, again for files.
+  if (c.annotation === true && (c.pattern !== undefined || c.body !== undefined))
+    problems.push({
+      field: 'annotation',
+      message: 'annotation takes pattern and body from the proto: set neither',
+    });
   const rule = ruleOf(c);
   if ('message' in rule) return [...problems, rule];
   // From the annotation, a mismatch is the method's (its option), not a field the user wrote.
