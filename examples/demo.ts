@@ -6,6 +6,7 @@
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
+import { startGrpcUpstream } from './grpc-upstream.ts';
 import { startSampleUpstreams } from './upstreams.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -13,6 +14,7 @@ const port = Number(process.env.SLUICE_PORT ?? 8080);
 const adminPort = Number(process.env.SLUICE_ADMIN_PORT ?? 9901);
 
 const upstreams = await startSampleUpstreams(3001);
+const grpcUpstream = await startGrpcUpstream(3005);
 const gateway = spawn(
   process.execPath,
   [
@@ -49,7 +51,7 @@ for (let i = 0; i < 100; i++) {
 
 process.stdout.write(`
 Sluice is running: proxy ${gw}, admin http://127.0.0.1:${adminPort} (token: demo-token)
-Sample upstreams: charges :3001, users :3002, orders :3003, preferences :3004
+Sample upstreams: charges :3001, users :3002, orders :3003, preferences :3004, gRPC catalog :3005
 
 Try:
   curl -i -X POST ${gw}/charges -H 'content-type: application/json' -d '{"amount":100,"currency":"EUR"}'
@@ -66,6 +68,9 @@ Try:
   curl -s ${gw}/orders/42
   curl -s ${gw}/preferences/42
   curl -s ${gw}/api/user-profile/42            # aggregate: user, orders, preferences in one JSON
+  curl -s ${gw}/v1/items/42                    # REST to gRPC: shop.v1.Catalog/GetItem as JSON
+  curl -i ${gw}/v1/items/missing               # its NOT_FOUND: a 404 problem
+  curl -s -X POST ${gw}/v1/shelves/top/items -H 'content-type: application/json' -d '{"displayName":"Mug"}'
   curl -i ${gw}/nowhere                        # 404 problem+json
   curl -i '${gw}/charges/%2e%2e%2fadmin'       # 400: encoded "/" refused
   curl -s http://127.0.0.1:${adminPort}/config
@@ -81,5 +86,6 @@ process.on('SIGINT', stop);
 process.on('SIGTERM', stop);
 gateway.on('exit', async (code) => {
   await upstreams.close();
+  await grpcUpstream.close();
   process.exit(code ?? 0);
 });

@@ -124,6 +124,8 @@ describe('build', () => {
     expect(snapshot.table.routes.map((r) => r.id)).toEqual([
       'route/default/user-profile/user-profile/0',
       'route/default/preferences/preferences/0',
+      'route/default/catalog/create-item/0',
+      'route/default/catalog/get-item/0',
       'route/default/charges/charges/0',
       'route/default/orders/orders/0',
       'route/default/users/users/0',
