@@ -161,10 +161,16 @@ export function jsonFields(type: protobuf.Type): Map<string, protobuf.Field> {
   return map;
 }
 
+const jsonNames = new WeakMap<protobuf.Field, string>();
+
 /** The field's proto3 JSON name: json_name, else the lowerCamelCase of its proto name. */
 export function jsonName(f: protobuf.Field): string {
-  const given = f.options?.json_name;
-  return typeof given === 'string'
-    ? given
-    : f.name.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase());
+  let name = jsonNames.get(f);
+  if (name === undefined) {
+    const given = f.options?.json_name;
+    name =
+      typeof given === 'string' ? given : f.name.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase());
+    jsonNames.set(f, name);
+  }
+  return name;
 }
