@@ -75,7 +75,7 @@ export interface FoundMethod {
   path: string;
 }
 
-/** The unary method `service`/`method`, or what is wrong (its field: "service" or "method"). */
+/** The unary or server-streaming method `service`/`method`, or what is wrong (its field: "service" or "method"). */
 export function findMethod(
   root: protobuf.Root,
   service: string,
@@ -90,10 +90,10 @@ export function findMethod(
       field: 'method',
       message: `no method "${method}" in ${found.fullName.slice(1)} (it has ${Object.keys(found.methods).join(', ') || 'none'})`,
     };
-  if (m.requestStream || m.responseStream)
+  if (m.requestStream)
     return {
       field: 'method',
-      message: `${method} is a streaming method: only unary methods are served (server streaming as NDJSON is not built)`,
+      message: `${method} streams its requests: only unary and server-streaming methods are served`,
     };
   return {
     method: m,

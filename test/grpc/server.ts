@@ -2,7 +2,7 @@
  * A real @grpc/grpc-js server on loopback serving shop.v1.Catalog (catalog.proto.ts), loaded by
  * @grpc/proto-loader: GetItem (a full Item: nested, enum, int64, bytes, repeated, map), CreateItem,
  * Echo (answers the request it decoded, sets metadata both ways), Fail (answers the gRPC status it
- * is asked for), Slow. It counts the calls it receives, per method.
+ * is asked for), Slow, Watch (server streaming). It counts the calls it receives, per method.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -16,6 +16,8 @@ export interface TestGrpcServer {
   url: string;
   /** Calls received, by method name. */
   calls: Record<string, number>;
+  /** Calls the client cancelled, by method name (counted where the server notices). */
+  cancelled: Record<string, number>;
   /** The metadata of the last call, by method name. */
   metadata: Record<string, grpc.Metadata>;
   close(): Promise<void>;
@@ -44,6 +46,7 @@ export async function startGrpcServer(
   };
   const calls: Record<string, number> = {};
   const metadata: Record<string, grpc.Metadata> = {};
+  const cancelled: Record<string, number> = {};
   const counted = (name: string, fn: (call: Call, done: Done) => void) => (call: Call, done: Done) => {
     calls[name] = (calls[name] ?? 0) + 1;
     metadata[name] = call.metadata;
@@ -93,7 +96,29 @@ export async function startGrpcServer(
       const t = setTimeout(() => done(null, {}), Number(call.request.ms ?? 0));
       call.on('cancelled', () => clearTimeout(t));
     }),
-    Watch: counted('Watch', (call) => (call as unknown as grpc.ServerWritableStream<unknown, unknown>).end()),
+    // A stream of page.size items named <item_id>-<n>; "fail-first" fails before any, "fail-after-2" after two.
+    Watch: counted('Watch', (unaryCall) => {
+      const call = unaryCall as unknown as grpc.ServerWritableStream<Record<string, unknown>, unknown>;
+      const id = String(call.request.item_id ?? '');
+      const size = Number((call.request.page as { size?: number } | undefined)?.size ?? 0);
+      if (id === 'fail-first')
+        return call.emit('error', { code: grpc.status.NOT_FOUND, details: 'nothing to watch' });
+      if (id === 'slow') {
+        let n = 0;
+        const timer = setInterval(() => call.write({ item_id: `slow-${n++}` }), 50);
+        call.on('cancelled', () => {
+          clearInterval(timer);
+          cancelled.Watch = (cancelled.Watch ?? 0) + 1;
+        });
+        return;
+      }
+      for (let n = 0; n < size; n++) {
+        if (id === 'fail-after-2' && n === 2)
+          return call.emit('error', { code: grpc.status.UNAVAILABLE, details: 'lost the feed' });
+        call.write({ item_id: `${id}-${n}`, stock_count: String(n) });
+      }
+      call.end();
+    }),
   });
   const port = await new Promise<number>((resolve, reject) =>
     server.bindAsync(
@@ -106,6 +131,7 @@ export async function startGrpcServer(
     port,
     url: `http://127.0.0.1:${port}`,
     calls,
+    cancelled,
     metadata,
     close: () =>
       new Promise<void>((resolve) => {

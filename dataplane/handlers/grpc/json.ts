@@ -149,48 +149,30 @@ function single(field: protobuf.Field, v: unknown, at: string): unknown {
 
 const TO_OBJECT: protobuf.IConversionOptions = { longs: String, enums: String, bytes: String, json: true };
 
-/** The decoded message as proto3 JSON (fields at their defaults left out, as the mapping does by default). */
+/**
+ * The decoded message as proto3 JSON: lowerCamelCase (or json_name) names, and a scalar at its
+ * default left out even when the service put it on the wire (the mapping's default output).
+ */
 export function toJson(type: protobuf.Type, message: protobuf.Message): Obj {
-  const obj = type.toObject(message, TO_OBJECT);
-  return renames(type) ? renamed(type, obj) : obj;
+  return shaped(type, type.toObject(message, TO_OBJECT));
 }
 
-const renameMemo = new WeakMap<protobuf.Type, boolean>();
-
-/** Whether any field of the type, or of the messages it holds, has a JSON name unlike its proto name. */
-function renames(type: protobuf.Type): boolean {
-  let known = renameMemo.get(type);
-  if (known === undefined) {
-    known = renamesWithin(type, new Set());
-    renameMemo.set(type, known);
-  }
-  return known;
-}
-
-function renamesWithin(type: protobuf.Type, seen: Set<protobuf.Type>): boolean {
-  if (seen.has(type)) return false;
-  seen.add(type);
-  return type.fieldsArray.some(
-    (f) =>
-      jsonName(f) !== f.name ||
-      (f.resolvedType instanceof protobuf.Type && renamesWithin(f.resolvedType, seen)),
-  );
-}
-
-function renamed(type: protobuf.Type, obj: Obj): Obj {
+function shaped(type: protobuf.Type, obj: Obj): Obj {
   const out: Obj = {};
   for (const key in obj) {
     const f = type.fields[key];
     let v = obj[key];
     const rt = f.resolvedType;
-    if (rt instanceof protobuf.Type && v !== null && v !== undefined) {
-      if (f.map) {
-        const m: Obj = {};
-        for (const k in v as Obj) m[k] = renamed(rt, (v as Obj)[k] as Obj);
-        v = m;
-      } else if (f.repeated) v = (v as Obj[]).map((x) => renamed(rt, x));
-      else v = renamed(rt, v as Obj);
-    }
+    if (rt instanceof protobuf.Type) {
+      if (v !== null && v !== undefined) {
+        if (f.map) {
+          const m: Obj = {};
+          for (const k in v as Obj) m[k] = shaped(rt, (v as Obj)[k] as Obj);
+          v = m;
+        } else if (f.repeated) v = (v as Obj[]).map((x) => shaped(rt, x));
+        else v = shaped(rt, v as Obj);
+      }
+    } else if (f.partOf === null && !f.repeated && isDefault(f, v)) continue;
     out[jsonName(f)] = v;
   }
   return out;
