@@ -243,3 +243,29 @@ describe('grpc: metadata', () => {
     expect(r.headers['x-secret']).toBeUndefined();
   });
 });
+
+describe('grpc: edges', () => {
+  it('a header value gRPC metadata cannot carry: 400 SLC_ERR_BAD_HEADER, no call', async () => {
+    const before = srv.calls.Echo ?? 0;
+    const r = await get('/echo/m', { method: 'POST', headers: { 'x-tenant': 'caf\u00e9' }, body: '{}' });
+    expect(r.status).toBe(400);
+    expect(r.json.code).toBe('SLC_ERR_BAD_HEADER');
+    expect(srv.calls.Echo ?? 0).toBe(before);
+  });
+
+  it('a body on a route that takes none: 400, no call', async () => {
+    const before = srv.calls.GetItem ?? 0;
+    const r = await get('/items/x', { method: 'POST', body: '{"itemId":"y"}' });
+    expect(r.status).toBe(400);
+    expect(r.json.detail).toBe('the body: this route takes no body');
+    expect(srv.calls.GetItem ?? 0).toBe(before);
+  });
+
+  it('each call is timed in sluice_upstream_response_seconds under the service upstream', async () => {
+    await get('/items/metric');
+    const text = await dp.metrics.registry.metrics();
+    const count =
+      /sluice_upstream_response_seconds_count\{upstream="upstream\/test\/catalog\/[0-9a-f]+"\} (\d+)/;
+    expect(Number(count.exec(text)?.[1] ?? 0)).toBeGreaterThan(0);
+  });
+});
