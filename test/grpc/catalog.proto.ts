@@ -3,6 +3,12 @@ export const CATALOG_PROTO = `syntax = "proto3";
 package shop.v1;
 
 import "google/api/annotations.proto";
+import "google/protobuf/duration.proto";
+import "google/protobuf/empty.proto";
+import "google/protobuf/field_mask.proto";
+import "google/protobuf/struct.proto";
+import "google/protobuf/timestamp.proto";
+import "google/protobuf/wrappers.proto";
 
 enum Color {
   COLOR_UNSPECIFIED = 0;
@@ -55,6 +61,20 @@ message FailRequest {
 
 message Empty {}
 
+message Event {
+  google.protobuf.Timestamp at = 1;
+  google.protobuf.Duration took = 2;
+  google.protobuf.Int64Value count = 3;
+  google.protobuf.StringValue note = 4;
+  google.protobuf.FieldMask mask = 5;
+  google.protobuf.Struct meta = 6;
+  google.protobuf.Value any_value = 7;
+  google.protobuf.ListValue list = 8;
+  google.protobuf.BoolValue flag = 9;
+  google.protobuf.Empty nothing = 10;
+  repeated google.protobuf.Timestamp history = 11;
+}
+
 message SlowRequest {
   int32 ms = 1;
 }
@@ -70,5 +90,6 @@ service Catalog {
   rpc Fail(FailRequest) returns (Empty);
   rpc Slow(SlowRequest) returns (Empty);
   rpc Watch(GetItemRequest) returns (stream Item);
+  rpc EchoEvent(Event) returns (Event);
 }
 `;

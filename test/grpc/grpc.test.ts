@@ -30,6 +30,7 @@ beforeAll(async () => {
           responseHeaders: ['x-served-by', 'x-cost'],
         }),
         rule('echo-all', '/echo-all', 'Echo', { body: '*' }, { methods: ['POST'] }),
+        rule('event', '/event', 'EchoEvent', { body: '*' }),
         rule('annotated', '/v1/items', 'GetItem', { annotation: true }),
         rule('annotated-create', '/v1/shelves', 'CreateItem', { annotation: true }),
         rule('fail', '/fail', 'Fail', { body: '*' }),
@@ -267,5 +268,50 @@ describe('grpc: edges', () => {
     const count =
       /sluice_upstream_response_seconds_count\{upstream="upstream\/test\/catalog\/[0-9a-f]+"\} (\d+)/;
     expect(Number(count.exec(text)?.[1] ?? 0)).toBeGreaterThan(0);
+  });
+});
+
+describe('grpc: well-known types in their JSON forms', () => {
+  it('Timestamp, Duration, wrappers, FieldMask, Struct, Value, ListValue, Empty round-trip', async () => {
+    const event = {
+      at: '2024-02-29T23:59:59.123456789Z',
+      took: '-1.500s', // 0, 3, 6 or 9 fractional digits
+      count: '9007199254740993',
+      note: '',
+      mask: 'displayName,price.currencyCode',
+      meta: { a: 1, b: [true, null, 'x'], c: { d: null } },
+      anyValue: null,
+      list: [1, 'two', { three: 3 }],
+      flag: false,
+      nothing: {},
+      history: ['1970-01-01T00:00:00Z', '2024-01-01T10:00:00.500Z'],
+    };
+    const r = await get('/event', { method: 'POST', body: JSON.stringify(event) });
+    expect(r.status).toBe(200);
+    expect(r.json).toEqual(event);
+    // An offset is normalized to UTC, a whole second has no fraction.
+    const z = await get('/event', {
+      method: 'POST',
+      body: JSON.stringify({ at: '2024-03-01T01:00:00+02:00', took: '3s' }),
+    });
+    expect(z.json).toEqual({ at: '2024-02-29T23:00:00Z', took: '3s' });
+  });
+
+  it('a malformed timestamp, duration or wrapper value: 400 naming it, no call', async () => {
+    const before = srv.calls.EchoEvent ?? 0;
+    for (const [body, field] of [
+      [{ at: '2024-02-30T00:00:00Z' }, 'at'],
+      [{ at: 1700000000 }, 'at'],
+      [{ took: '5m' }, 'took'],
+      [{ count: 'many' }, 'count'],
+      [{ flag: 'yes' }, 'flag'],
+      [{ meta: [1] }, 'meta'],
+      [{ history: ['now'] }, 'history[0]'],
+    ] as const) {
+      const r = await get('/event', { method: 'POST', body: JSON.stringify(body) });
+      expect(r.status, JSON.stringify(body)).toBe(400);
+      expect(r.json.field).toBe(field);
+    }
+    expect(srv.calls.EchoEvent ?? 0).toBe(before);
   });
 });

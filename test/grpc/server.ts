@@ -88,6 +88,7 @@ export async function startGrpcServer(
       trailer.set('x-secret', 'not for clients');
       done(null, call.request, trailer);
     }),
+    EchoEvent: counted('EchoEvent', (call, done) => done(null, call.request)),
     Fail: counted('Fail', (call, done) => {
       const r = call.request as { code?: number; message?: string };
       done({ code: r.code ?? 0, details: r.message ?? '' });

@@ -4,20 +4,16 @@
  * first, strictly: every member a field (by its proto name or lowerCamelCase JSON name), every
  * value of the field's JSON type (64-bit integers as numbers or decimal strings, bytes as
  * base64 or base64url, enums by name or number, null for the default), at most one member of
- * a oneof. The result is keyed by proto field names, ready for fromObject. The response side
- * is protobufjs's toObject with the proto3 JSON options, then renamed to the JSON names.
+ * a oneof, the well-known types in their own forms (well-known.ts). The result is keyed by
+ * proto field names, ready for fromObject. The response side is protobufjs's toObject with the
+ * proto3 JSON options, then shaped: JSON names, defaults left out, well-known types' forms.
  */
 import protobuf from 'protobufjs';
 import { jsonFields, jsonName } from '../../config/proto-files.ts';
+import { JsonMismatch } from './json-mismatch.ts';
+import { wellKnownTypes } from './well-known.ts';
 
-/** A request value that does not fit the message; `field` is its JSON path ("item.tags[2]"). */
-export class JsonMismatch extends Error {
-  readonly field: string;
-  constructor(field: string, message: string) {
-    super(`${field || 'the body'}: ${message}`);
-    this.field = field;
-  }
-}
+export { JsonMismatch };
 
 type Obj = Record<string, unknown>;
 
@@ -36,7 +32,7 @@ export function fromJson(type: protobuf.Type, value: unknown, at = ''): Obj {
     if (field === undefined) throw new JsonMismatch(path, `is not a field of ${type.name}`);
     if (field.name in out) throw new JsonMismatch(path, `sets ${field.name} a second time`);
     const v = value[key];
-    if (v === null) continue; // proto3 JSON: null is the field's default
+    if (v === null && !holdsNull(field)) continue; // proto3 JSON: null is the field's default
     if (field.partOf !== null && field.partOf.oneof.length > 1) {
       oneofs ??= new Map();
       const other = oneofs.get(field.partOf);
@@ -62,6 +58,9 @@ function isDefault(field: protobuf.Field, v: unknown): boolean {
   return v === 0 || v === '0' || v === false || v === '';
 }
 
+/** A google.protobuf.Value holds JSON null as its NULL_VALUE; for any other field null means the default. */
+const holdsNull = (f: protobuf.Field) => f.resolvedType?.fullName === '.google.protobuf.Value';
+
 function fieldValue(field: protobuf.Field, v: unknown, at: string): unknown {
   if (field.map) {
     if (!isObject(v)) throw new JsonMismatch(at, 'must be an object (a map)');
@@ -70,7 +69,7 @@ function fieldValue(field: protobuf.Field, v: unknown, at: string): unknown {
     for (const k in v) {
       if (keyType === 'bool' ? k !== 'true' && k !== 'false' : keyType !== 'string' && !INTEGER.test(k))
         throw new JsonMismatch(`${at}.${k}`, `is not a ${keyType} map key`);
-      if (v[k] === null) throw new JsonMismatch(`${at}.${k}`, 'must not be null');
+      if (v[k] === null && !holdsNull(field)) throw new JsonMismatch(`${at}.${k}`, 'must not be null');
       out[k] = single(field, v[k], `${at}.${k}`);
     }
     return out;
@@ -78,7 +77,7 @@ function fieldValue(field: protobuf.Field, v: unknown, at: string): unknown {
   if (field.repeated) {
     if (!Array.isArray(v)) throw new JsonMismatch(at, 'must be an array');
     return v.map((item, i) => {
-      if (item === null) throw new JsonMismatch(`${at}[${i}]`, 'must not be null');
+      if (item === null && !holdsNull(field)) throw new JsonMismatch(`${at}[${i}]`, 'must not be null');
       return single(field, item, `${at}[${i}]`);
     });
   }
@@ -104,7 +103,10 @@ const RANGES: Record<string, [bigint, bigint]> = {
 /** One value of the field's type (an element of a repeated field, a map value). */
 function single(field: protobuf.Field, v: unknown, at: string): unknown {
   const rt = field.resolvedType;
-  if (rt instanceof protobuf.Type) return fromJson(rt, v, at);
+  if (rt instanceof protobuf.Type) {
+    const known = WELL_KNOWN.get(rt.fullName);
+    return known === undefined ? fromJson(rt, v, at) : known.read(v, at);
+  }
   if (rt instanceof protobuf.Enum) {
     if (typeof v === 'string') {
       if (v in rt.values) return v;
@@ -113,7 +115,11 @@ function single(field: protobuf.Field, v: unknown, at: string): unknown {
     if (typeof v === 'number' && Number.isInteger(v) && v >= -(2 ** 31) && v < 2 ** 31) return v;
     throw new JsonMismatch(at, `must be a name of ${rt.name} or an int32`);
   }
-  const t = field.type;
+  return scalar(field.type, v, at);
+}
+
+/** A value of scalar type `t` (string, bool, bytes, a number type). */
+function scalar(t: string, v: unknown, at: string): unknown {
   switch (t) {
     case 'string':
       if (typeof v === 'string') return v;
@@ -147,14 +153,18 @@ function single(field: protobuf.Field, v: unknown, at: string): unknown {
   return t.endsWith('64') ? n.toString() : Number(n);
 }
 
+const WELL_KNOWN = wellKnownTypes(scalar);
+
 const TO_OBJECT: protobuf.IConversionOptions = { longs: String, enums: String, bytes: String, json: true };
 
 /**
  * The decoded message as proto3 JSON: lowerCamelCase (or json_name) names, and a scalar at its
  * default left out even when the service put it on the wire (the mapping's default output).
  */
-export function toJson(type: protobuf.Type, message: protobuf.Message): Obj {
-  return shaped(type, type.toObject(message, TO_OBJECT));
+export function toJson(type: protobuf.Type, message: protobuf.Message): unknown {
+  const obj = type.toObject(message, TO_OBJECT);
+  const known = WELL_KNOWN.get(type.fullName);
+  return known === undefined ? shaped(type, obj) : known.write(obj);
 }
 
 function shaped(type: protobuf.Type, obj: Obj): Obj {
@@ -165,12 +175,14 @@ function shaped(type: protobuf.Type, obj: Obj): Obj {
     const rt = f.resolvedType;
     if (rt instanceof protobuf.Type) {
       if (v !== null && v !== undefined) {
+        const known = WELL_KNOWN.get(rt.fullName);
+        const one = known === undefined ? (x: Obj) => shaped(rt, x) : known.write;
         if (f.map) {
           const m: Obj = {};
-          for (const k in v as Obj) m[k] = shaped(rt, (v as Obj)[k] as Obj);
+          for (const k in v as Obj) m[k] = one((v as Obj)[k] as Obj);
           v = m;
-        } else if (f.repeated) v = (v as Obj[]).map((x) => shaped(rt, x));
-        else v = shaped(rt, v as Obj);
+        } else if (f.repeated) v = (v as Obj[]).map(one);
+        else v = one(v as Obj);
       }
     } else if (f.partOf === null && !f.repeated && isDefault(f, v)) continue;
     out[jsonName(f)] = v;

@@ -35,7 +35,7 @@ export function unary(
     settled(b, s, start);
     const headers = responseHeaders(b.responseHeaders, initial, s.metadata);
     if (s.code !== 0 || answer === null) return deliverStatus(sink, s, requestId, headers);
-    let doc: Record<string, unknown>;
+    let doc: unknown;
     try {
       doc = toJson(b.method.response, b.method.response.decode(answer));
     } catch {
