@@ -38,6 +38,7 @@ message Item {
 message Page {
   int32 size = 1;
   string token = 2;
+  string cursor = 3 [json_name = "next"];
 }
 
 message GetItemRequest {

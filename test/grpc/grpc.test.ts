@@ -94,13 +94,26 @@ describe('grpc: JSON ↔ protobuf', () => {
     expect(q.json).toEqual({ itemId: 'x', page: { size: 3 } });
   });
 
-  it('a body "*" is the whole message, by proto or lowerCamelCase names, enums by number, int64 by number', async () => {
+  it('a body "*" is the whole message, by proto, lowerCamelCase or json_name names, enums by number, int64 by number', async () => {
     const r = await get('/echo-all', {
       method: 'POST',
-      body: JSON.stringify({ item_id: 'i', withTags: true, color: 2, version: 7, page: { size: 1 } }),
+      body: JSON.stringify({
+        item_id: 'i',
+        withTags: true,
+        color: 2,
+        version: 7,
+        page: { size: 1, next: 'c' },
+      }),
     });
     expect(r.status).toBe(200);
-    expect(r.json).toEqual({ itemId: 'i', withTags: true, color: 'GREEN', version: '7', page: { size: 1 } });
+    // cursor has json_name "next": that is its name both ways.
+    expect(r.json).toEqual({
+      itemId: 'i',
+      withTags: true,
+      color: 'GREEN',
+      version: '7',
+      page: { size: 1, next: 'c' },
+    });
   });
 
   it('the google.api.http annotation maps verb, path and body', async () => {
