@@ -5,14 +5,13 @@
  * non-JSON and too large answers, path parameters that stay one segment, GET/HEAD only, a jwt
  * plugin in front, and the per-call metric.
  */
-import { SignJWT } from 'jose';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DataPlane } from '../../dataplane/main.ts';
+import { hsJwt, hsJwtResources } from '../helpers/hs-jwt.ts';
 import { freePort, startTestDataPlane, startUpstream, type Upstream } from '../helpers/servers.ts';
 import { gatewayRoute, snapshotOf } from './helpers.ts';
 
-const HS_SECRET = 'a-shared-secret-of-32-bytes-or-more!!';
 let up: Upstream;
 let dp: DataPlane;
 
@@ -101,30 +100,7 @@ beforeAll(async () => {
       }),
       rule('secure', { calls: [call('user', '/users/{{ path.id }}')] }, { plugins: [{ name: 'jwt' }] }),
     ]),
-    {
-      apiVersion: 'v1',
-      kind: 'Secret',
-      metadata: { name: 'jwt-key', namespace: 'test' },
-      stringData: { k: HS_SECRET },
-    },
-    {
-      apiVersion: 'sluice.dev/v1alpha1',
-      kind: 'GatewayPlugin',
-      metadata: { name: 'jwt', namespace: 'test', generation: 1 },
-      spec: {
-        plugin: 'jwt',
-        config: {
-          issuers: [
-            {
-              issuer: 'test-issuer',
-              audiences: ['profile'],
-              algorithms: ['HS256'],
-              keys: [{ secretKeyRef: { name: 'jwt-key', key: 'k' } }],
-            },
-          ],
-        },
-      },
-    },
+    ...hsJwtResources('test', 'profile'),
   ]);
   dp = await startTestDataPlane({ initialSnapshot: snapshot });
 });
@@ -304,10 +280,7 @@ describe('aggregate', () => {
     const refused = await get('/secure/5');
     expect(refused.status).toBe(401);
     expect(up.seen.length).toBe(before);
-    const token = await new SignJWT({ iss: 'test-issuer', aud: 'profile', sub: 'alice' })
-      .setProtectedHeader({ alg: 'HS256' })
-      .setExpirationTime('1m')
-      .sign(new TextEncoder().encode(HS_SECRET));
+    const token = await hsJwt('profile');
     const ok = await get('/secure/5', { headers: { authorization: `Bearer ${token}` } });
     expect(ok.status).toBe(200);
     expect(ok.json.user).toMatchObject({ url: '/users/5' });

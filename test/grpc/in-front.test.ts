@@ -6,44 +6,20 @@
  * released when the data plane closes.
  */
 import { randomUUID } from 'node:crypto';
-import { SignJWT } from 'jose';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openChannels } from '../../dataplane/handlers/grpc/channels.ts';
 import type { DataPlane } from '../../dataplane/main.ts';
+import { hsJwt, hsJwtResources } from '../helpers/hs-jwt.ts';
 import { startTestDataPlane } from '../helpers/servers.ts';
 import { call, gatewayRoute, rule, snapshotOf } from './helpers.ts';
 import { startGrpcServer, type TestGrpcServer } from './server.ts';
 
-const HS_SECRET = 'a-shared-secret-of-32-bytes-or-more!!';
 let srv: TestGrpcServer;
 let dp: DataPlane;
 
 const plugins = [
-  {
-    apiVersion: 'v1',
-    kind: 'Secret',
-    metadata: { name: 'jwt-key', namespace: 'test' },
-    stringData: { k: HS_SECRET },
-  },
-  {
-    apiVersion: 'sluice.dev/v1alpha1',
-    kind: 'GatewayPlugin',
-    metadata: { name: 'jwt', namespace: 'test', generation: 1 },
-    spec: {
-      plugin: 'jwt',
-      config: {
-        issuers: [
-          {
-            issuer: 'test-issuer',
-            audiences: ['shop'],
-            algorithms: ['HS256'],
-            keys: [{ secretKeyRef: { name: 'jwt-key', key: 'k' } }],
-          },
-        ],
-      },
-    },
-  },
+  ...hsJwtResources('test', 'shop'),
   {
     apiVersion: 'sluice.dev/v1alpha1',
     kind: 'GatewayPlugin',
@@ -70,14 +46,6 @@ const resources = (extraRule?: Record<string, unknown>) => [
   }),
 ];
 
-const token = () =>
-  new SignJWT({ sub: 'alice' })
-    .setProtectedHeader({ alg: 'HS256' })
-    .setIssuer('test-issuer')
-    .setAudience('shop')
-    .setExpirationTime('5m')
-    .sign(new TextEncoder().encode(HS_SECRET));
-
 let channelsBefore = 0;
 
 beforeAll(async () => {
@@ -100,7 +68,10 @@ describe('grpc behind plugins', () => {
   });
 
   it('idempotency in front: the replayed POST answers from the record, the service is called once', async () => {
-    const headers = { authorization: `Bearer ${await token()}`, 'idempotency-key': `k-${randomUUID()}` };
+    const headers = {
+      authorization: `Bearer ${await hsJwt('shop')}`,
+      'idempotency-key': `k-${randomUUID()}`,
+    };
     const before = srv.calls.CreateItem ?? 0;
     const body = JSON.stringify({ displayName: 'Cup' });
     const first = await call(dp.proxyUrl, '/v1/shelves/top/items', { method: 'POST', headers, body });
