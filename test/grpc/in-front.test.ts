@@ -8,6 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { canonicalJson, sha256Hex } from '../../dataplane/config/canonical-json.ts';
 import { openChannels } from '../../dataplane/handlers/grpc/channels.ts';
 import type { DataPlane } from '../../dataplane/main.ts';
 import { hsJwt, hsJwtResources } from '../helpers/hs-jwt.ts';
@@ -130,6 +131,23 @@ describe('grpc across configuration swaps', () => {
     expect(echo.json).toEqual({ itemId: 'e' });
     expect((await call(dp.proxyUrl, '/v1/items/2')).json.itemId).toBe('2');
     expect(openChannels()).toBe(channels);
+  });
+
+  it('the door refuses a table whose grpc entry names no method of its protos, naming route and field; the old one stays', async () => {
+    const next = snapshotOf(resources());
+    const table = structuredClone(next.table);
+    const route = table.routes.find((r) => r.handler.type === 'grpc')!;
+    (route.handler as { method: string }).method = 'Nope';
+    const put = await request(`${dp.adminUrl}/config`, {
+      method: 'PUT',
+      body: JSON.stringify({ hash: sha256Hex(canonicalJson(table)), table }),
+      headers: { 'content-type': 'application/json', authorization: 'Bearer test-admin-token' },
+    });
+    expect(put.statusCode).toBe(422);
+    const body = JSON.stringify(await put.body.json());
+    expect(body).toContain(route.id);
+    expect(body).toContain('handler.method');
+    expect((await call(dp.proxyUrl, '/v1/items/3')).json.itemId).toBe('3');
   });
 
   it('a data plane closed releases its channels', async () => {

@@ -8,19 +8,19 @@
  * (server-stream.ts). Answers go through the route's ResponseSink like an upstream's.
  */
 import { Metadata } from '@grpc/grpc-js';
+import { type FoundMethod, fieldNamed, findMethod, parseProtos } from '../../config/proto-files.ts';
+import { template } from '../../config/template.ts';
 import { problem } from '../../errors/problem.ts';
 import type { RequestContext } from '../../pipeline/context.ts';
-import { template } from '../../config/template.ts';
 import { compilePathRewrite } from '../../pipeline/transform/path-rewrite.ts';
 import type { ResponseSink } from '../../upstream/call.ts';
 import { ClientSink } from '../client-sink.ts';
 import { deliver } from '../deliver.ts';
 import { defineHandler } from '../types.ts';
-import { acquire, channelKey, release } from './channels.ts';
 import type { BoundCall } from './answer.ts';
-import { JsonMismatch } from './json.ts';
+import { acquire, channelKey, release } from './channels.ts';
+import { JsonMismatch } from './json-mismatch.ts';
 import { manifest } from './manifest.ts';
-import { type FoundMethod, fieldNamed, findMethod, parseProtos } from '../../config/proto-files.ts';
 import { NO_MATCH, requestObject } from './request-message.ts';
 import { serverStream } from './server-stream.ts';
 import { unary } from './unary.ts';

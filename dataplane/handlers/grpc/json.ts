@@ -13,8 +13,6 @@ import { jsonFields, jsonName } from '../../config/proto-files.ts';
 import { JsonMismatch } from './json-mismatch.ts';
 import { wellKnownTypes } from './well-known.ts';
 
-export { JsonMismatch };
-
 type Obj = Record<string, unknown>;
 
 const isObject = (v: unknown): v is Obj => v !== null && typeof v === 'object' && !Array.isArray(v);

@@ -8,7 +8,8 @@
  */
 import type protobuf from 'protobufjs';
 import { captureParams, type PathRewrite } from '../../pipeline/transform/path-rewrite.ts';
-import { fromJson, JsonMismatch } from './json.ts';
+import { fromJson } from './json.ts';
+import { JsonMismatch } from './json-mismatch.ts';
 import { fieldNamed } from '../../config/proto-files.ts';
 
 export interface BoundMapping {
