@@ -95,7 +95,10 @@ export async function startGrpcServer(
     }),
     Slow: counted('Slow', (call, done) => {
       const t = setTimeout(() => done(null, {}), Number(call.request.ms ?? 0));
-      call.on('cancelled', () => clearTimeout(t));
+      call.on('cancelled', () => {
+        clearTimeout(t);
+        cancelled.Slow = (cancelled.Slow ?? 0) + 1;
+      });
     }),
     // A stream of page.size items named <item_id>-<n>; "fail-first" fails before any, "fail-after-2" after two.
     Watch: counted('Watch', (unaryCall) => {
