@@ -14,6 +14,8 @@ import { CATALOG_PROTO } from './catalog.proto.ts';
 export interface TestGrpcServer {
   port: number;
   url: string;
+  /** HTTP/2 connections the server has accepted. */
+  connections(): number;
   /** Calls received, by method name. */
   calls: Record<string, number>;
   /** Calls the client cancelled, by method name (counted where the server notices). */
@@ -47,8 +49,10 @@ export async function startGrpcServer(
   const calls: Record<string, number> = {};
   const metadata: Record<string, grpc.Metadata> = {};
   const cancelled: Record<string, number> = {};
+  const peers = new Set<string>();
   const counted = (name: string, fn: (call: Call, done: Done) => void) => (call: Call, done: Done) => {
     calls[name] = (calls[name] ?? 0) + 1;
+    peers.add(call.getPeer()); // the client's address and port: one per connection
     metadata[name] = call.metadata;
     fn(call, done);
   };
@@ -134,6 +138,7 @@ export async function startGrpcServer(
   return {
     port,
     url: `http://127.0.0.1:${port}`,
+    connections: () => peers.size,
     calls,
     cancelled,
     metadata,
