@@ -1,6 +1,6 @@
 /**
- * grpc: an HTTP request answered by a unary gRPC method of the route's service (REST → gRPC,
- * issue 13). The user writes `routes[].grpc` in a GatewayRoute: the .proto files inline, the
+ * grpc: an HTTP request answered by a unary (or server-streaming, as NDJSON) gRPC method of the
+ * route's service (REST → gRPC, issue 13). The user writes `routes[].grpc` in a GatewayRoute: the .proto files inline, the
  * service and method, and how the request maps to its message, either explicitly (`pattern`'s
  * {parameters} and the query set fields, `body` is the whole message or one field) or from the
  * method's google.api.http option (`annotation: true`). The route table carries the same with
@@ -72,7 +72,7 @@ const Method = Type.String({
   minLength: 1,
   maxLength: 128,
   pattern: `^${IDENT}$`,
-  description: 'A unary method of the service.',
+  description: 'A unary or server-streaming method of the service (a stream is answered as NDJSON).',
 });
 const Pattern = Type.String({
   maxLength: 2048,
@@ -122,8 +122,9 @@ export const GrpcSpec = Type.Object(
   {
     additionalProperties: false,
     description:
-      'Answer with a unary gRPC method of the service (instead of proxying to it): JSON in and out by the proto3 ' +
-      'JSON mapping, the gRPC status as the HTTP status. The service url is https for a TLS channel.',
+      'Answer with a gRPC method of the service (instead of proxying to it): JSON in and out by the proto3 JSON ' +
+      'mapping (NDJSON for a server stream), the gRPC status as the HTTP status. The service url is https for a TLS ' +
+      'channel.',
     'x-kubernetes-validations': [
       {
         rule: '!(has(self.annotation) && self.annotation) || (!has(self.pattern) && !has(self.body))',
