@@ -79,6 +79,7 @@ bench: deps
 	node bench/tls.ts
 	node bench/aggregate.ts
 	node bench/soap.ts
+	node bench/grpc.ts
 
 ## bench-smoke: every benchmark once, for seconds: keeps them working (CI runs it); the figures mean nothing
 bench-smoke: deps
@@ -89,6 +90,7 @@ bench-smoke: deps
 	BENCH_DURATION=1 BENCH_WARMUP=0 node bench/tls.ts
 	node bench/aggregate.ts --requests 200 --rounds 1
 	node bench/soap.ts --requests 200 --rounds 1
+	node bench/grpc.ts --requests 200 --rounds 1
 
 clean:
 	rm -rf node_modules .tools .state dist

@@ -2,11 +2,9 @@
  * What an aggregated request costs the gateway: CPU time of the data plane per
  * GET /api/user-profile/<id> (three backend calls merged into one JSON answer) next to three
  * sequential proxied requests (GET /users/<id>, /orders/<id>, /preferences/<id>: what a client
- * sends without aggregation), measured in one run. The data plane is `sluice run` on
- * examples/gateway.yaml (the demo's configuration), alone on the target core; the sample
- * upstreams and the client (undici, a fixed concurrency) run in this process on the load core.
- * Rounds alternate the two workloads; the figure is the median CPU µs per unit of work, and the
- * ratio between them. Timings are printed, never asserted.
+ * sends without aggregation), measured in one run (bench/lib/demo-gateway.ts: the demo's
+ * configuration on the target core, alternating rounds, medians). The sample upstreams run in
+ * this process on the load core.
  *
  * Usage: node bench/aggregate.ts [--requests N] [--concurrency C] [--rounds R]
  * Needs the demo's ports free (3001-3004) and 18280/18281.

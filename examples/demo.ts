@@ -7,6 +7,7 @@ import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { startSoapService } from './soap-service.ts';
+import { startGrpcUpstream } from './grpc-upstream.ts';
 import { startSampleUpstreams } from './upstreams.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -15,6 +16,7 @@ const adminPort = Number(process.env.SLUICE_ADMIN_PORT ?? 9901);
 
 const upstreams = await startSampleUpstreams(3001);
 const soapService = await startSoapService(3005);
+const grpcUpstream = await startGrpcUpstream(3006);
 const gateway = spawn(
   process.execPath,
   [
@@ -51,7 +53,8 @@ for (let i = 0; i < 100; i++) {
 
 process.stdout.write(`
 Sluice is running: proxy ${gw}, admin http://127.0.0.1:${adminPort} (token: demo-token)
-Sample upstreams: charges :3001, users :3002, orders :3003, preferences :3004, SOAP orders :3005
+Sample upstreams: charges :3001, users :3002, orders :3003, preferences :3004, SOAP orders :3005,
+gRPC catalog :3006
 
 Try:
   curl -i -X POST ${gw}/charges -H 'content-type: application/json' -d '{"amount":100,"currency":"EUR"}'
@@ -71,6 +74,9 @@ Try:
   # REST to SOAP: JSON in, a SOAP 1.1 CreateOrder call, JSON out (customer "bad": a client fault, 422)
   curl -s -X POST ${gw}/api/orders -H 'content-type: application/json' \\
        -d '{"customer":"alice","item":{"sku":"A-1","qty":2},"note":"<b>gift</b>"}'
+  curl -s ${gw}/v1/items/42                    # REST to gRPC: shop.v1.Catalog/GetItem as JSON
+  curl -i ${gw}/v1/items/missing               # its NOT_FOUND: a 404 problem
+  curl -s -X POST ${gw}/v1/shelves/top/items -H 'content-type: application/json' -d '{"displayName":"Mug"}'
   curl -i ${gw}/nowhere                        # 404 problem+json
   curl -i '${gw}/charges/%2e%2e%2fadmin'       # 400: encoded "/" refused
   curl -s http://127.0.0.1:${adminPort}/config
@@ -87,5 +93,6 @@ process.on('SIGTERM', stop);
 gateway.on('exit', async (code) => {
   await upstreams.close();
   await soapService.close();
+  await grpcUpstream.close();
   process.exit(code ?? 0);
 });

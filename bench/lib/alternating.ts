@@ -1,6 +1,6 @@
 /**
  * The shape of the benches that weigh one kind of request against another in the same run
- * (bench/aggregate.ts, bench/soap.ts): `sluice run` on a config file, alone on the target core,
+ * (bench/aggregate.ts, bench/soap.ts, bench/grpc.ts): `sluice run` on a config file, alone on the target core,
  * then workloads alternating round by round, each figure the data plane's CPU µs per unit of
  * work (median over the rounds).
  */

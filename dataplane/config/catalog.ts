@@ -7,6 +7,7 @@
  * gives the GatewayRoute its `routes[].<kind>` field and the controller its compile step).
  */
 import { manifest as aggregate } from '../handlers/aggregate/manifest.ts';
+import { manifest as grpc } from '../handlers/grpc/manifest.ts';
 import { manifest as proxy } from '../handlers/proxy/manifest.ts';
 import { manifest as soap } from '../handlers/soap/manifest.ts';
 import { manifest as cors } from '../plugins/cors/manifest.ts';
@@ -30,7 +31,7 @@ export const PLUGIN_MANIFESTS = [
   proxyCache,
 ] as const;
 
-export const HANDLER_MANIFESTS = [proxy, aggregate, soap] as const;
+export const HANDLER_MANIFESTS = [proxy, aggregate, soap, grpc] as const;
 
 export type PluginName = (typeof PLUGIN_MANIFESTS)[number]['name'];
 export type HandlerKind = (typeof HANDLER_MANIFESTS)[number]['kind'];

@@ -79,6 +79,7 @@ export interface HandlerRoute<U extends TSchema, S extends TSchema> {
   upstreams: (
     config: Static<U>,
     urls: readonly string[],
+    /** The GatewayRoute's service url (service.url, or its backendRef resolved), for kinds that call it. */
     serviceUrl: string,
   ) => { url: string; requestMs?: number }[];
   /** Its route-table entry, given the ids of those upstreams (same order). */

@@ -78,6 +78,9 @@ export const ERRORS = {
     title: 'The SOAP response declares a DTD or entities, which are refused',
   },
   SLC_ERR_SOAP_TOO_LARGE: { status: 502, title: 'The SOAP response is larger or deeper than allowed' },
+  // The HTTP status is the gRPC status's, by the standard table (handlers/grpc/status.ts); 502 is
+  // only the class it falls in when read without that table.
+  SLC_ERR_GRPC_STATUS: { status: 502, title: 'The gRPC service answered with an error status' },
 } as const satisfies Record<string, { status: number; title: string }>;
 
 export type ErrorCode = keyof typeof ERRORS;

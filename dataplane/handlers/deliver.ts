@@ -1,14 +1,24 @@
 /**
- * Delivers an answer a handler composed itself (an aggregate's merged JSON, a SOAP answer turned
- * into JSON, their problems) to the route's ResponseSink, as if an upstream had sent it: so the
- * response plugins (cache, idempotency, transformers) and the client see it like any other.
+ * A response a handler made itself (an aggregate's merged JSON, a gRPC or SOAP answer turned
+ * into JSON, their problems), whole in memory, delivered through the route's ResponseSink, so the
+ * response plugins (cache, idempotency, transformers) and the client see it like an upstream's.
  */
 import { finished } from 'node:stream';
 import type { ResponseSink } from '../upstream/call.ts';
 
-export function deliverJson(sink: ResponseSink, status: number, type: string, doc: unknown): void {
-  const bytes = Buffer.from(JSON.stringify(doc));
-  const out = sink.response(status, { 'content-type': type, 'content-length': String(bytes.length) });
+export function deliver(
+  sink: ResponseSink,
+  status: number,
+  headers: Record<string, string | string[]>,
+  bytes: Buffer,
+): void {
+  headers['content-length'] = String(bytes.length);
+  const out = sink.response(status, headers);
   finished(out, (err) => sink.end(err ? { code: 'SLC_ERR_INTERNAL', sent: true } : null));
   out.end(bytes);
+}
+
+/** A JSON document (or problem) as the whole answer, `type` its content type. */
+export function deliverJson(sink: ResponseSink, status: number, type: string, doc: unknown): void {
+  deliver(sink, status, { 'content-type': type }, Buffer.from(JSON.stringify(doc)));
 }

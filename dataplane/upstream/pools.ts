@@ -10,6 +10,8 @@ import { RetryBudget } from './retry-budget.ts';
 
 export interface UpstreamRuntime {
   id: string;
+  /** The upstream's origin ("https://host:port"): what a handler with a client of its own (grpc) dials. */
+  readonly origin: string;
   /** Made on first use (see LazyUpstream). */
   readonly pool: Pool;
   /** Base path of the upstream URL without trailing "/" ('' for none). */
@@ -73,6 +75,7 @@ export class PoolRegistry {
  */
 class LazyUpstream implements UpstreamRuntime {
   readonly id: string;
+  readonly origin: string;
   readonly basePath: string;
   readonly headersTimeout: number;
   readonly bodyTimeout: number;
@@ -86,6 +89,7 @@ class LazyUpstream implements UpstreamRuntime {
 
   constructor(u: Upstream, origin: string, rest: Pick<UpstreamRuntime, 'basePath' | 'retry' | 'breaker'>) {
     this.id = u.id;
+    this.origin = origin;
     this.basePath = rest.basePath;
     this.headersTimeout = u.timeouts.responseMs;
     this.bodyTimeout = u.timeouts.idleMs;

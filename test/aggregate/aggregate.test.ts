@@ -8,10 +8,10 @@
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DataPlane } from '../../dataplane/main.ts';
+import { hsJwt, hsJwtResources } from '../helpers/hs-jwt.ts';
 import { freePort, startTestDataPlane, startUpstream, type Upstream } from '../helpers/servers.ts';
-import { gatewayRoute, jwtPlugin, snapshotOf } from './helpers.ts';
+import { gatewayRoute, snapshotOf } from './helpers.ts';
 
-const jwt = jwtPlugin('profile');
 let up: Upstream;
 let dp: DataPlane;
 /** When the upstream saw a /hold/<tag> call cut by the gateway. */
@@ -113,7 +113,7 @@ beforeAll(async () => {
       }),
       rule('secure', { calls: [call('user', '/users/{{ path.id }}')] }, { plugins: [{ name: 'jwt' }] }),
     ]),
-    ...jwt.objects,
+    ...hsJwtResources('test', 'profile'),
   ]);
   dp = await startTestDataPlane({ initialSnapshot: snapshot });
 });
@@ -303,7 +303,7 @@ describe('aggregate', () => {
     const refused = await get('/secure/5');
     expect(refused.status).toBe(401);
     expect(up.seen.length).toBe(before);
-    const token = await jwt.token();
+    const token = await hsJwt('profile');
     const ok = await get('/secure/5', { headers: { authorization: `Bearer ${token}` } });
     expect(ok.status).toBe(200);
     expect(ok.json.user).toMatchObject({ url: '/users/5' });

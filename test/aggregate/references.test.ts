@@ -62,6 +62,7 @@ describe('at most one handler kind per route', () => {
     expect(HANDLER_FIELDS).toEqual([
       { field: 'aggregate', kind: 'aggregate' },
       { field: 'soap', kind: 'soap' },
+      { field: 'grpc', kind: 'grpc' },
     ]);
   });
   it('the CEL rule counts the kinds set once there are two or more', () => {

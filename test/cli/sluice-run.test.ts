@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type SoapService, startSoapService } from '../../examples/soap-service.ts';
+import { startGrpcUpstream } from '../../examples/grpc-upstream.ts';
 import { startSampleUpstreams, type SampleUpstreams } from '../../examples/upstreams.ts';
 import { freePort, startUpstream } from '../helpers/servers.ts';
 
@@ -91,16 +92,19 @@ const curl = async (...args: string[]) => (await exec('curl', ['-s', '--max-time
 describe('sluice run on the demo configuration', () => {
   let ups: SampleUpstreams;
   let soap: SoapService;
+  let grpcUp: Awaited<ReturnType<typeof startGrpcUpstream>>;
   let gw: Running;
   beforeAll(async () => {
     ups = await startSampleUpstreams(3001);
     soap = await startSoapService(3005);
+    grpcUp = await startGrpcUpstream(3006);
     gw = await start('examples/gateway.yaml');
   });
   afterAll(async () => {
     gw?.proc.kill('SIGTERM');
     await ups?.close();
     await soap?.close();
+    await grpcUp?.close();
   });
 
   it('serves the README curl lines', async () => {
@@ -149,6 +153,29 @@ describe('sluice run on the demo configuration', () => {
         line: { sku: 'A-1', qty: '2' },
       },
     });
+    expect(JSON.parse(await curl(`${gw.proxy}/v1/items/42`))).toEqual({
+      itemId: '42',
+      displayName: 'Item 42',
+      price: { currencyCode: 'EUR', units: '1299' },
+      tags: ['sample'],
+      stockCount: '9007199254740993',
+    });
+    expect(JSON.parse(await curl(`${gw.proxy}/v1/items/missing`))).toMatchObject({
+      status: 404,
+      grpcStatus: 'NOT_FOUND',
+    });
+    const made = JSON.parse(
+      await curl(
+        '-X',
+        'POST',
+        `${gw.proxy}/v1/shelves/top/items`,
+        '-H',
+        'content-type: application/json',
+        '-d',
+        '{"displayName":"Mug"}',
+      ),
+    );
+    expect(made).toMatchObject({ displayName: 'Mug', itemId: expect.stringMatching(/^top-/) });
     expect(await curl('-o', '/dev/null', '-w', '%{http_code}', `${gw.proxy}/nowhere`)).toBe('404');
     expect(
       await curl(
@@ -255,7 +282,8 @@ spec:
   it('validate prints the hash of a good file', async () => {
     const r = await runCli(['validate', '-f', 'examples/gateway.yaml']);
     expect(r.code).toBe(0);
-    expect(r.stdout).toMatch(/^ok: 6 routes, hash [0-9a-f]{64}/);
+
+    expect(r.stdout).toMatch(/^ok: 8 routes, hash [0-9a-f]{64}/);
   });
 });
 

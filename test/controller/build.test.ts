@@ -125,6 +125,8 @@ describe('build', () => {
       'route/default/user-profile/user-profile/0',
       'route/default/preferences/preferences/0',
       'route/default/orders-soap/create-order/0',
+      'route/default/catalog/create-item/0',
+      'route/default/catalog/get-item/0',
       'route/default/charges/charges/0',
       'route/default/orders/orders/0',
       'route/default/users/users/0',

@@ -10,11 +10,11 @@
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DataPlane } from '../../dataplane/main.ts';
-import { gatewayRoute, jwtPlugin, snapshotOf } from '../aggregate/helpers.ts';
+import { gatewayRoute, snapshotOf } from '../aggregate/helpers.ts';
+import { hsJwt, hsJwtResources } from '../helpers/hs-jwt.ts';
 import { freePort, startTestDataPlane, startUpstream, type Upstream } from '../helpers/servers.ts';
 import { CREATE_ACTION, ORDERS_NS, type SoapService, startSoapService } from '../../examples/soap-service.ts';
 
-const jwt = jwtPlugin('orders');
 let svc: SoapService;
 let evil: Upstream;
 let dp: DataPlane;
@@ -110,7 +110,7 @@ beforeAll(async () => {
       url: dead,
       circuitBreaker: { minRequests: 2, errorPercent: 50, window: '10s', openFor: '30s' },
     }),
-    ...jwt.objects,
+    ...hsJwtResources('test', 'orders'),
     {
       apiVersion: 'sluice.dev/v1alpha1',
       kind: 'GatewayPlugin',
@@ -158,7 +158,7 @@ async function post(path: string, body: unknown, headers: Record<string, string>
   return { status: r.statusCode, headers: r.headers, text, json: text ? JSON.parse(text) : undefined };
 }
 
-const token = () => jwt.token();
+const token = () => hsJwt('orders');
 
 describe('soap: a JSON request becomes a SOAP call, its answer JSON', () => {
   it('SOAP 1.1 with declared elements: text/xml, the SOAPAction, the client headers, the envelope; the answer as JSON', async () => {

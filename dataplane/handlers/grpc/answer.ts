@@ -1,0 +1,76 @@
+/**
+ * What a grpc route's calls share once bound (BoundCall), and how a call's end becomes the
+ * HTTP answer: the listed metadata as headers, a gRPC error status as its HTTP status (status.ts)
+ * with a problem naming it, and the service's circuit breaker and latency fed.
+ */
+import type { Client, Metadata, StatusObject } from '@grpc/grpc-js';
+import type { FoundMethod } from '../../config/proto-files.ts';
+import { problem } from '../../errors/problem.ts';
+import type { Metrics } from '../../observability/metrics.ts';
+import type { ResponseSink } from '../../upstream/call.ts';
+import type { UpstreamRuntime } from '../../upstream/pools.ts';
+import { deliver } from '../deliver.ts';
+import type { BoundMapping } from './request-message.ts';
+import { BREAKER_FAILURES, httpOfGrpc } from './status.ts';
+
+/** A route's call, bound once per snapshot. */
+export interface BoundCall {
+  client: Client;
+  up: UpstreamRuntime;
+  method: FoundMethod;
+  mapping: BoundMapping;
+  /** The only HTTP method served (an annotation's verb), or null. */
+  verb: string | null;
+  deadlineMs: number;
+  requestHeaders: readonly string[];
+  responseHeaders: readonly string[];
+  metrics: Metrics;
+}
+
+/** The gateway's words for statuses grpc-js also makes itself (its text may name addresses). */
+const OWN_DETAIL: Record<number, string> = {
+  1: 'the call was cancelled',
+  4: 'the gRPC service did not answer within the deadline',
+  14: 'the gRPC service is unavailable',
+};
+
+/** The call is over (its status received): the breaker and the latency metric learn of it. */
+export function settled(b: BoundCall, s: StatusObject, startNs: bigint): void {
+  b.up.breaker?.record(!BREAKER_FAILURES.has(s.code));
+  b.metrics.upstreamLatency(b.up.id, startNs);
+}
+
+/** A gRPC error status answered as its HTTP status, with a problem carrying grpcStatus and the service's message. */
+export function deliverStatus(
+  sink: ResponseSink,
+  s: StatusObject,
+  requestId: string,
+  headers: Record<string, string | string[]>,
+): void {
+  const { name, status } = httpOfGrpc(s.code === 0 ? 2 : s.code); // OK without a message: UNKNOWN
+  const doc = problem('SLC_ERR_GRPC_STATUS', OWN_DETAIL[s.code] ?? s.details, {
+    status,
+    grpcStatus: name,
+    requestId,
+  });
+  headers['content-type'] = 'application/problem+json';
+  deliver(sink, status, headers, Buffer.from(JSON.stringify(doc)));
+}
+
+/** The listed metadata, from the response headers then the trailers, as HTTP headers. */
+export function responseHeaders(
+  names: readonly string[],
+  initial: Metadata | null,
+  trailers: Metadata | null,
+): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  for (const name of names) {
+    const values = [...(initial?.get(name) ?? []), ...(trailers?.get(name) ?? [])].filter(
+      (v): v is string => typeof v === 'string',
+    );
+    if (values.length) out[name] = values.length === 1 ? values[0] : values;
+  }
+  return out;
+}
+
+export const asIs = (b: Buffer) => b;

@@ -1,0 +1,110 @@
+/**
+ * grpc: answers an HTTP request with a gRPC call. Bound once per route: the protos parsed
+ * (memoized by their text, config/proto-files.ts), the method and its message types, the
+ * mapping, the channel of the upstream's address (channels.ts). Per request: the request
+ * message assembled and checked (a bad body or parameter is a 400 and no call is made), the
+ * listed headers as metadata, the breaker asked, then one call with the encoded bytes and a
+ * deadline of the upstream's request timeout: unary (unary.ts) or server streaming as NDJSON
+ * (server-stream.ts). Answers go through the route's ResponseSink like an upstream's.
+ */
+import { Metadata } from '@grpc/grpc-js';
+import { type FoundMethod, fieldNamed, findMethod, parseProtos } from '../../config/proto-files.ts';
+import { template } from '../../config/template.ts';
+import { problem } from '../../errors/problem.ts';
+import type { RequestContext } from '../../pipeline/context.ts';
+import { compilePathRewrite } from '../../pipeline/transform/path-rewrite.ts';
+import type { ResponseSink } from '../../upstream/call.ts';
+import { ClientSink } from '../client-sink.ts';
+import { deliver } from '../deliver.ts';
+import { defineHandler } from '../types.ts';
+import type { BoundCall } from './answer.ts';
+import { acquire, channelKey, release } from './channels.ts';
+import { JsonMismatch } from './json-mismatch.ts';
+import { manifest } from './manifest.ts';
+import { NO_MATCH, requestObject } from './request-message.ts';
+import { serverStream } from './server-stream.ts';
+import { unary } from './unary.ts';
+
+export default defineHandler(manifest, {
+  create(deps) {
+    const keys: string[] = [];
+    return {
+      bind(_route, entry) {
+        const parsed = parseProtos(entry.protos);
+        if ('problem' in parsed) throw new Error(`grpc: ${parsed.problem.message}`); // the door refused it
+        const method = findMethod(parsed.root, entry.service, entry.method) as FoundMethod;
+        const up = deps.upstream(entry.upstream);
+        const key = channelKey(up.origin);
+        const client = acquire(key);
+        keys.push(key);
+        const body =
+          entry.body === undefined
+            ? null
+            : entry.body === '*'
+              ? '*'
+              : fieldNamed(method.request, entry.body)!;
+        const bound: BoundCall = {
+          client,
+          up,
+          method,
+          mapping: {
+            request: method.request,
+            pattern:
+              entry.pattern === undefined
+                ? null
+                : compilePathRewrite({ pattern: entry.pattern, rewrite: '/' }, template),
+            body,
+          },
+          verb: entry.verb ?? null,
+          deadlineMs: up.requestMs || up.headersTimeout,
+          requestHeaders: entry.requestHeaders,
+          responseHeaders: entry.responseHeaders,
+          metrics: deps.metrics,
+        };
+        const call = (ctx: RequestContext, sink: ResponseSink) => start(bound, ctx, sink);
+        return { handle: (ctx) => call(ctx, new ClientSink(ctx)), call };
+      },
+      close() {
+        for (const key of keys.splice(0)) release(key);
+      },
+    };
+  },
+});
+
+// Returns what sink.end or deliver return (nothing): `return sink.end(…)` ends a branch.
+function start(b: BoundCall, ctx: RequestContext, sink: ResponseSink) {
+  if (b.verb !== null && ctx.method !== b.verb)
+    return sink.end({ code: 'SLC_ERR_METHOD_NOT_ALLOWED', sent: false });
+  const request = b.method.request;
+  let bytes: Uint8Array;
+  try {
+    const obj = requestObject(b.mapping, ctx.path, ctx.query, ctx.body);
+    if (obj === NO_MATCH) return sink.end({ code: 'SLC_ERR_ROUTE_NOT_FOUND', sent: false });
+    bytes = request.encode(request.fromObject(obj)).finish();
+  } catch (err) {
+    if (!(err instanceof JsonMismatch)) throw err;
+    const doc = problem('SLC_ERR_BAD_REQUEST', err.message, { field: err.field, requestId: ctx.requestId });
+    return deliver(
+      sink,
+      400,
+      { 'content-type': 'application/problem+json' },
+      Buffer.from(JSON.stringify(doc)),
+    );
+  }
+  const md = new Metadata();
+  try {
+    for (const name of b.requestHeaders) {
+      const v = ctx.headers[name];
+      if (v !== undefined) md.set(name, v);
+    }
+  } catch {
+    return sink.end({ code: 'SLC_ERR_BAD_HEADER', sent: false }); // a value gRPC metadata cannot carry
+  }
+  md.set('x-request-id', ctx.requestId);
+  const up = b.up;
+  if (up.breaker !== null && !up.breaker.allow())
+    return sink.end({ code: 'SLC_ERR_UPSTREAM_CIRCUIT_OPEN', sent: false });
+  const message = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  if (b.method.method.responseStream) serverStream(b, sink, message, md, ctx.requestId);
+  else unary(b, sink, message, md, ctx.requestId);
+}
