@@ -1,6 +1,6 @@
 /**
  * Custom resources → snapshot through the real controller (validate, compile), for the handler
- * kinds' tests (aggregate, soap).
+ * kinds' tests (aggregate, soap, grpc).
  */
 import { expect } from 'vitest';
 import type { Resource } from '../../controller/api/index.ts';
