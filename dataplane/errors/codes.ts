@@ -78,6 +78,10 @@ export const ERRORS = {
     title: 'The SOAP response declares a DTD or entities, which are refused',
   },
   SLC_ERR_SOAP_TOO_LARGE: { status: 502, title: 'The SOAP response is larger or deeper than allowed' },
+  SLC_ERR_INSUFFICIENT_SCOPE: { status: 403, title: 'The token lacks a scope this route requires' },
+  SLC_ERR_AUTH_UNAVAILABLE: { status: 503, title: 'The identity provider could not be reached' },
+  SLC_ERR_CLIENT_CERT_MISSING: { status: 401, title: 'A verified client certificate is required' },
+  SLC_ERR_CLIENT_CERT_FORBIDDEN: { status: 403, title: 'This client certificate is not allowed here' },
 } as const satisfies Record<string, { status: number; title: string }>;
 
 export type ErrorCode = keyof typeof ERRORS;

@@ -5,7 +5,7 @@
  * are already known. Keys are selected by jose's local JWKS (kid, kty, alg matching).
  */
 import { createLocalJWKSet, type JSONWebKeySet, type JWTHeaderParameters } from 'jose';
-import { request } from 'undici';
+import { fetchJson } from './fetch-json.ts';
 
 export interface JwksOptions {
   cooldownMs?: number;
@@ -49,18 +49,7 @@ export class RemoteJwks {
   #refresh(): Promise<void> {
     this.#inflight ??= (async () => {
       try {
-        const res = await request(this.#url, {
-          headersTimeout: this.#o.timeoutMs,
-          bodyTimeout: this.#o.timeoutMs,
-          headers: { accept: 'application/json' },
-        });
-        if (res.statusCode !== 200) {
-          await res.body.dump();
-          throw new Error(`JWKS answered ${res.statusCode}`);
-        }
-        const text = await res.body.text();
-        if (text.length > this.#o.maxBytes) throw new Error('JWKS too large');
-        const jwks = JSON.parse(text) as JSONWebKeySet;
+        const jwks = (await fetchJson(this.#url, this.#o.timeoutMs, this.#o.maxBytes)) as JSONWebKeySet;
         if (!Array.isArray(jwks.keys)) throw new Error('not a JWKS');
         this.#keys = createLocalJWKSet(jwks);
         this.#kids = new Set(jwks.keys.map((k) => k.kid).filter((k): k is string => typeof k === 'string'));
