@@ -28,7 +28,9 @@ beforeAll(async () => {
   const plugin = {
     id: 'plugin/test/m',
     name: 'mtls-auth' as const,
-    config: { caBundle: { secretKeyRef: { name: 'ca', key: 'pem' }, value: Buffer.from(ca.ca).toString('base64') } },
+    config: {
+      caBundle: { secretKeyRef: { name: 'ca', key: 'pem' }, value: Buffer.from(ca.ca).toString('base64') },
+    },
     source: { kind: 'GatewayPlugin', namespace: 'test', name: 'm', generation: 1 },
   };
   dp = await startTestDataPlane({
@@ -77,17 +79,18 @@ function get(version: 'TLSv1.2' | 'TLSv1.3', session?: Buffer) {
       data += d;
     });
     socket.once('error', reject);
-    socket.once('close', () =>
-      resolve({ status: Number(data.split(' ')[1]), resumed, session: next }),
-    );
+    socket.once('close', () => resolve({ status: Number(data.split(' ')[1]), resumed, session: next }));
   });
 }
 
 describe('mtls-auth and session resumption', () => {
-  it.each(['TLSv1.2', 'TLSv1.3'] as const)('%s: the resumed session is still the verified client', async (v) => {
-    const first = await get(v);
-    expect([first.status, first.resumed]).toEqual([200, false]);
-    const again = await get(v, first.session);
-    expect([again.status, again.resumed]).toEqual([200, true]);
-  });
+  it.each(['TLSv1.2', 'TLSv1.3'] as const)(
+    '%s: the resumed session is still the verified client',
+    async (v) => {
+      const first = await get(v);
+      expect([first.status, first.resumed]).toEqual([200, false]);
+      const again = await get(v, first.session);
+      expect([again.status, again.resumed]).toEqual([200, true]);
+    },
+  );
 });

@@ -7,14 +7,13 @@
  */
 import { createPublicKey, createSecretKey } from 'node:crypto';
 import { decodeJwt, errors, type JWTVerifyGetKey } from 'jose';
-import { parseDuration } from '../../config/duration.ts';
 import type { RuntimeDeps } from '../../pipeline/route.ts';
 import { definePlugin } from '../types.ts';
 import { bearerHook } from './bearer.ts';
 import { remoteJwks } from './jwks.ts';
 import type { JwtConfig } from './manifest.ts';
 import { manifest } from './manifest.ts';
-import { type IssuerRules, invalid, verifyJwt } from './verify.ts';
+import { claimHeaders, type IssuerRules, invalid, maxLifetimeMs, skewSeconds, verifyJwt } from './verify.ts';
 
 type Issuer = JwtConfig['issuers'][number];
 
@@ -43,15 +42,6 @@ export default definePlugin(manifest, {
     return { bind: () => hooks };
   },
 });
-
-export const skewSeconds = (clockSkew: string | undefined): number =>
-  Math.floor((parseDuration(clockSkew ?? '30s') ?? 30_000) / 1000);
-
-export const claimHeaders = (c: JwtConfig['claimsToHeaders']) =>
-  (c ?? []).map((x) => ({ claim: x.claim, header: x.header.toLowerCase() }));
-
-export const maxLifetimeMs = (maxLifetime: string | undefined): number =>
-  maxLifetime ? (parseDuration(maxLifetime) ?? 0) : 0;
 
 function compileIssuer(config: Issuer, deps: RuntimeDeps): IssuerRules {
   const statics = (config.keys ?? []).map((k) => {

@@ -8,6 +8,8 @@ import { errors, type JWTPayload, type JWTVerifyGetKey, jwtVerify } from 'jose';
 import { HEADER_VALUE } from '../../config/http-grammar.ts';
 import type { Consumer } from '../../pipeline/context.ts';
 import type { Outcome, Verified } from './bearer.ts';
+import { parseDuration } from '../../config/duration.ts';
+import type { JwtConfig } from './manifest.ts';
 
 export interface IssuerRules {
   issuer: string;
@@ -93,3 +95,13 @@ function reasonOf(err: unknown): string {
   if (err instanceof errors.JWKSNoMatchingKey) return 'no key of the issuer matches the token';
   return 'the token is not valid';
 }
+
+/** The config's settings, read once per plugin instance. */
+export const skewSeconds = (clockSkew: string | undefined): number =>
+  Math.floor((parseDuration(clockSkew ?? '30s') ?? 30_000) / 1000);
+
+export const claimHeaders = (c: JwtConfig['claimsToHeaders']) =>
+  (c ?? []).map((x) => ({ claim: x.claim, header: x.header.toLowerCase() }));
+
+export const maxLifetimeMs = (maxLifetime: string | undefined): number =>
+  maxLifetime ? (parseDuration(maxLifetime) ?? 0) : 0;

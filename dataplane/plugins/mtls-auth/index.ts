@@ -87,17 +87,20 @@ export default definePlugin(manifest, {
       const socket = ctx.req.socket as TLSSocket;
       let verdict = byConnection.get(socket);
       if (verdict === undefined || verdict.until <= Date.now()) {
-        const peer =
-          typeof socket.getPeerCertificate === 'function' ? socket.getPeerCertificate(true) : undefined;
-        if (peer === undefined || !peer.raw)
+        // The leaf alone first (an X509Certificate computes only the fingerprint asked for, where
+        // getPeerCertificate() decodes every field): it finds a verdict; the chain only to judge anew.
+        const leaf =
+          typeof socket.getPeerX509Certificate === 'function' ? socket.getPeerX509Certificate() : undefined;
+        if (leaf === undefined)
           return answerProblem(ctx, 'SLC_ERR_CLIENT_CERT_MISSING', {
             detail: 'a client certificate is required (over TLS)',
           });
-        verdict = byCertificate.get(peer.fingerprint256);
+        const fingerprint = leaf.fingerprint256;
+        verdict = byCertificate.get(fingerprint);
         if (verdict === undefined || verdict.until <= Date.now()) {
-          verdict = judge(peer);
+          verdict = judge(socket.getPeerCertificate(true));
           if (byCertificate.size >= CACHE_ENTRIES) byCertificate.delete(byCertificate.keys().next().value!);
-          byCertificate.set(peer.fingerprint256, verdict);
+          byCertificate.set(fingerprint, verdict);
         }
         byConnection.set(socket, verdict);
       }

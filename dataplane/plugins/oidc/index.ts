@@ -12,8 +12,15 @@ import { decodeJwt, type JWTPayload } from 'jose';
 import type { RequestContext } from '../../pipeline/context.ts';
 import { definePlugin } from '../types.ts';
 import { bearerHook, type Outcome, refuseScope, type Verified } from '../jwt/bearer.ts';
-import { claimHeaders, maxLifetimeMs, skewSeconds } from '../jwt/index.ts';
-import { expiryMs, invalid, verified, verifyJwt } from '../jwt/verify.ts';
+import {
+  claimHeaders,
+  expiryMs,
+  invalid,
+  maxLifetimeMs,
+  skewSeconds,
+  verified,
+  verifyJwt,
+} from '../jwt/verify.ts';
 import { discovery } from './discovery.ts';
 import { introspect } from './introspection.ts';
 import { manifest } from './manifest.ts';
