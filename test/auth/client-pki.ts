@@ -7,6 +7,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { makeCaFiles } from '../tls/pki.ts';
 
 export interface ClientLeaf {
   cert: string;
@@ -51,21 +52,7 @@ export function makeClientPki(name = 'Sluice Client CA'): ClientPki {
   writeFileSync(join(dir, 'ca.cnf'), CONFIG);
   writeFileSync(join(dir, 'index.txt'), '');
   writeFileSync(join(dir, 'serial'), '1000\n');
-  ssl('ecparam', '-name', 'prime256v1', '-genkey', '-noout', '-out', 'ca.key');
-  ssl(
-    'req',
-    '-x509',
-    '-new',
-    '-key',
-    'ca.key',
-    '-sha256',
-    '-days',
-    '2',
-    '-subj',
-    `/CN=${name}`,
-    '-out',
-    'ca.crt',
-  );
+  makeCaFiles(ssl, name);
   let n = 0;
   return {
     ca: readFileSync(join(dir, 'ca.crt'), 'utf8'),
@@ -111,3 +98,14 @@ export function makeClientPki(name = 'Sluice Client CA'): ClientPki {
     remove: () => rmSync(dir, { recursive: true, force: true }),
   };
 }
+
+/** An mtls-auth plugin instance trusting `ca`, as the controller resolves it (the bundle's `value`). */
+export const mtlsPlugin = (name: string, ca: ClientPki, extra: Record<string, unknown> = {}) => ({
+  id: `plugin/test/${name}`,
+  name: 'mtls-auth' as const,
+  config: {
+    caBundle: { secretKeyRef: { name: 'ca', key: 'pem' }, value: Buffer.from(ca.ca).toString('base64') },
+    ...extra,
+  },
+  source: { kind: 'GatewayPlugin', namespace: 'test', name, generation: 1 },
+});

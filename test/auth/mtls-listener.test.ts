@@ -11,7 +11,7 @@ import { startTestDataPlane, startUpstream, type Upstream } from '../helpers/ser
 import { route, upstream } from '../helpers/tables.ts';
 import { makePki, type Pki } from '../tls/pki.ts';
 import { certificate, tlsSnapshot } from '../tls/tls-helpers.ts';
-import { type ClientPki, makeClientPki } from './client-pki.ts';
+import { type ClientPki, makeClientPki, mtlsPlugin } from './client-pki.ts';
 
 const HOST = 'api.example.test';
 const run = promisify(execFile);
@@ -28,19 +28,7 @@ const snapshotWith = (mtls: boolean) =>
       ...(mtls
         ? [
             route('m', 'u', '/m', {
-              plugins: [
-                {
-                  id: 'plugin/test/m',
-                  name: 'mtls-auth' as const,
-                  config: {
-                    caBundle: {
-                      secretKeyRef: { name: 'ca', key: 'pem' },
-                      value: Buffer.from(ca.ca).toString('base64'),
-                    },
-                  },
-                  source: { kind: 'GatewayPlugin', namespace: 'test', name: 'm', generation: 1 },
-                },
-              ],
+              plugins: [mtlsPlugin('m', ca)],
             }),
           ]
         : []),

@@ -10,7 +10,7 @@ import { startTestDataPlane, startUpstream, type Upstream } from '../helpers/ser
 import { route, upstream } from '../helpers/tables.ts';
 import { makePki, type Pki } from '../tls/pki.ts';
 import { certificate, tlsSnapshot } from '../tls/tls-helpers.ts';
-import { type ClientLeaf, type ClientPki, makeClientPki } from './client-pki.ts';
+import { type ClientLeaf, type ClientPki, makeClientPki, mtlsPlugin } from './client-pki.ts';
 
 const HOST = 'api.example.test';
 let serverPki: Pki;
@@ -25,18 +25,10 @@ beforeAll(async () => {
   ca = makeClientPki();
   leaf = ca.leaf('orders-client');
   up = await startUpstream();
-  const plugin = {
-    id: 'plugin/test/m',
-    name: 'mtls-auth' as const,
-    config: {
-      caBundle: { secretKeyRef: { name: 'ca', key: 'pem' }, value: Buffer.from(ca.ca).toString('base64') },
-    },
-    source: { kind: 'GatewayPlugin', namespace: 'test', name: 'm', generation: 1 },
-  };
   dp = await startTestDataPlane({
     httpsPort: 0,
     initialSnapshot: tlsSnapshot(
-      [route('m', 'u', '/m', { plugins: [plugin] })],
+      [route('m', 'u', '/m', { plugins: [mtlsPlugin('m', ca)] })],
       [upstream('u', up.url)],
       [certificate('server', [HOST], serverPki.leaf('server', [HOST]))],
     ),

@@ -12,7 +12,7 @@ import { startTestDataPlane, startUpstream, type Upstream } from '../helpers/ser
 import { idempotencyPlugin, rateLimitPlugin, route, upstream } from '../helpers/tables.ts';
 import { makePki, type Pki } from '../tls/pki.ts';
 import { certificate, curl, tlsSnapshot } from '../tls/tls-helpers.ts';
-import { type ClientLeaf, type ClientPki, makeClientPki } from './client-pki.ts';
+import { type ClientLeaf, type ClientPki, makeClientPki, mtlsPlugin } from './client-pki.ts';
 
 const HOST = 'api.example.test';
 let serverPki: Pki;
@@ -23,13 +23,6 @@ let dp: DataPlane;
 let port: number;
 const leaves: Record<string, ClientLeaf> = {};
 const b64 = (s: string) => Buffer.from(s).toString('base64');
-
-const mtls = (name: string, ca: ClientPki, extra: Record<string, unknown> = {}) => ({
-  id: `plugin/test/${name}`,
-  name: 'mtls-auth' as const,
-  config: { caBundle: { secretKeyRef: { name: 'ca', key: 'pem' }, value: b64(ca.ca) }, ...extra },
-  source: { kind: 'GatewayPlugin', namespace: 'test', name, generation: 1 },
-});
 
 beforeAll(async () => {
   serverPki = makePki();
@@ -50,13 +43,13 @@ beforeAll(async () => {
     initialSnapshot: tlsSnapshot(
       [
         route('m', 'u', '/m', {
-          plugins: [mtls('m', caA, { ...team, forwardClientCert: {} }), idempotencyPlugin('idem')],
+          plugins: [mtlsPlugin('m', caA, { ...team, forwardClientCert: {} }), idempotencyPlugin('idem')],
         }),
-        route('uri', 'u', '/uri', { plugins: [mtls('uri', caA, { crls: [crl], identity: 'sanURI' })] }),
+        route('uri', 'u', '/uri', { plugins: [mtlsPlugin('uri', caA, { crls: [crl], identity: 'sanURI' })] }),
         route('rl', 'u', '/rl', {
-          plugins: [mtls('rl', caA, team), rateLimitPlugin('two', { minute: 2, policy: 'local' })],
+          plugins: [mtlsPlugin('rl', caA, team), rateLimitPlugin('two', { minute: 2, policy: 'local' })],
         }),
-        route('b', 'u', '/b', { plugins: [mtls('b', caB)] }),
+        route('b', 'u', '/b', { plugins: [mtlsPlugin('b', caB)] }),
         route('plain', 'u', '/plain'),
       ],
       [upstream('u', up.url)],
