@@ -1,19 +1,26 @@
 /**
  * jwt: verifies a bearer token (jose) against its issuer's configuration. The issuer is read
  * from the unverified payload only to pick the configuration; everything else is checked by the
- * signature verification (verify.ts, shared with oidc). The caller becomes `<iss>#<sub>`. Any
+ * signature verification (jwt-verify.ts, shared with oidc). The caller becomes `<iss>#<sub>`. Any
  * failure is 401 with WWW-Authenticate and a problem that names the kind of failure, never key
- * material; a malformed token is a 401, never a 500. Reading, caching and coalescing: bearer.ts.
+ * material; a malformed token is a 401, never a 500. Reading, caching and coalescing: ../bearer.ts.
  */
 import { createPublicKey, createSecretKey } from 'node:crypto';
 import { decodeJwt, errors, type JWTVerifyGetKey } from 'jose';
 import type { RuntimeDeps } from '../../pipeline/route.ts';
 import { definePlugin } from '../types.ts';
-import { bearerHook } from './bearer.ts';
-import { remoteJwks } from './jwks.ts';
+import { bearerHook } from '../bearer.ts';
+import { remoteJwks } from '../jwks.ts';
 import type { JwtConfig } from './manifest.ts';
 import { manifest } from './manifest.ts';
-import { claimHeaders, type IssuerRules, invalid, maxLifetimeMs, skewSeconds, verifyJwt } from './verify.ts';
+import {
+  claimHeaders,
+  type IssuerRules,
+  invalid,
+  maxLifetimeMs,
+  skewSeconds,
+  verifyJwt,
+} from '../jwt-verify.ts';
 
 type Issuer = JwtConfig['issuers'][number];
 

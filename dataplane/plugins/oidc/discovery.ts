@@ -5,8 +5,8 @@
  * locks out tokens whose keys are already known. A document naming another issuer is refused
  * (§4.3). While none was ever read, a request may trigger a read at most once per cooldown.
  */
-import { DocumentReader, perProcess } from '../jwt/fetch-json.ts';
-import { type RemoteJwks, remoteJwks } from '../jwt/jwks.ts';
+import { DocumentReader, perProcess } from '../provider-document.ts';
+import { type RemoteJwks, remoteJwks } from '../jwks.ts';
 
 export interface ProviderMetadata {
   issuer: string;

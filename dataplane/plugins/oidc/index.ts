@@ -1,9 +1,9 @@
 /**
  * oidc: bearer access tokens of one OpenID provider. The provider's metadata and keys come from
  * discovery (discovery.ts: refreshed, the last good kept). A JWT access token is verified
- * locally with the jwt plugin's checks (jwt/verify.ts); any other token is asked about by
+ * locally with the jwt plugin's checks (jwt-verify.ts); any other token is asked about by
  * introspection (RFC 7662), failing closed (503, or 401 by config) when the provider cannot
- * answer. Both kinds are remembered and coalesced by jwt/bearer.ts, an introspected one until
+ * answer. Both kinds are remembered and coalesced by bearer.ts, an introspected one until
  * its exp and at most `cacheTtl`. A token without the plugin's `scopes` is a 403
  * insufficient_scope. The caller becomes `<iss>#<sub>` (the client_id for a token without sub).
  */
@@ -11,7 +11,7 @@ import { parseDuration } from '../../config/duration.ts';
 import { decodeJwt, type JWTPayload } from 'jose';
 import type { RequestContext } from '../../pipeline/context.ts';
 import { definePlugin } from '../types.ts';
-import { bearerHook, type Outcome, refuseScope, type Verified } from '../jwt/bearer.ts';
+import { bearerHook, type Outcome, refuseScope, type Verified } from '../bearer.ts';
 import {
   claimHeaders,
   expiryMs,
@@ -20,7 +20,7 @@ import {
   skewSeconds,
   verified,
   verifyJwt,
-} from '../jwt/verify.ts';
+} from '../jwt-verify.ts';
 import { discovery } from './discovery.ts';
 import { introspect } from './introspection.ts';
 import { manifest } from './manifest.ts';

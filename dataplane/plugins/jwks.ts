@@ -5,7 +5,7 @@
  * are already known. Keys are selected by jose's local JWKS (kid, kty, alg matching).
  */
 import { createLocalJWKSet, type JSONWebKeySet, type JWTHeaderParameters } from 'jose';
-import { DocumentReader, perProcess } from './fetch-json.ts';
+import { DocumentReader, perProcess } from './provider-document.ts';
 
 export interface JwksOptions {
   cooldownMs?: number;

@@ -6,9 +6,9 @@
  * `cacheEntries` entries; concurrent checks of one token share one promise. A refusal is a
  * 401 (or the plugin's 503) with WWW-Authenticate; a malformed token is never a 500.
  */
-import { answerProblem, refusedRepeated } from '../../pipeline/answer.ts';
-import type { Consumer, RequestContext } from '../../pipeline/context.ts';
-import type { ClaimHeader } from './verify.ts';
+import { answerProblem, refusedRepeated } from '../pipeline/answer.ts';
+import type { Consumer, RequestContext } from '../pipeline/context.ts';
+import type { ClaimHeader } from './jwt-verify.ts';
 
 export interface Verified {
   consumer: Consumer;

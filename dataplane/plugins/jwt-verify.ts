@@ -5,11 +5,10 @@
  * bounded clock skew, an optional maximum lifetime. The caller becomes `<iss>#<sub>`.
  */
 import { errors, type JWTPayload, type JWTVerifyGetKey, jwtVerify } from 'jose';
-import { HEADER_VALUE } from '../../config/http-grammar.ts';
-import type { Consumer } from '../../pipeline/context.ts';
+import { HEADER_VALUE } from '../config/http-grammar.ts';
+import type { Consumer } from '../pipeline/context.ts';
 import type { Outcome, Verified } from './bearer.ts';
-import { parseDuration } from '../../config/duration.ts';
-import type { JwtConfig } from './manifest.ts';
+import { parseDuration } from '../config/duration.ts';
 
 export interface IssuerRules {
   issuer: string;
@@ -100,7 +99,7 @@ function reasonOf(err: unknown): string {
 export const skewSeconds = (clockSkew: string | undefined): number =>
   Math.floor((parseDuration(clockSkew ?? '30s') ?? 30_000) / 1000);
 
-export const claimHeaders = (c: JwtConfig['claimsToHeaders']) =>
+export const claimHeaders = (c: readonly ClaimHeader[] | undefined): ClaimHeader[] =>
   (c ?? []).map((x) => ({ claim: x.claim, header: x.header.toLowerCase() }));
 
 export const maxLifetimeMs = (maxLifetime: string | undefined): number =>
