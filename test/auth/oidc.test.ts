@@ -73,6 +73,12 @@ beforeAll(async () => {
         route('rl', 'u', '/rl', {
           plugins: [oidc('rl'), rateLimitPlugin('two', { minute: 2, policy: 'local' })],
         }),
+        route('short', 'u', '/short', {
+          plugins: [oidc('short', { introspection: { ...oidc('x').config.introspection, cacheTtl: '1s' } })],
+        }),
+        route('two', 'u', '/two', {
+          plugins: [oidc('two', { introspection: { ...oidc('x').config.introspection, cacheEntries: 2 } })],
+        }),
         route('closed401', 'u', '/closed401', {
           plugins: [
             oidc('c401', { introspection: { ...oidc('x').config.introspection, onError: 'unauthorized' } }),
@@ -143,6 +149,28 @@ describe('oidc', () => {
       'Bearer realm="sluice", error="insufficient_scope", scope="orders:write"',
     );
     expect((await call('/w', await op.token(resource, 'orders:read orders:write'))).status).toBe(200);
+  });
+
+  it('an introspected token is kept at most cacheTtl: revoked at the provider, it stops working after it', async () => {
+    const token = await op.token(OPAQUE_RESOURCE);
+    expect((await call('/short', token)).status).toBe(200);
+    await op.revoke(token);
+    expect((await call('/short', token)).status).toBe(200); // still cached
+    await new Promise((r) => setTimeout(r, 1_100));
+    const r = await call('/short', token);
+    expect([r.status, r.code]).toEqual([401, 'SLC_ERR_CREDENTIALS_INVALID']);
+  });
+
+  it('the introspection cache holds at most cacheEntries: the oldest answer is asked for again', async () => {
+    const [a, b, c] = await Promise.all([1, 2, 3].map(() => op.token(OPAQUE_RESOURCE)));
+    const before = op.introspections();
+    for (const t of [a, b, a, b]) expect((await call('/two', t)).status).toBe(200);
+    expect(op.introspections() - before).toBe(2);
+    expect((await call('/two', c)).status).toBe(200); // evicts a
+    expect((await call('/two', b)).status).toBe(200);
+    expect(op.introspections() - before).toBe(3);
+    expect((await call('/two', a)).status).toBe(200);
+    expect(op.introspections() - before).toBe(4);
   });
 
   it('a JWT for another audience is refused with 401', async () => {

@@ -26,6 +26,8 @@ export interface OidcProvider {
   issuer: string;
   /** An access token for a client (the app by default): JWT when the resource contains "jwt", opaque otherwise. */
   token(resource: string, scope?: string, client?: { id: string; secret: string }): Promise<string>;
+  /** Revokes a token of the app client (RFC 7009). */
+  revoke(token: string): Promise<void>;
   /** Introspection calls answered so far. */
   introspections(): number;
   stop(): Promise<void>;
@@ -74,6 +76,7 @@ export async function startOidcProvider(keys: JWK[], port = 0): Promise<OidcProv
         devInteractions: { enabled: false },
         clientCredentials: { enabled: true },
         introspection: { enabled: true },
+        revocation: { enabled: true },
         resourceIndicators: {
           enabled: true,
           defaultResource: () => 'urn:orders:opaque',
@@ -114,6 +117,18 @@ export async function startOidcProvider(keys: JWK[], port = 0): Promise<OidcProv
       if (r.statusCode !== 200 || !body.access_token)
         throw new Error(`token: ${r.statusCode} ${JSON.stringify(body)}`);
       return body.access_token;
+    },
+    async revoke(token) {
+      const r = await request(`${issuer}/token/revocation`, {
+        method: 'POST',
+        headers: {
+          authorization: `Basic ${Buffer.from(`${APP_CLIENT.id}:${APP_CLIENT.secret}`).toString('base64')}`,
+          'content-type': 'application/x-www-form-urlencoded',
+        },
+        body: new URLSearchParams({ token }).toString(),
+      });
+      await r.body.dump();
+      if (r.statusCode !== 200) throw new Error(`revocation: ${r.statusCode}`);
     },
     introspections: () => introspections,
     async stop() {
