@@ -5,9 +5,11 @@
  * without the plugin unaffected, and the consumer in the rate limit and idempotency scope.
  */
 import { randomUUID } from 'node:crypto';
+import { Writable } from 'node:stream';
 import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DataPlane } from '../../dataplane/main.ts';
+import { createLogger } from '../../dataplane/observability/log.ts';
 import { startTestDataPlane, startUpstream, type Upstream } from '../helpers/servers.ts';
 import { idempotencyPlugin, rateLimitPlugin, route, upstream } from '../helpers/tables.ts';
 import { makePki, type Pki } from '../tls/pki.ts';
@@ -22,6 +24,7 @@ let up: Upstream;
 let dp: DataPlane;
 let port: number;
 const leaves: Record<string, ClientLeaf> = {};
+const logged: string[] = [];
 const b64 = (s: string) => Buffer.from(s).toString('base64');
 
 beforeAll(async () => {
@@ -38,7 +41,15 @@ beforeAll(async () => {
   const team = { crls: [crl], consumers: [{ name: 'orders-team', values: ['orders-client'] }] };
   up = await startUpstream();
   const server = serverPki.leaf('server', [HOST]);
+  const sink = new Writable({
+    write(chunk, _enc, cb) {
+      logged.push(chunk.toString());
+      cb();
+    },
+  });
   dp = await startTestDataPlane({
+    accessLog: true,
+    log: createLogger('info', sink),
     httpsPort: 0,
     initialSnapshot: tlsSnapshot(
       [
@@ -168,6 +179,16 @@ describe('mtls-auth', () => {
     const again = await call('good', '/m', h, 'POST');
     expect([first.status, again.status]).toEqual([200, 200]);
     expect(again.headers['idempotent-replayed']).toBe('true');
+  });
+
+  it('the access log names the consumer the certificate maps to', async () => {
+    await call('good', '/m');
+    await new Promise((r) => setTimeout(r, 100));
+    const lines = logged
+      .join('')
+      .split('\n')
+      .filter((l) => l.includes('"route":"route/test/m/m/0"'));
+    expect(lines.some((l) => l.includes('"consumer":"orders-team"'))).toBe(true);
   });
 
   it('over h2 (curl) too: a good client passes, none is refused', async () => {
