@@ -271,6 +271,9 @@ describe('oidc discovery', () => {
       issuer: p.issuer,
       jwksUri: `${p.issuer}/jwks`,
       introspectionEndpoint: `${p.issuer}/token/introspection`,
+      authorizationEndpoint: `${p.issuer}/auth`,
+      tokenEndpoint: `${p.issuer}/token`,
+      endSessionEndpoint: `${p.issuer}/session/end`,
     });
     await p.stop();
     expect(d.current()?.metadata).toEqual(first?.metadata); // a refresh starts and fails

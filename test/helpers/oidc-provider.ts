@@ -35,7 +35,14 @@ export interface OidcProvider {
   start(keys?: JWK[]): Promise<void>;
 }
 
-export async function startOidcProvider(keys: JWK[], port = 0): Promise<OidcProvider> {
+/** The browser-login client (authorization code, refresh tokens; access tokens live 2 s to exercise refresh). */
+export const WEB_CLIENT = { id: 'web', secret: 'web-secret-0123456789' };
+
+export async function startOidcProvider(
+  keys: JWK[],
+  port = 0,
+  web: { redirectUris: string[]; postLogoutRedirectUris: string[] } | null = null,
+): Promise<OidcProvider> {
   let server: Server | null = null;
   let issuer = '';
   let introspections = 0;
@@ -64,6 +71,18 @@ export async function startOidcProvider(keys: JWK[], port = 0): Promise<OidcProv
           response_types: [],
           scope: SCOPES,
         },
+        ...(web === null
+          ? []
+          : [
+              {
+                client_id: WEB_CLIENT.id,
+                client_secret: WEB_CLIENT.secret,
+                grant_types: ['authorization_code', 'refresh_token'],
+                response_types: ['code'],
+                redirect_uris: web.redirectUris,
+                post_logout_redirect_uris: web.postLogoutRedirectUris,
+              },
+            ]),
         {
           client_id: GATEWAY_CLIENT.id,
           client_secret: GATEWAY_CLIENT.secret,
@@ -72,18 +91,24 @@ export async function startOidcProvider(keys: JWK[], port = 0): Promise<OidcProv
           response_types: [],
         },
       ],
+      ttl: {
+        AccessToken: (_ctx: unknown, _token: unknown, client: { clientId: string }) =>
+          client.clientId === WEB_CLIENT.id ? 2 : 300,
+      },
+      issueRefreshToken: (_ctx: unknown, client: { grantTypeAllowed(g: string): boolean }) =>
+        client.grantTypeAllowed('refresh_token'),
       features: {
-        devInteractions: { enabled: false },
+        devInteractions: { enabled: web !== null },
         clientCredentials: { enabled: true },
         introspection: { enabled: true },
         revocation: { enabled: true },
         resourceIndicators: {
           enabled: true,
           defaultResource: () => 'urn:orders:opaque',
-          getResourceServerInfo: (_ctx: unknown, resource: string) => ({
+          getResourceServerInfo: (_ctx: unknown, resource: string, client: { clientId: string }) => ({
             scope: SCOPES,
             audience: resource,
-            accessTokenTTL: 300,
+            accessTokenTTL: client.clientId === WEB_CLIENT.id ? 2 : 300,
             ...(resource.includes('jwt')
               ? { accessTokenFormat: 'jwt', jwt: { sign: { alg: 'RS256' } } }
               : { accessTokenFormat: 'opaque' }),

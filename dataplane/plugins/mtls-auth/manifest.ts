@@ -7,16 +7,9 @@ import { type Static, Type } from '@sinclair/typebox';
 import type { ConfigProblem } from '../../config/config-problem.ts';
 import { HEADER_NAME_PATTERN } from '../../config/http-grammar.ts';
 import { pluginManifest } from '../../config/manifest.ts';
-import { SecretKeyRefSchema } from '../../config/secret-ref.ts';
+import { SecretValueSchema } from '../../config/secret-ref.ts';
 
-const FromSecret = (description: string) =>
-  Type.Object(
-    {
-      secretKeyRef: SecretKeyRefSchema,
-      value: Type.Optional(Type.String({ description: 'Set by the controller from the Secret (base64).' })),
-    },
-    { additionalProperties: false, description },
-  );
+const FromSecret = SecretValueSchema;
 
 export const IDENTITIES = ['subjectCN', 'sanURI', 'sanDNS', 'sanEmail', 'sha256'] as const;
 

@@ -12,6 +12,10 @@ export interface ProviderMetadata {
   issuer: string;
   jwksUri: string;
   introspectionEndpoint: string | null;
+  /** For the browser login: the authorization code flow and logout (RP-initiated). */
+  authorizationEndpoint: string | null;
+  tokenEndpoint: string | null;
+  endSessionEndpoint: string | null;
 }
 
 export interface DiscoveryOptions {
@@ -72,11 +76,14 @@ export class Discovery {
       throw new Error(`the metadata names another issuer (${String(doc.issuer)})`);
     if (typeof doc.jwks_uri !== 'string' || !/^https?:\/\//.test(doc.jwks_uri))
       throw new Error('the metadata has no jwks_uri');
-    const ie = doc.introspection_endpoint;
+    const url = (v: unknown) => (typeof v === 'string' && /^https?:\/\//.test(v) ? v : null);
     this.#metadata = {
       issuer: this.#issuer,
       jwksUri: doc.jwks_uri,
-      introspectionEndpoint: typeof ie === 'string' && /^https?:\/\//.test(ie) ? ie : null,
+      introspectionEndpoint: url(doc.introspection_endpoint),
+      authorizationEndpoint: url(doc.authorization_endpoint),
+      tokenEndpoint: url(doc.token_endpoint),
+      endSessionEndpoint: url(doc.end_session_endpoint),
     };
     this.#jwks = remoteJwks(doc.jwks_uri, { onFetch: this.#o.onFetch });
     this.#readAt = Date.now();

@@ -23,6 +23,7 @@ import {
 } from '../jwt-verify.ts';
 import { discovery } from './discovery.ts';
 import { introspect } from './introspection.ts';
+import { loginHook } from './login.ts';
 import { manifest } from './manifest.ts';
 
 const unavailable = (detail: string): Outcome => ({ refuse: 'SLC_ERR_AUTH_UNAVAILABLE', detail });
@@ -125,7 +126,20 @@ export default definePlugin(manifest, {
               return false;
             },
     });
-    const hooks = { onRequest };
+    const login =
+      config.login &&
+      loginHook(
+        config.login,
+        provider,
+        { issuer: config.issuer, algorithms: config.algorithms, skewS, scopes: required, hasScopes },
+        deps,
+      );
+    const hooks = {
+      // A request without a bearer token is a browser's, when the login is on.
+      onRequest: login
+        ? (ctx: RequestContext) => (ctx.headers.authorization === undefined ? login(ctx) : onRequest(ctx))
+        : onRequest,
+    };
     return { bind: () => hooks };
   },
 });

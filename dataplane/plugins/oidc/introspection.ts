@@ -11,10 +11,14 @@ export interface IntrospectionClient {
   timeoutMs: number;
 }
 
-export async function introspect(
+export const introspect = (endpoint: string, client: IntrospectionClient, token: string) =>
+  postForm(endpoint, client, { token, token_type_hint: 'access_token' });
+
+/** A form POSTed to a provider endpoint as the client (introspection, the token endpoint): its JSON object answer. */
+export async function postForm(
   endpoint: string,
   client: IntrospectionClient,
-  token: string,
+  form: Record<string, string>,
 ): Promise<Record<string, unknown>> {
   const basic = Buffer.from(
     `${encodeURIComponent(client.clientId)}:${encodeURIComponent(client.secret)}`,
@@ -28,16 +32,16 @@ export async function introspect(
       'content-type': 'application/x-www-form-urlencoded',
       accept: 'application/json',
     },
-    body: new URLSearchParams({ token, token_type_hint: 'access_token' }).toString(),
+    body: new URLSearchParams(form).toString(),
   });
   if (res.statusCode !== 200) {
     await res.body.dump();
-    throw new Error(`introspection answered ${res.statusCode}`);
+    throw new Error(`${endpoint} answered ${res.statusCode}`);
   }
   const text = await res.body.text();
-  if (text.length > 64 * 1024) throw new Error('the introspection answer is too large');
+  if (text.length > 64 * 1024) throw new Error('the answer is too large');
   const answer = JSON.parse(text) as unknown;
   if (answer === null || typeof answer !== 'object' || Array.isArray(answer))
-    throw new Error('the introspection answer is not a JSON object');
+    throw new Error('the answer is not a JSON object');
   return answer as Record<string, unknown>;
 }

@@ -10,11 +10,13 @@ import { type Static, Type } from '@sinclair/typebox';
 import { pluginManifest } from '../../config/manifest.ts';
 import type { ConfigProblem } from '../../config/config-problem.ts';
 import { DURATION_PATTERN, parseDuration } from '../../config/duration.ts';
-import { SecretKeyRefSchema } from '../../config/secret-ref.ts';
+import { SecretValueSchema } from '../../config/secret-ref.ts';
+import { HEADER_NAME_PATTERN } from '../../config/http-grammar.ts';
 import { AlgorithmsSchema, MaxLifetimeSchema, TokenSchemas } from '../jwt/manifest.ts';
 
 const Duration = (description: string) =>
   Type.Optional(Type.String({ pattern: DURATION_PATTERN, maxLength: 32, description }));
+const FromSecret = SecretValueSchema;
 /** RFC 6749 §3.3 scope-token: printable ASCII without space, '"' or '\'. */
 const SCOPE_PATTERN = '^[\\x21\\x23-\\x5B\\x5D-\\x7E]+$';
 
@@ -47,15 +49,7 @@ export const OidcConfig = Type.Object(
       Type.Object(
         {
           clientId: Type.String({ minLength: 1, maxLength: 256 }),
-          clientSecret: Type.Object(
-            {
-              secretKeyRef: SecretKeyRefSchema,
-              value: Type.Optional(
-                Type.String({ description: 'Set by the controller from the Secret (base64).' }),
-              ),
-            },
-            { additionalProperties: false, description: 'The client secret (client_secret_basic).' },
-          ),
+          clientSecret: FromSecret('The client secret (client_secret_basic).'),
           cacheTtl: Duration(
             'An active answer is kept until the token exp and at most this long (default 60s): a revoked token works at most that long.',
           ),
@@ -77,6 +71,58 @@ export const OidcConfig = Type.Object(
         {
           additionalProperties: false,
           description: 'RFC 7662 introspection of opaque tokens (without it, only JWT access tokens pass).',
+        },
+      ),
+    ),
+    login: Type.Optional(
+      Type.Object(
+        {
+          clientId: Type.String({ minLength: 1, maxLength: 256 }),
+          clientSecret: FromSecret('The client secret (client_secret_basic).'),
+          redirectUri: Type.String({
+            pattern: '^https?://[^/?#]+/[^?#]*$',
+            maxLength: 2048,
+            description:
+              'The callback registered at the provider; its path must be on a route carrying this plugin.',
+          }),
+          logoutPath: Type.String({
+            pattern: '^/[^?#]*$',
+            maxLength: 1024,
+            description:
+              'Ends the session: the cookie is cleared and the browser sent to the provider to log out.',
+          }),
+          postLogoutRedirectUri: Type.Optional(Type.String({ pattern: '^https?://', maxLength: 2048 })),
+          cookieKeys: Type.Array(FromSecret('At least 32 bytes; the first encrypts, every one decrypts.'), {
+            minItems: 1,
+            maxItems: 2,
+            description: 'Keys of the session cookie (JWE, A256GCM): two while rotating.',
+          }),
+          cookieName: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_-]+$', maxLength: 64 })),
+          sessionLifetime: Duration('A session ends this long after the login (default 8h).'),
+          scopes: Type.Optional(
+            Type.Array(Type.String({ pattern: SCOPE_PATTERN, maxLength: 256 }), {
+              maxItems: 32,
+              description: 'Scopes asked for besides openid.',
+            }),
+          ),
+          upstream: Type.Optional(
+            Type.Object(
+              {
+                token: Type.Union([Type.Literal('id'), Type.Literal('access')]),
+                header: Type.String({ pattern: HEADER_NAME_PATTERN, maxLength: 128 }),
+              },
+              {
+                additionalProperties: false,
+                description:
+                  'Which token the upstream gets, in which header (Authorization: "Bearer <token>"; a client copy is removed).',
+              },
+            ),
+          ),
+        },
+        {
+          additionalProperties: false,
+          description:
+            'Browser login (authorization code flow with PKCE, state and nonce) for requests without a bearer token.',
         },
       ),
     ),
