@@ -5,12 +5,10 @@
  * without the plugin unaffected, and the consumer in the rate limit and idempotency scope.
  */
 import { randomUUID } from 'node:crypto';
-import { Writable } from 'node:stream';
 import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DataPlane } from '../../dataplane/main.ts';
-import { createLogger } from '../../dataplane/observability/log.ts';
-import { startTestDataPlane, startUpstream, type Upstream } from '../helpers/servers.ts';
+import { capturedLog, startTestDataPlane, startUpstream, type Upstream } from '../helpers/servers.ts';
 import { idempotencyPlugin, rateLimitPlugin, route, upstream } from '../helpers/tables.ts';
 import { makePki, type Pki } from '../tls/pki.ts';
 import { certificate, curl, tlsSnapshot } from '../tls/tls-helpers.ts';
@@ -24,7 +22,7 @@ let up: Upstream;
 let dp: DataPlane;
 let port: number;
 const leaves: Record<string, ClientLeaf> = {};
-const logged: string[] = [];
+const captured = capturedLog();
 const b64 = (s: string) => Buffer.from(s).toString('base64');
 
 beforeAll(async () => {
@@ -41,15 +39,9 @@ beforeAll(async () => {
   const team = { crls: [crl], consumers: [{ name: 'orders-team', values: ['orders-client'] }] };
   up = await startUpstream();
   const server = serverPki.leaf('server', [HOST]);
-  const sink = new Writable({
-    write(chunk, _enc, cb) {
-      logged.push(chunk.toString());
-      cb();
-    },
-  });
   dp = await startTestDataPlane({
     accessLog: true,
-    log: createLogger('info', sink),
+    log: captured.log,
     httpsPort: 0,
     initialSnapshot: tlsSnapshot(
       [
@@ -184,8 +176,8 @@ describe('mtls-auth', () => {
   it('the access log names the consumer the certificate maps to', async () => {
     await call('good', '/m');
     await new Promise((r) => setTimeout(r, 100));
-    const lines = logged
-      .join('')
+    const lines = captured
+      .text()
       .split('\n')
       .filter((l) => l.includes('"route":"route/test/m/m/0"'));
     expect(lines.some((l) => l.includes('"consumer":"orders-team"'))).toBe(true);

@@ -6,12 +6,10 @@
  * closed), key rotation, and the consumer the rate limit and idempotency records are scoped to.
  */
 import { randomUUID } from 'node:crypto';
-import { Writable } from 'node:stream';
 import { decodeJwt, type JWK } from 'jose';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DataPlane } from '../../dataplane/main.ts';
-import { createLogger } from '../../dataplane/observability/log.ts';
 import { Discovery } from '../../dataplane/plugins/oidc/discovery.ts';
 import {
   GATEWAY_CLIENT,
@@ -20,7 +18,7 @@ import {
   signingKey,
   startOidcProvider,
 } from '../helpers/oidc-provider.ts';
-import { startTestDataPlane, startUpstream, type Upstream } from '../helpers/servers.ts';
+import { capturedLog, startTestDataPlane, startUpstream, type Upstream } from '../helpers/servers.ts';
 import { idempotencyPlugin, rateLimitPlugin, route, snapshot, upstream } from '../helpers/tables.ts';
 
 const JWT_RESOURCE = 'https://orders.jwt.test/';
@@ -30,7 +28,7 @@ let otherOp: OidcProvider;
 let up: Upstream;
 let dp: DataPlane;
 let k1: JWK;
-const logged: string[] = [];
+const captured = capturedLog();
 
 const oidc = (name: string, extra: Record<string, unknown> = {}) => ({
   id: `plugin/test/${name}`,
@@ -57,15 +55,9 @@ beforeAll(async () => {
   op = await startOidcProvider([k1]);
   otherOp = await startOidcProvider([await signingKey('other')]);
   up = await startUpstream();
-  const sink = new Writable({
-    write(chunk, _enc, cb) {
-      logged.push(chunk.toString());
-      cb();
-    },
-  });
   dp = await startTestDataPlane({
     accessLog: true,
-    log: createLogger('info', sink),
+    log: captured.log,
     initialSnapshot: snapshot(
       [
         route('o', 'u', '/o', { plugins: [oidc('o'), idempotencyPlugin('idem')] }),
@@ -230,7 +222,7 @@ describe('oidc', () => {
     const token = await op.token(OPAQUE_RESOURCE);
     await call('/o', token);
     await new Promise((r) => setTimeout(r, 100));
-    const text = logged.join('');
+    const text = captured.text();
     expect(text).toContain(`"consumer":"${op.issuer}#app"`);
     expect(text).not.toContain(token);
   });
