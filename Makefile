@@ -71,6 +71,7 @@ crds: deps
 ## BENCH_BEFORE=DIR adds another checkout) with ratios to the floor; compile times; the idempotency
 ## plugin against a plain POST; HTTPS/1.1 and h2 against cleartext (bench/tls.ts); an aggregated request against three proxied ones (bench/aggregate.ts). bench/run.ts is the harness without nginx (node bench/run.ts --help)
 ## bench/soap.ts: a REST → SOAP translated request against the same SOAP POST proxied
+## bench/auth.ts: oidc (cached introspection) and mtls-auth (kept-alive, TLS session resumed) against plain TLS proxying
 bench: deps
 	bench/chain.sh
 	node bench/run.ts --targets floor,sluice --rate-of-floor 0.5 --no-compile
@@ -80,6 +81,7 @@ bench: deps
 	node bench/aggregate.ts
 	node bench/soap.ts
 	node bench/grpc.ts
+	node bench/auth.ts --requests 20000
 
 ## bench-smoke: every benchmark once, for seconds: keeps them working (CI runs it); the figures mean nothing
 bench-smoke: deps
@@ -91,6 +93,7 @@ bench-smoke: deps
 	node bench/aggregate.ts --requests 200 --rounds 1
 	node bench/soap.ts --requests 200 --rounds 1
 	node bench/grpc.ts --requests 200 --rounds 1
+	node bench/auth.ts --requests 200 --rounds 1
 
 clean:
 	rm -rf node_modules .tools .state dist

@@ -13,7 +13,13 @@ import { type Proc, start } from './processes.ts';
 import { median } from './stats.ts';
 
 /** `sluice run -f config` on 127.0.0.1:port (admin port + 1), pinned to the target core, ready. */
-export async function startSluiceRun(config: string, port: number, logDir: string): Promise<Proc> {
+export async function startSluiceRun(
+  config: string,
+  port: number,
+  logDir: string,
+  /** More `sluice run` flags (--https-port, certificates). */
+  extra: string[] = [],
+): Promise<Proc> {
   const gateway = start(
     'sluice',
     pinned(TARGET_CORE, [
@@ -34,6 +40,7 @@ export async function startSluiceRun(config: string, port: number, logDir: strin
       '--no-access-log',
       '--log-level',
       'warn',
+      ...extra,
     ]),
     join(logDir, 'sluice.log'),
   );

@@ -29,8 +29,12 @@ export function onPath(cmd: string): boolean {
   return spawnSync('sh', ['-c', `command -v ${cmd}`], { stdio: 'ignore' }).status === 0;
 }
 
-/** Whether processes are pinned to cores: taskset exists and there are two cores. */
-export const PIN = onPath('taskset') && cpus().length >= 2;
+/**
+ * Whether processes are pinned to cores: taskset exists and there are two cores. BENCH_PIN=0
+ * turns it off: everything stays on the cores the bench was started on (`taskset -c 0 …` on a
+ * machine whose other core is taken; only ratios within the run then mean anything).
+ */
+export const PIN = onPath('taskset') && cpus().length >= 2 && process.env.BENCH_PIN !== '0';
 
 /** argv run on `core` when pinning. */
 export const pinned = (core: number, argv: string[]) =>

@@ -14,6 +14,8 @@ import { manifest as cors } from '../plugins/cors/manifest.ts';
 import { manifest as idempotency } from '../plugins/idempotency/manifest.ts';
 import { manifest as jwt } from '../plugins/jwt/manifest.ts';
 import { manifest as keyAuth } from '../plugins/key-auth/manifest.ts';
+import { manifest as mtlsAuth } from '../plugins/mtls-auth/manifest.ts';
+import { manifest as oidc } from '../plugins/oidc/manifest.ts';
 import { manifest as proxyCache } from '../plugins/proxy-cache/manifest.ts';
 import { manifest as rateLimiting } from '../plugins/rate-limiting/manifest.ts';
 import { manifest as requestTransformer } from '../plugins/request-transformer/manifest.ts';
@@ -29,6 +31,8 @@ export const PLUGIN_MANIFESTS = [
   jwt,
   cors,
   proxyCache,
+  oidc,
+  mtlsAuth,
 ] as const;
 
 export const HANDLER_MANIFESTS = [proxy, aggregate, soap, grpc] as const;

@@ -16,6 +16,8 @@ export interface PluginNeeds {
   requestBody?: boolean;
   /** The response body: the plugin adds a tap (ResponseTap) to see it on its way to the client. */
   responseBody?: boolean;
+  /** The TLS client certificate: the TLS listener asks clients for one while a route carries such a plugin. */
+  clientCertificate?: boolean;
 }
 
 export interface PluginManifest<S extends TSchema = TSchema, N extends string = string> {

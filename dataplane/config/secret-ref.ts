@@ -12,3 +12,13 @@ export const SecretKeyRefSchema = Type.Object(
   },
   { additionalProperties: false, description: 'A value held in a Kubernetes Secret.' },
 );
+
+/** A secretKeyRef whose value the data plane needs (keys that verify or decrypt): the controller sets `value`, base64. */
+export const SecretValueSchema = (description: string) =>
+  Type.Object(
+    {
+      secretKeyRef: SecretKeyRefSchema,
+      value: Type.Optional(Type.String({ description: 'Set by the controller from the Secret (base64).' })),
+    },
+    { additionalProperties: false, description },
+  );

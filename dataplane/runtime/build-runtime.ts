@@ -9,6 +9,7 @@
 import type { PluginInstance, Route, RouteTable } from '../config/route-table.ts';
 import type { LiveHandler } from '../handlers/types.ts';
 import { phaseIndex } from '../config/phases.ts';
+import { pluginManifest } from '../config/catalog.ts';
 import type { RequestHook, ResponseHook } from '../pipeline/context.ts';
 import type { RuntimeDeps, RuntimeRoute } from '../pipeline/route.ts';
 import type { LivePlugin } from '../plugins/types.ts';
@@ -26,6 +27,8 @@ export interface Runtime {
   upstreamIds: ReadonlySet<string>;
   /** What the TLS listener presents, by server name. */
   certificates: Certificates;
+  /** Whether the TLS listener asks clients for a certificate: a route carries a plugin that reads it (mtls-auth). */
+  requestsClientCertificate: boolean;
   /** Retires the snapshot's plugins and handlers (timers, caches). */
   close(): void;
 }
@@ -59,6 +62,9 @@ export function buildRuntime(
       routes,
       upstreamIds: new Set(upstreams.keys()),
       certificates,
+      requestsClientCertificate: table.routes.some((r) =>
+        r.plugins.some((p) => pluginManifest(p.name)?.needs?.clientCertificate === true),
+      ),
       close,
     };
   } catch (err) {

@@ -2,7 +2,7 @@
  * The gateway owns its headers (ARCHITECTURE §6.1 rule 3). At ingress, before any plugin runs:
  * hop-by-hop headers and every header named in Connection are dropped, client copies of
  * gateway-owned headers are removed (X-Forwarded-* and Forwarded unless the peer is a trusted
- * proxy, X-Sluice-* always), names with "_" that alias a gateway-owned name are refused, and
+ * proxy, X-Sluice-* and X-Forwarded-Client-Cert always), names with "_" that alias a gateway-owned name are refused, and
  * a second Host is refused. What is left becomes the upstream request's headers; the gateway's
  * own headers are set afterwards, so no client header can remove them.
  */
@@ -31,7 +31,13 @@ const FORWARDING = new Set([
 ]);
 
 export function isGatewayOwned(lowerName: string): boolean {
-  return FORWARDING.has(lowerName) || lowerName === 'x-real-ip' || lowerName.startsWith('x-sluice-');
+  return (
+    FORWARDING.has(lowerName) ||
+    lowerName === 'x-real-ip' ||
+    lowerName.startsWith('x-sluice-') ||
+    // Only mtls-auth vouches for a client certificate; a client's own copy is never passed on.
+    lowerName === 'x-forwarded-client-cert'
+  );
 }
 
 export interface IngressHeaders {

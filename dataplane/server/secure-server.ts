@@ -51,6 +51,16 @@ export function createSecureProxyServer(
     res: Http2ServerResponse,
   ) => void;
   const server = createSecureServer(listenerOptions(holder, opts), onRequest);
+  // Client certificates: node:tls reads the server's requestCert for each new connection, so
+  // it follows the snapshot current at the handshake: asked for while a route carries a plugin
+  // that reads one (mtls-auth), never required (rejectUnauthorized false: that plugin answers
+  // with a problem, and routes without it on this listener are served as before). No `ca` is
+  // given: each plugin verifies the chain against its own CA bundle, so routes with different
+  // CAs share the listener. Per listener, not per SNI: Node sets the verify mode before the
+  // SNI callback runs and offers no hook to change it per server name.
+  Object.defineProperty(server, 'requestCert', {
+    get: () => holder.current?.requestsClientCertificate === true,
+  });
   attachHttp1Handlers(server, holder, ingress, obs);
   // Handshakes that fail (a scanner, an unknown name without a default) are the client's problem: debug only.
   server.on('tlsClientError', (err) => obs.log.debug({ err: err.message }, 'TLS handshake failed'));
@@ -107,10 +117,7 @@ function closeWhenIdle(session: Http2Session, ms: number): void {
 }
 
 /**
- * The listener's TLS and h2 options. Client certificates (the mTLS plugin to come) are a
- * listener setting in node:tls: `requestCert: true` with `rejectUnauthorized: false` and the
- * client CAs (`ca`) go here, for this listener only, and the plugin then reads
- * `req.socket.getPeerCertificate()` / `authorized` per route; `requestCert` stays off until then.
+ * The listener's TLS and h2 options (client certificates: see `requestCert` above).
  */
 function listenerOptions(holder: RuntimeHolder, opts: SecureProxyOptions): SecureServerOptions {
   return {
@@ -118,6 +125,7 @@ function listenerOptions(holder: RuntimeHolder, opts: SecureProxyOptions): Secur
     ...TLS_CONTEXT_OPTIONS,
     ...(opts.defaultCertificate ?? {}),
     allowHTTP1: true,
+    rejectUnauthorized: false,
     SNICallback: (servername: string, cb: (err: Error | null, ctx?: SecureContext) => void) => {
       const context = holder.current?.certificates.lookup(servername);
       if (context !== undefined) cb(null, context);

@@ -1,4 +1,5 @@
 /** Real servers on loopback for tests: an echo upstream that records what it received, and the data plane. */
+import { Writable } from 'node:stream';
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -85,4 +86,16 @@ export async function freePort(): Promise<number> {
   const port = (s.address() as AddressInfo).port;
   await new Promise((r) => s.close(r));
   return port;
+}
+
+/** A logger at `info` whose lines (JSON) the test reads: `{ log, text() }`. */
+export function capturedLog(): { log: ReturnType<typeof createLogger>; text(): string } {
+  const lines: string[] = [];
+  const sink = new Writable({
+    write(chunk, _enc, cb) {
+      lines.push(chunk.toString());
+      cb();
+    },
+  });
+  return { log: createLogger('info', sink), text: () => lines.join('') };
 }

@@ -4,12 +4,10 @@
  * consumer's, whichever of its keys it presents) and is never forwarded upstream or logged.
  */
 import { createHash, randomUUID } from 'node:crypto';
-import { Writable } from 'node:stream';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DataPlane } from '../../dataplane/main.ts';
-import { createLogger } from '../../dataplane/observability/log.ts';
-import { startTestDataPlane, startUpstream, type Upstream } from '../helpers/servers.ts';
+import { capturedLog, startTestDataPlane, startUpstream, type Upstream } from '../helpers/servers.ts';
 import { idempotencyPlugin, route, snapshot, upstream } from '../helpers/tables.ts';
 
 const sha = (s: string) => createHash('sha256').update(s).digest('hex');
@@ -29,18 +27,12 @@ const keyAuth = (config: Record<string, unknown>) => ({
 
 let up: Upstream;
 let dp: DataPlane;
-const logged: string[] = [];
+const captured = capturedLog();
 beforeAll(async () => {
   up = await startUpstream();
-  const sink = new Writable({
-    write(chunk, _enc, cb) {
-      logged.push(chunk.toString());
-      cb();
-    },
-  });
   dp = await startTestDataPlane({
     accessLog: true,
-    log: createLogger('info', sink),
+    log: captured.log,
     initialSnapshot: snapshot(
       [
         route('h', 'u', '/h', {
@@ -117,7 +109,7 @@ describe('key-auth', () => {
   it('no key ever appears in the logs', async () => {
     await dp.log.flush?.();
     await new Promise((r) => setTimeout(r, 100));
-    const text = logged.join('');
+    const text = captured.text();
     expect(text).toContain('"route":"route/test/h/h/0"');
     for (const k of ['alice-key-1', 'alice-key-2', 'bob-key', 'alice-key-X']) expect(text).not.toContain(k);
   });

@@ -26,21 +26,7 @@ export interface Pki {
 export function makePki(): Pki {
   const dir = mkdtempSync(join(tmpdir(), 'sluice-pki-'));
   const ssl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
-  ssl('ecparam', '-name', 'prime256v1', '-genkey', '-noout', '-out', 'ca.key');
-  ssl(
-    'req',
-    '-x509',
-    '-new',
-    '-key',
-    'ca.key',
-    '-sha256',
-    '-days',
-    '2',
-    '-subj',
-    '/CN=Sluice Test CA',
-    '-out',
-    'ca.crt',
-  );
+  makeCaFiles(ssl, 'Sluice Test CA');
   return {
     dir,
     ca: readFileSync(join(dir, 'ca.crt'), 'utf8'),
@@ -77,4 +63,23 @@ export function makePki(): Pki {
     },
     remove: () => rmSync(dir, { recursive: true, force: true }),
   };
+}
+
+/** A fresh CA in the folder `ssl` runs in: an EC P-256 key (ca.key) and its certificate (ca.crt) named `cn`. */
+export function makeCaFiles(ssl: (...args: string[]) => unknown, cn: string): void {
+  ssl('ecparam', '-name', 'prime256v1', '-genkey', '-noout', '-out', 'ca.key');
+  ssl(
+    'req',
+    '-x509',
+    '-new',
+    '-key',
+    'ca.key',
+    '-sha256',
+    '-days',
+    '2',
+    '-subj',
+    `/CN=${cn}`,
+    '-out',
+    'ca.crt',
+  );
 }

@@ -27,6 +27,55 @@ const ALGORITHMS = [
 ] as const;
 const HEADER = HEADER_NAME_PATTERN;
 
+/** The algorithms an issuer accepts: pinned by the configuration, never the token's choice. */
+export const AlgorithmsSchema = Type.Array(Type.Union(ALGORITHMS.map((a) => Type.Literal(a))), {
+  minItems: 1,
+  maxItems: ALGORITHMS.length,
+  description: 'Algorithms accepted for this issuer; a token naming another one is refused.',
+});
+export const MaxLifetimeSchema = Type.Optional(
+  Type.String({
+    pattern: DURATION_PATTERN,
+    maxLength: 32,
+    description:
+      'Refuse tokens that live longer than this (exp - iat, or exp - now without iat), e.g. 24h: a ' +
+      'stolen long-lived token is refused. Off by default; recommended.',
+  }),
+);
+/** Settings every bearer-token plugin has (jwt, oidc). */
+export const TokenSchemas = {
+  clockSkew: Type.Optional(
+    Type.String({
+      pattern: DURATION_PATTERN,
+      maxLength: 32,
+      description: 'Tolerance on exp and nbf (default 30s).',
+    }),
+  ),
+  maxTokenBytes: Type.Optional(
+    Type.Integer({
+      minimum: 256,
+      maximum: 65_536,
+      description: 'Longer tokens are refused (default 8192).',
+    }),
+  ),
+  claimsToHeaders: Type.Optional(
+    Type.Array(
+      Type.Object(
+        {
+          claim: Type.String({ minLength: 1, maxLength: 256 }),
+          header: Type.String({ pattern: HEADER, maxLength: 128 }),
+        },
+        { additionalProperties: false },
+      ),
+      {
+        maxItems: 16,
+        description:
+          'Claims sent upstream in headers (a client copy is removed; values with CR, LF or NUL are dropped).',
+      },
+    ),
+  ),
+};
+
 export const JwtConfig = Type.Object(
   {
     issuers: Type.Array(
@@ -38,20 +87,8 @@ export const JwtConfig = Type.Object(
             maxItems: 32,
             description: 'The token `aud` must hold one of these.',
           }),
-          algorithms: Type.Array(Type.Union(ALGORITHMS.map((a) => Type.Literal(a))), {
-            minItems: 1,
-            maxItems: ALGORITHMS.length,
-            description: 'Algorithms accepted for this issuer; a token naming another one is refused.',
-          }),
-          maxLifetime: Type.Optional(
-            Type.String({
-              pattern: DURATION_PATTERN,
-              maxLength: 32,
-              description:
-                'Refuse tokens that live longer than this (exp - iat, or exp - now without iat), e.g. 24h: a ' +
-                'stolen long-lived token is refused. Off by default; recommended.',
-            }),
-          ),
+          algorithms: AlgorithmsSchema,
+          maxLifetime: MaxLifetimeSchema,
           jwksUri: Type.Optional(
             Type.String({
               pattern: '^https?://',
@@ -91,36 +128,7 @@ export const JwtConfig = Type.Object(
           'Where the token is: Authorization (default, "Bearer <token>"), or another header holding the token alone.',
       }),
     ),
-    clockSkew: Type.Optional(
-      Type.String({
-        pattern: DURATION_PATTERN,
-        maxLength: 32,
-        description: 'Tolerance on exp and nbf (default 30s).',
-      }),
-    ),
-    maxTokenBytes: Type.Optional(
-      Type.Integer({
-        minimum: 256,
-        maximum: 65_536,
-        description: 'Longer tokens are refused (default 8192).',
-      }),
-    ),
-    claimsToHeaders: Type.Optional(
-      Type.Array(
-        Type.Object(
-          {
-            claim: Type.String({ minLength: 1, maxLength: 256 }),
-            header: Type.String({ pattern: HEADER, maxLength: 128 }),
-          },
-          { additionalProperties: false },
-        ),
-        {
-          maxItems: 16,
-          description:
-            'Claims sent upstream in headers (a client copy is removed; values with CR, LF or NUL are dropped).',
-        },
-      ),
-    ),
+    ...TokenSchemas,
   },
   {
     additionalProperties: false,

@@ -1,0 +1,97 @@
+/**
+ * One OpenID provider's metadata (OpenID Connect Discovery 1.0), as the oidc plugin needs it:
+ * read from <issuer>/.well-known/openid-configuration at start, read again in the background
+ * once older than the refresh period, and kept when a read fails, so a provider outage never
+ * locks out tokens whose keys are already known. A document naming another issuer is refused
+ * (§4.3). While none was ever read, a request may trigger a read at most once per cooldown.
+ */
+import { DocumentReader, perProcess } from '../provider-document.ts';
+import { type RemoteJwks, remoteJwks } from '../jwks.ts';
+
+export interface ProviderMetadata {
+  issuer: string;
+  jwksUri: string;
+  introspectionEndpoint: string | null;
+  /** For the browser login: the authorization code flow and logout (RP-initiated). */
+  authorizationEndpoint: string | null;
+  tokenEndpoint: string | null;
+  endSessionEndpoint: string | null;
+}
+
+export interface DiscoveryOptions {
+  refreshMs: number;
+  /** Spacing of reads while none succeeded yet, and after a failed refresh. */
+  cooldownMs?: number;
+  timeoutMs?: number;
+  onFetch?: (ok: boolean, error?: string) => void;
+}
+
+export class Discovery {
+  readonly #issuer: string;
+  readonly #o: Required<Omit<DiscoveryOptions, 'onFetch'>> & Pick<DiscoveryOptions, 'onFetch'>;
+  readonly #reader: DocumentReader;
+  #metadata: ProviderMetadata | null = null;
+  #jwks: RemoteJwks | null = null;
+  #readAt = 0;
+  #triedAt = 0;
+
+  constructor(issuer: string, opts: DiscoveryOptions) {
+    this.#issuer = issuer;
+    this.#o = { cooldownMs: 5_000, timeoutMs: 5_000, ...opts };
+    const url = `${issuer.replace(/\/$/, '')}/.well-known/openid-configuration`;
+    // A failed read keeps the last good metadata.
+    this.#reader = new DocumentReader(url, { ...this.#o, maxBytes: 256 * 1024 }, (doc) => this.#apply(doc));
+    this.#read();
+  }
+
+  /** The last good metadata and its JWKS (null while none was ever read); refreshes in the background when due. */
+  current(): { metadata: ProviderMetadata; jwks: RemoteJwks } | null {
+    const now = Date.now();
+    if (
+      this.#reader.inflight === null &&
+      now - this.#triedAt >= this.#o.cooldownMs &&
+      (this.#metadata === null || now - this.#readAt >= this.#o.refreshMs)
+    )
+      this.#read();
+    return this.#metadata === null ? null : { metadata: this.#metadata, jwks: this.#jwks! };
+  }
+
+  /** current(), after waiting for a read under way (the first one, or the one a request triggered). */
+  async ready(): Promise<{ metadata: ProviderMetadata; jwks: RemoteJwks } | null> {
+    const now = this.current();
+    const inflight = this.#reader.inflight;
+    if (now !== null || inflight === null) return now;
+    await inflight;
+    return this.current();
+  }
+
+  #read(): void {
+    this.#triedAt = Date.now();
+    void this.#reader.read();
+  }
+
+  #apply(raw: unknown): void {
+    const doc = (raw ?? {}) as Record<string, unknown>;
+    if (doc.issuer !== this.#issuer)
+      throw new Error(`the metadata names another issuer (${String(doc.issuer)})`);
+    if (typeof doc.jwks_uri !== 'string' || !/^https?:\/\//.test(doc.jwks_uri))
+      throw new Error('the metadata has no jwks_uri');
+    const url = (v: unknown) => (typeof v === 'string' && /^https?:\/\//.test(v) ? v : null);
+    this.#metadata = {
+      issuer: this.#issuer,
+      jwksUri: doc.jwks_uri,
+      introspectionEndpoint: url(doc.introspection_endpoint),
+      authorizationEndpoint: url(doc.authorization_endpoint),
+      tokenEndpoint: url(doc.token_endpoint),
+      endSessionEndpoint: url(doc.end_session_endpoint),
+    };
+    this.#jwks = remoteJwks(doc.jwks_uri, { onFetch: this.#o.onFetch });
+    this.#readAt = Date.now();
+  }
+}
+
+const shared = new Map<string, Discovery>();
+
+/** One Discovery per issuer for the process: a new snapshot does not read every provider again. */
+export const discovery = (issuer: string, opts: DiscoveryOptions): Discovery =>
+  perProcess(shared, `${issuer}\n${opts.refreshMs}`, () => new Discovery(issuer, opts));
