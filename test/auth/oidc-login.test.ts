@@ -20,6 +20,8 @@ const secret = (s: string) => ({
   secretKeyRef: { name: 's', key: 'k' },
   value: Buffer.from(s).toString('base64'),
 });
+/** A resource the provider issues JWT access tokens for (test/helpers/oidc-provider.ts). */
+const JWT_API = 'https://orders.jwt.test/';
 const KEY1 = 'cookie-key-one-0123456789abcdef-0123456789';
 const KEY2 = 'cookie-key-two-0123456789abcdef-0123456789';
 
@@ -66,6 +68,15 @@ beforeAll(async () => {
           plugins: [oidcLogin('other-key', '/app', { cookieKeys: [secret(KEY2)] })],
         }),
         route('brief', 'u', '/brief', { plugins: [oidcLogin('brief', '/brief', { sessionLifetime: '1s' })] }),
+        // Login on, and JWT access tokens for an API client on the same route.
+        route('api', 'u', '/api', {
+          plugins: [
+            {
+              ...oidcLogin('api', '/app'),
+              config: { ...oidcLogin('api', '/app').config, audiences: [JWT_API] },
+            },
+          ],
+        }),
       ],
       [upstream('u', up.url)],
     ),
@@ -224,5 +235,18 @@ describe('oidc browser login', () => {
     const r = await request(`${gw}/app/a`, { headers: { authorization: 'Bearer not-a-jwt' } });
     await r.body.dump();
     expect(r.statusCode).toBe(401);
+  });
+
+  it('an API client with a valid bearer token gets through, and our cookies never go upstream', async () => {
+    const token = await op.token(JWT_API);
+    const r = await request(`${gw}/api/x`, {
+      headers: {
+        authorization: `Bearer ${token}`,
+        cookie: 'theme=dark; sluice_session=stolen-or-stale; sluice_session_login=x; lang=fr',
+      },
+    });
+    await r.body.dump();
+    expect(r.statusCode).toBe(200);
+    expect(up.seen.at(-1)!.headers.cookie).toBe('theme=dark; lang=fr');
   });
 });

@@ -133,13 +133,10 @@ export default definePlugin(manifest, {
         provider,
         { issuer: config.issuer, algorithms: config.algorithms, skewS, scopes: required, hasScopes },
         deps,
+        onRequest,
       );
-    const hooks = {
-      // A request without a bearer token is a browser's, when the login is on.
-      onRequest: login
-        ? (ctx: RequestContext) => (ctx.headers.authorization === undefined ? login(ctx) : onRequest(ctx))
-        : onRequest,
-    };
+    // With the login on, its hook tells browsers (no bearer token) from API clients.
+    const hooks = { onRequest: login || onRequest };
     return { bind: () => hooks };
   },
 });

@@ -56,6 +56,7 @@ export function loginHook(
   provider: Discovery,
   o: LoginOptions,
   deps: RuntimeDeps,
+  bearer: (ctx: RequestContext) => void | Promise<void>,
 ): (ctx: RequestContext) => void | Promise<void> {
   const keys = config.cookieKeys.map((k, i) => {
     const bytes = Buffer.from(k.value ?? '', 'base64');
@@ -209,7 +210,7 @@ export function loginHook(
     redirect(ctx, config.postLogoutRedirectUri ?? '/', clear);
   };
 
-  return async (ctx) => {
+  const browser = async (ctx: RequestContext) => {
     if (upstreamHeader !== undefined) delete ctx.headers[upstreamHeader];
     const cookies = readCookies(ctx, [name, loginName]);
     if (ctx.path === callbackPath) return callback(ctx, cookies);
@@ -246,6 +247,14 @@ export function loginHook(
       const token = config.upstream?.token === 'id' ? session.it : session.at;
       ctx.headers[upstreamHeader] = upstreamHeader === 'authorization' ? `Bearer ${token}` : token;
     }
+  };
+
+  // A request with a bearer token is verified as one (an API client on a login route); a browser's
+  // is the login flow. Either way our cookies never go upstream.
+  return (ctx) => {
+    if (ctx.headers.authorization === undefined) return browser(ctx);
+    readCookies(ctx, [name, loginName]);
+    return bearer(ctx);
   };
 }
 
