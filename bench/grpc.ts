@@ -9,33 +9,17 @@
  * Usage: node bench/grpc.ts [--requests N] [--concurrency C] [--rounds R]
  * Needs the demo's ports free (3001-3006) and 18296/18297.
  */
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { Pool } from 'undici';
 import { startGrpcUpstream } from '../examples/grpc-upstream.ts';
 import { startSampleUpstreams } from '../examples/upstreams.ts';
-import { alternate, alternatingArgs, startSluiceRun } from './lib/alternating.ts';
-import { pinSelf } from './lib/machine.ts';
-import { stopAll, stopEverythingOnExit } from './lib/processes.ts';
+import { alternate, alternatingArgs, startBenchGateway } from './lib/alternating.ts';
 
 const OPTS = alternatingArgs();
 const { n: N, concurrency: C, rounds: ROUNDS } = OPTS;
-const PORT = 18296;
 
-pinSelf();
-stopEverythingOnExit();
 const upstreams = await startSampleUpstreams(3001);
 const grpcUpstream = await startGrpcUpstream(3006);
-const dir = mkdtempSync(join(tmpdir(), 'sluice-bench-grpc-'));
-const gateway = await startSluiceRun('examples/gateway.yaml', PORT, dir);
-const pool = new Pool(`http://127.0.0.1:${PORT}`, { connections: C });
-
-async function get(path: string): Promise<void> {
-  const r = await pool.request({ path, method: 'GET' });
-  await r.body.dump();
-  if (r.statusCode !== 200) throw new Error(`GET ${path}: ${r.statusCode}`);
-}
+const gw = await startBenchGateway('examples/gateway.yaml', 18296, 'grpc', C);
+const get = gw.get;
 
 const WORK = {
   grpc: (i: number) => get(`/v1/items/${i}`),
@@ -43,7 +27,7 @@ const WORK = {
 } as const;
 
 try {
-  const cpu = await alternate(gateway, WORK, OPTS);
+  const cpu = await alternate(gw.gateway, WORK, OPTS);
   console.log(
     `\nCPU of the data plane, µs per request (median of ${ROUNDS} rounds of ${N}, concurrency ${C}):`,
   );
@@ -51,8 +35,7 @@ try {
   console.log(`  plain proxied GET                      ${cpu.proxied.toFixed(0)}`);
   console.log(`  ratio translated / proxied             ${(cpu.grpc / cpu.proxied).toFixed(2)}`);
 } finally {
-  await pool.close();
-  await stopAll();
+  await gw.close();
   await upstreams.close();
   await grpcUpstream.close();
 }

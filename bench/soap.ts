@@ -11,28 +11,18 @@
  * Usage: node bench/soap.ts [--requests N] [--concurrency C] [--rounds R]
  * Needs 18290-18292 free.
  */
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { Pool } from 'undici';
 import { CREATE_ACTION, ORDERS_NS, startSoapService } from '../examples/soap-service.ts';
-import { alternate, alternatingArgs, startSluiceRun } from './lib/alternating.ts';
-import { pinSelf } from './lib/machine.ts';
-import { stopAll, stopEverythingOnExit } from './lib/processes.ts';
+import { alternate, alternatingArgs, startBenchGateway } from './lib/alternating.ts';
 
 const OPTS = alternatingArgs();
 const { n: N, concurrency: C, rounds: ROUNDS } = OPTS;
 const PORT = 18290;
 
-pinSelf();
-stopEverythingOnExit();
 const service = await startSoapService(PORT + 2);
-const dir = mkdtempSync(join(tmpdir(), 'sluice-bench-soap-'));
-const gateway = await startSluiceRun('bench/bench-soap.yaml', PORT, dir);
-const pool = new Pool(`http://127.0.0.1:${PORT}`, { connections: C });
+const gw = await startBenchGateway('bench/bench-soap.yaml', PORT, 'soap', C);
 
 async function post(path: string, type: Record<string, string>, body: string): Promise<void> {
-  const r = await pool.request({ path, method: 'POST', headers: type, body });
+  const r = await gw.pool.request({ path, method: 'POST', headers: type, body });
   await r.body.dump();
   if (r.statusCode !== 200) throw new Error(`POST ${path}: ${r.statusCode}`);
 }
@@ -60,13 +50,12 @@ const WORK = {
 } as const;
 
 try {
-  const { translated, proxied } = await alternate(gateway, WORK, OPTS);
+  const { translated, proxied } = await alternate(gw.gateway, WORK, OPTS);
   console.log(`\nCPU of the data plane, µs (median of ${ROUNDS} rounds of ${N}, concurrency ${C}):`);
   console.log(`  JSON → SOAP → JSON (translated)        ${translated.toFixed(0)}`);
   console.log(`  the same SOAP POST, proxied            ${proxied.toFixed(0)}`);
   console.log(`  ratio translated / proxied             ${(translated / proxied).toFixed(2)}`);
 } finally {
-  await pool.close();
-  await stopAll();
+  await gw.close();
   await service.close();
 }

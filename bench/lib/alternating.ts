@@ -4,13 +4,54 @@
  * then workloads alternating round by round, each figure the data plane's CPU µs per unit of
  * work (median over the rounds).
  */
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { Pool } from 'undici';
 import { treeTicks } from './cpu.ts';
 import { waitReady } from './http.ts';
-import { HZ, NODE, pinned, SLUICE_NODE_FLAGS, TARGET_CORE } from './machine.ts';
-import { type Proc, start } from './processes.ts';
+import { HZ, NODE, pinned, pinSelf, SLUICE_NODE_FLAGS, TARGET_CORE } from './machine.ts';
+import { type Proc, start, stopAll, stopEverythingOnExit } from './processes.ts';
 import { median } from './stats.ts';
+
+/** A bench's data plane and its client: a Pool of `concurrency` connections from this process. */
+export interface BenchGateway {
+  gateway: Proc;
+  pool: Pool;
+  /** GET path; anything but 200 throws. */
+  get(path: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+/**
+ * This process on the load core (with whatever it serves: sample upstreams), everything it
+ * starts stopped on exit, and `sluice run -f config` on `port`, ready.
+ */
+export async function startBenchGateway(
+  config: string,
+  port: number,
+  name: string,
+  concurrency: number,
+): Promise<BenchGateway> {
+  pinSelf();
+  stopEverythingOnExit();
+  const gateway = await startSluiceRun(config, port, mkdtempSync(join(tmpdir(), `sluice-bench-${name}-`)));
+  const pool = new Pool(`http://127.0.0.1:${port}`, { connections: concurrency });
+  return {
+    gateway,
+    pool,
+    async get(path) {
+      const r = await pool.request({ path, method: 'GET' });
+      await r.body.dump();
+      if (r.statusCode !== 200) throw new Error(`GET ${path}: ${r.statusCode}`);
+    },
+    async close() {
+      await pool.close();
+      await stopAll();
+    },
+  };
+}
 
 /** `sluice run -f config` on 127.0.0.1:port (admin port + 1), pinned to the target core, ready. */
 export async function startSluiceRun(
