@@ -95,7 +95,14 @@ describe('proxy-cache: two replicas sharing Redis', () => {
 
   it('a purge on one admin port empties the shared store for every replica', async () => {
     await get(a.proxyUrl, '/c/fresh?purge=1');
-    expect((await get(b.proxyUrl, '/c/fresh?purge=1')).headers['cache-status']).toMatch(/hit/);
+    // The entry is written to Redis as the response ends, not before the client has it: wait (at
+    // most 2 s) until the other replica finds it.
+    let seen = '';
+    for (let i = 0; i < 80 && !/hit/.test(seen); i++) {
+      if (i > 0) await new Promise((w) => setTimeout(w, 25));
+      seen = (await get(b.proxyUrl, '/c/fresh?purge=1')).headers['cache-status'];
+    }
+    expect(seen).toMatch(/hit/);
     const r = await request(`${a.adminUrl}/cache?prefix=/c/fresh`, {
       method: 'DELETE',
       headers: { authorization: 'Bearer t' },
