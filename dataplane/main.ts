@@ -33,6 +33,10 @@ export interface DataPlaneOptions {
   stateDir: string | null;
   logLevel: string;
   accessLog: boolean;
+  /** The share of answered (< 400) requests logged, 0 to 1; errors and refusals are always logged. */
+  accessLogSample?: number;
+  /** Route-id prefixes not logged (failures still are). */
+  accessLogOff?: string[];
   /** Bearer token for PUT /config; a random one is generated (and logged as generated, not shown) when empty. */
   adminToken: string;
   trustedProxies: string[];
@@ -151,6 +155,8 @@ export async function startDataPlane(partial: Partial<DataPlaneOptions>): Promis
         websocket: { idleTimeoutMs: o.wsIdleTimeoutMs, maxMessageBytes: o.wsMaxMessageBytes },
       },
       accessLog: o.accessLog,
+      accessLogSample: o.accessLogSample,
+      accessLogOff: o.accessLogOff,
       stores,
       background,
       httpsRedirectPort: o.httpsRedirectPort,

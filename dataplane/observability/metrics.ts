@@ -25,6 +25,7 @@ const IDEMPOTENCY_OUTCOMES = [
   'lease_lost',
 ] as const;
 export type IdempotencyOutcome = (typeof IDEMPOTENCY_OUTCOMES)[number];
+export type RateLimitResult = 'allowed' | 'limited' | 'fallback' | 'unavailable';
 
 /** How a WebSocket upgrade ended: a 101, refused by the chain (auth, rate limit, …), past --max-websockets, the upstream's handshake failed. */
 export type WebSocketResult = 'accepted' | 'refused' | 'limit' | 'upstream_error';
@@ -193,7 +194,7 @@ export class Metrics {
     this.#cache.series(route, result).inc();
   }
 
-  rateLimit(route: string, result: 'allowed' | 'limited' | 'fallback' | 'unavailable'): void {
+  rateLimit(route: string, result: RateLimitResult): void {
     this.#rateLimit.series(route, result).inc();
   }
 

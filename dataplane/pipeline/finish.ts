@@ -1,10 +1,13 @@
 /**
  * The end of every request the gateway answers or forwards: one metric sample and one access-log
  * line, whatever path it took (refused at ingress, answered by a plugin, failed, proxied).
+ * The line's fields are in observability/access-log.ts's terms; README "Access logs" lists them.
  */
 import type { IncomingMessage } from 'node:http';
 import type { Logger } from 'pino';
+import { msBetween, redactQuery, safeTarget } from '../observability/access-log.ts';
 import type { Metrics } from '../observability/metrics.ts';
+import { plainAddress } from '../server/client-address.ts';
 import type { RequestContext } from './context.ts';
 
 /** What the server records with before any route is known. */
@@ -25,21 +28,57 @@ export function finishRequest(ctx: RequestContext, errorCode: string | null, err
   const deps = route.deps;
   const status = ctx.res.statusCode;
   deps.metrics.request(route.id, ctx.method, status, ctx.startNs);
-  if (!deps.accessLog && err === undefined) return;
-  const line = {
-    requestId: ctx.requestId,
-    method: ctx.method,
-    path: ctx.path,
-    route: route.id,
-    status,
-    upstreamStatus: ctx.status || undefined,
-    error: errorCode ?? undefined,
-    durationMs: Number(process.hrtime.bigint() - ctx.startNs) / 1e6,
-    consumer: ctx.consumer?.id,
-    client: ctx.clientAddress,
-  };
+  // Optimization: the route's rate is compiled once per snapshot (null: off); errors are never sampled out.
+  const rate = route.logRate;
+  if (err === undefined && (rate === null || (rate < 1 && status < 400 && Math.random() >= rate))) return;
+  const line = accessLine(ctx, status, errorCode);
   if (err === undefined) deps.log.info(line, 'request');
   else deps.log.error({ ...line, err }, 'request failed');
+}
+
+function accessLine(ctx: RequestContext, status: number, errorCode: string | null) {
+  const now = process.hrtime.bigint();
+  const req = ctx.req;
+  const length = ctx.headers['content-length'];
+  return {
+    requestId: ctx.requestId,
+    traceId: ctx.traceId ?? undefined,
+    client: ctx.clientAddress,
+    method: ctx.method,
+    host: req.headers.host ?? req.headers[':authority'],
+    path: ctx.path,
+    query: redactQuery(ctx.query),
+    route: ctx.route.id,
+    consumer: ctx.consumer?.id,
+    status,
+    upstreamStatus: ctx.status || undefined,
+    upstream: ctx.upstreamAddress ?? undefined,
+    bytesIn:
+      ctx.body !== null
+        ? ctx.body.length
+        : length !== undefined
+          ? Number(length)
+          : ctx.hasBody
+            ? undefined
+            : 0,
+    bytesOut: req.httpVersionMajor === 1 ? bytesWritten(req) - ctx.bytesOutAtStart : undefined,
+    durationMs: msBetween(ctx.startNs, now),
+    upstreamMs:
+      ctx.upstreamHeadersNs === 0n ? undefined : msBetween(ctx.upstreamStartNs, ctx.upstreamHeadersNs),
+    idempotency: ctx.idempotencyOutcome ?? undefined,
+    rateLimit: ctx.rateLimitResult ?? undefined,
+    cache: ctx.cacheResult ?? undefined,
+    error: errorCode ?? undefined,
+  };
+}
+
+/**
+ * Bytes the connection has written (status lines, headers and bodies); on HTTP/1 the difference
+ * across a request is its response's size. An h2 stream shares its session's socket: the line
+ * leaves bytesOut out there.
+ */
+export function bytesWritten(req: IncomingMessage): number {
+  return req.socket?.bytesWritten ?? 0;
 }
 
 /** A request refused before it had a route (bad target, headers, method, no config yet, no route). */
@@ -50,19 +89,24 @@ export function finishRefused(
   errorCode: string,
   requestId: string | undefined,
   startNs: bigint,
+  peer?: string,
 ): void {
   obs.metrics.request('(none)', req?.method ?? '', status, startNs);
   if (!obs.accessLog) return;
+  const address = peer ?? req?.socket?.remoteAddress;
   obs.log.info(
     {
       requestId,
+      // Forwarded headers are not read for a refused request: the peer is the client we know.
+      client: address === undefined ? undefined : plainAddress(address),
       method: req?.method,
-      // The raw target, bounded: it was refused, so there is no normalized path to show.
-      target: req?.url?.slice(0, 256),
+      host: req?.headers.host,
+      // The raw target, without its query: it was refused, so there is no normalized path to show.
+      path: safeTarget(req?.url),
       route: null,
       status,
       error: errorCode,
-      durationMs: Number(process.hrtime.bigint() - startNs) / 1e6,
+      durationMs: msBetween(startNs, process.hrtime.bigint()),
     },
     'request',
   );

@@ -31,6 +31,10 @@ export interface RuntimeDeps {
   limits: Limits;
   /** Write one log line per request. */
   accessLog: boolean;
+  /** The share of answered (< 400) requests logged, 0 to 1 (default 1); errors and refusals are always logged. */
+  accessLogSample?: number;
+  /** Route-id prefixes whose requests are not logged (`route/<ns>/<name>/` silences a GatewayRoute), except failures. */
+  accessLogOff?: readonly string[];
   /** Shared state: Redis in a cluster, memory in standalone mode. */
   stores: {
     idempotency: IdempotencyStore;
@@ -82,5 +86,7 @@ export interface RuntimeRoute {
   answersPreflight: boolean;
   /** The plugin names in the order they run, then the handler kind (golden match tests, debugging). */
   chain: readonly string[];
+  /** The share of this route's answered (< 400) requests that get an access-log line, 0 to 1; null: the route logs only failures. */
+  logRate: number | null;
   deps: RuntimeDeps;
 }

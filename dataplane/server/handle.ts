@@ -10,7 +10,7 @@ import type { BlockList } from 'node:net';
 import type { ErrorCode } from '../errors/codes.ts';
 import { sendProblem } from '../errors/problem.ts';
 import { RequestContext } from '../pipeline/context.ts';
-import { finishRefused, type Observers } from '../pipeline/finish.ts';
+import { bytesWritten, finishRefused, type Observers } from '../pipeline/finish.ts';
 import { runChain } from '../pipeline/run-chain.ts';
 import type { RuntimeHolder } from '../runtime/holder.ts';
 import { clientAddress, isTrusted, plainAddress } from './client-address.ts';
@@ -73,6 +73,7 @@ export function ingress(
   setForwardingHeaders(ing.headers, peer, opts.proto, ing.rawHost);
   const ctx = new RequestContext(req, res, route, target.path, target.query, ing.headers, requestId, startNs);
   ctx.clientAddress = client;
+  if (obs.accessLog) ctx.bytesOutAtStart = bytesWritten(req);
   ctx.repeatedHeaders = ing.repeated;
   ctx.hasBody = ing.hasBody;
   ctx.chunked = ing.hasBody && cl === undefined;

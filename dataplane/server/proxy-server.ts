@@ -11,6 +11,7 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Http2SecureServer } from 'node:http2';
+import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { problem, sendProblem } from '../errors/problem.ts';
 import { finishRefused, type Observers } from '../pipeline/finish.ts';
@@ -125,7 +126,8 @@ export function attachHttp1Handlers(
               'SLC_ERR_BAD_REQUEST',
               `the request cannot be parsed (${err.code ?? 'malformed'})`,
             );
-    finishRefused(obs, null, status, code ?? `HTTP_${status}`, undefined, start);
+    const peer = (socket as Partial<Socket>).remoteAddress;
+    finishRefused(obs, null, status, code ?? `HTTP_${status}`, undefined, start, peer);
   });
 }
 

@@ -49,6 +49,7 @@ export default definePlugin(manifest, {
       const remaining = Math.max(0, windows[tight].limit - d.counts[tight]);
       const state = `"${names[tight]}";r=${remaining};t=${d.resets[tight]}`;
       if (d.allowed) {
+        ctx.rateLimitResult ??= 'allowed';
         deps.metrics.rateLimit(ctx.route.id, 'allowed');
         if (s.headers) {
           ctx.responseHeaders ??= {};
@@ -61,6 +62,7 @@ export default definePlugin(manifest, {
       let wait = 0;
       for (let i = 0; i < windows.length; i++)
         if (d.counts[i] >= windows[i].limit) wait = Math.max(wait, d.resets[i]);
+      ctx.rateLimitResult = 'limited';
       deps.metrics.rateLimit(ctx.route.id, 'limited');
       answerProblem(ctx, 'SLC_ERR_RATE_LIMITED', {
         detail: `limit of ${windows[tight].limit} per ${names[tight]} reached`,
@@ -111,10 +113,12 @@ function unavailable(
 ): void {
   deps.log.warn({ err: (err as Error).message, route: ctx.route.id }, 'rate limit store unavailable');
   if (!failOpen) {
+    ctx.rateLimitResult = 'unavailable';
     deps.metrics.rateLimit(ctx.route.id, 'unavailable');
     answerProblem(ctx, 'SLC_ERR_RATE_LIMIT_UNAVAILABLE', { headers: { 'retry-after': '1' } });
     return;
   }
+  ctx.rateLimitResult = 'fallback';
   deps.metrics.rateLimit(ctx.route.id, 'fallback');
   decide(ctx, deps.stores.rateLimitLocal.hit(`fallback\n${bucket}`, fallback) as Decision);
 }
