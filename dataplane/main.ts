@@ -3,6 +3,7 @@
  * admin servers, and the last good snapshot on disk. Used by `sluice run` (standalone) and
  * `sluice dataplane` (cluster, later), and by the tests, which start it in-process.
  */
+import { startTracing } from './observability/tracing.ts';
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
@@ -37,6 +38,8 @@ export interface DataPlaneOptions {
   accessLogSample?: number;
   /** Route-id prefixes not logged (failures still are). */
   accessLogOff?: string[];
+  /** The environment read for OTEL_* (tracing starts only when it configures an OTLP endpoint); default process.env. */
+  otelEnv?: NodeJS.ProcessEnv;
   /** Bearer token for PUT /config; a random one is generated (and logged as generated, not shown) when empty. */
   adminToken: string;
   trustedProxies: string[];
@@ -144,6 +147,7 @@ export async function startDataPlane(partial: Partial<DataPlaneOptions>): Promis
   const lastGood = o.stateDir ? new LastGood(o.stateDir) : null;
   const stores = await openStores(o, metrics, log);
   const background = new Background();
+  const tracing = startTracing(o.otelEnv ?? process.env);
   const holder = new RuntimeHolder(
     pools,
     {
@@ -157,6 +161,7 @@ export async function startDataPlane(partial: Partial<DataPlaneOptions>): Promis
       accessLog: o.accessLog,
       accessLogSample: o.accessLogSample,
       accessLogOff: o.accessLogOff,
+      tracing,
       stores,
       background,
       httpsRedirectPort: o.httpsRedirectPort,
@@ -189,7 +194,7 @@ export async function startDataPlane(partial: Partial<DataPlaneOptions>): Promis
     keepAliveTimeoutMs: o.keepAliveTimeoutMs,
     webSockets: new WebSocketSlots(o.maxWebSockets),
   };
-  const observers = { metrics, log, accessLog: o.accessLog };
+  const observers = { metrics, log, accessLog: o.accessLog, tracing };
   const proxy = createProxyServer(holder, serverOpts, observers);
   await proxy.listen({ host: o.host, port: o.proxyPort });
   const secure =
@@ -245,6 +250,7 @@ export async function startDataPlane(partial: Partial<DataPlaneOptions>): Promis
         holder.close();
         await pools.closeAll();
         await lastGood?.flushed();
+        await tracing?.shutdown();
         log.flush?.();
       })();
       return closing;

@@ -49,6 +49,7 @@ export class ClientSink implements ResponseSink {
       ctx.status = 0;
       sendProblem(ctx.res, failure.code, {
         requestId: ctx.requestId,
+        traceId: ctx.traceId,
         close: failure.code === 'SLC_ERR_BODY_TOO_LARGE',
       });
     } else ctx.res.destroy();

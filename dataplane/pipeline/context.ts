@@ -2,6 +2,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex, Writable } from 'node:stream';
 import type { CacheOutcome, IdempotencyOutcome, RateLimitResult } from '../observability/metrics.ts';
+import type { Span } from '../observability/tracing.ts';
 import type { RuntimeRoute } from './route.ts';
 
 /** Who is calling: set by the authenticate phase (later issues), read by rate limits and idempotency. */
@@ -63,7 +64,9 @@ export class RequestContext {
   upstreamHeadersNs = 0n;
   /** The connection's bytes written when the request arrived (access log on, HTTP/1): bytesOut is the difference. */
   bytesOutAtStart = 0;
-  /** The W3C trace id of the request's server span (tracing on), for logs and problem bodies; null when off. */
+  /** The request's server span (tracing on; observability/tracing.ts), parent of its upstream, store and call spans. */
+  span: Span | null = null;
+  /** The W3C trace id of the request's server span, for logs and problem bodies; null when tracing is off. */
   traceId: string | null = null;
 
   constructor(

@@ -7,7 +7,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Logger } from 'pino';
 import { msBetween, redactQuery, safeTarget } from '../observability/access-log.ts';
 import type { Metrics } from '../observability/metrics.ts';
-import { plainAddress } from '../server/client-address.ts';
+import { endServerSpan, type Tracing } from '../observability/tracing.ts';
 import type { RequestContext } from './context.ts';
 
 /** What the server records with before any route is known. */
@@ -15,6 +15,8 @@ export interface Observers {
   metrics: Metrics;
   log: Logger;
   accessLog: boolean;
+  /** The OpenTelemetry SDK when OTEL_* configures it; null or absent: no span. */
+  tracing?: Tracing | null;
 }
 
 /**
@@ -28,6 +30,7 @@ export function finishRequest(ctx: RequestContext, errorCode: string | null, err
   const deps = route.deps;
   const status = ctx.res.statusCode;
   deps.metrics.request(route.id, ctx.method, status, ctx.startNs);
+  if (ctx.span !== null) endServerSpan(ctx.span, status, errorCode);
   // Optimization: the route's rate is compiled once per snapshot (null: off); errors are never sampled out.
   const rate = route.logRate;
   if (err === undefined && (rate === null || (rate < 1 && status < 400 && Math.random() >= rate))) return;
@@ -89,16 +92,15 @@ export function finishRefused(
   errorCode: string,
   requestId: string | undefined,
   startNs: bigint,
-  peer?: string,
+  /** The peer's address (forwarded headers are not read for a refused request: the peer is the client we know). */
+  client: string | undefined,
 ): void {
   obs.metrics.request('(none)', req?.method ?? '', status, startNs);
   if (!obs.accessLog) return;
-  const address = peer ?? req?.socket?.remoteAddress;
   obs.log.info(
     {
       requestId,
-      // Forwarded headers are not read for a refused request: the peer is the client we know.
-      client: address === undefined ? undefined : plainAddress(address),
+      client,
       method: req?.method,
       host: req?.headers.host,
       // The raw target, without its query: it was refused, so there is no normalized path to show.

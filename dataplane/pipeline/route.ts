@@ -3,6 +3,7 @@ import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import type { Route } from '../config/route-table.ts';
 import type { Metrics } from '../observability/metrics.ts';
+import type { Tracing } from '../observability/tracing.ts';
 import type { CacheStores } from '../stores/cache-stores.ts';
 import type { IdempotencyStore } from '../stores/idempotency-store.ts';
 import type { RateLimitStore } from '../stores/rate-limit-store.ts';
@@ -35,6 +36,8 @@ export interface RuntimeDeps {
   accessLogSample?: number;
   /** Route-id prefixes whose requests are not logged (`route/<ns>/<name>/` silences a GatewayRoute), except failures. */
   accessLogOff?: readonly string[];
+  /** The OpenTelemetry SDK when OTEL_* configures it; null: no span is ever made. */
+  tracing?: Tracing | null;
   /** Shared state: Redis in a cluster, memory in standalone mode. */
   stores: {
     idempotency: IdempotencyStore;

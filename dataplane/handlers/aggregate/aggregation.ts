@@ -7,6 +7,7 @@
  * 502/504 problem naming the required call that failed. It goes to the route's ResponseSink,
  * so response plugins (cache, idempotency, transformers) see it like any upstream answer.
  */
+import type { Span } from '../../observability/tracing.ts';
 import { ERRORS, type ErrorCode } from '../../errors/codes.ts';
 import { problem } from '../../errors/problem.ts';
 import type { Metrics } from '../../observability/metrics.ts';
@@ -66,7 +67,7 @@ export class Aggregation implements CallOwner {
   }
 
   /** Dispatches every call (a call may settle at once, e.g. an open breaker, and end the answer early). */
-  start(headers: Record<string, string>, sources: Sources): void {
+  start(headers: Record<string, string>, sources: Sources, span: Span | null = null): void {
     const calls = this.#agg.calls;
     for (let i = 0; i < calls.length && !this.#done; i++) {
       const c = calls[i];
@@ -76,7 +77,7 @@ export class Aggregation implements CallOwner {
       this.#aborts[i] = abort;
       callUpstream(
         c.up,
-        { path, method: 'GET', headers, body: null, keyed: false, signal: abort.signal },
+        { path, method: 'GET', headers, body: null, keyed: false, signal: abort.signal, span },
         new CallSink(this, i),
         this.#agg.metrics,
       );

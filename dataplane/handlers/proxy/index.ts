@@ -50,6 +50,7 @@ function bindTo(up: UpstreamRuntime, stripLength: number, deps: RuntimeDeps): Bo
         headers: ctx.headers,
         body: bodyOf(ctx),
         keyed: ctx.keyed,
+        span: ctx.span,
       },
       sink,
       deps.metrics,

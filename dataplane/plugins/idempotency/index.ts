@@ -22,6 +22,7 @@ import {
   type IdempotencyStore,
   StoreUnavailableError,
 } from '../../stores/idempotency-store.ts';
+import { traced } from '../../observability/tracing.ts';
 import { definePlugin } from '../types.ts';
 import { manifest } from './manifest.ts';
 import { Execution, keepTrying } from './execution.ts';
@@ -32,6 +33,8 @@ import { RecordResponse } from './record-response.ts';
 import { accepted, replay } from './replay.ts';
 import { callerScope, recordId } from './scope.ts';
 import { compileSettings, type Settings } from './settings.ts';
+
+const CLAIM_SPAN = { 'sluice.store': 'idempotency', 'db.operation.name': 'claim' };
 
 export default definePlugin(manifest, {
   create(config, deps) {
@@ -94,8 +97,16 @@ async function withKey(
   if ('error' in fp) return answerProblem(ctx, 'SLC_ERR_JSON_DUPLICATE_KEY', { detail: fp.error });
   const id = recordId(scope, key);
   const owner = randomUUID();
-  const claim = () =>
-    store.claim({ id, fingerprint: fp.fingerprint, owner, ttlMs: s.ttlMs, leaseMs: s.leaseMs });
+  const claim = () => {
+    const pending = store.claim({
+      id,
+      fingerprint: fp.fingerprint,
+      owner,
+      ttlMs: s.ttlMs,
+      leaseMs: s.leaseMs,
+    });
+    return ctx.span === null ? pending : traced(ctx.span, 'idempotency claim', CLAIM_SPAN, pending);
+  };
 
   let result: ClaimResult;
   try {

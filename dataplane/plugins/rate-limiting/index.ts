@@ -6,6 +6,7 @@
  * `redis` counts across replicas with one atomic call, and when Redis cannot answer either
  * counts locally at limit ÷ replicas (failMode open) or answers 503 (closed).
  */
+import { traced } from '../../observability/tracing.ts';
 import { createHash } from 'node:crypto';
 import { WINDOWS } from './manifest.ts';
 import { answerProblem } from '../../pipeline/answer.ts';
@@ -17,6 +18,8 @@ import { manifest } from './manifest.ts';
 
 const BUCKET_CACHE = 10_000;
 const NAMES = Object.keys(WINDOWS) as (keyof typeof WINDOWS)[];
+
+const HIT_SPAN = { 'sluice.store': 'rate-limit', 'db.system.name': 'redis', 'db.operation.name': 'hit' };
 
 export default definePlugin(manifest, {
   create(config, deps) {
@@ -91,7 +94,8 @@ export default definePlugin(manifest, {
               buckets.set(who, bucket);
             }
             if (!s.redis) return decide(ctx, store.hit(bucket, windows) as Decision);
-            return Promise.resolve(store.hit(bucket, windows)).then(
+            const pending = Promise.resolve(store.hit(bucket, windows));
+            return (ctx.span === null ? pending : traced(ctx.span, 'rate-limit hit', HIT_SPAN, pending)).then(
               (d) => decide(ctx, d),
               (err) => unavailable(ctx, err, bucket, s.failOpen, fallback, deps, decide),
             );
