@@ -43,6 +43,11 @@ export const DATAPLANE_FLAGS = {
     arg: 'RATIO',
     help: 'share of answered (< 400) requests logged, 0 to 1 (default 1); errors are always logged',
   },
+  'analytics-consumers': {
+    type: 'string',
+    arg: 'N',
+    help: 'per-consumer metrics with at most N consumer labels, the rest as "other" (default 0: off)',
+  },
   'access-log-off': {
     type: 'string',
     arg: 'LIST',
@@ -140,6 +145,7 @@ export function dataplaneOptions(
     logLevel: logLevel(cmd, values),
     accessLog: !values['no-access-log'],
     accessLogSample: values['access-log-sample'] === undefined ? 1 : ratio(cmd, values['access-log-sample']),
+    analyticsConsumers: int('analytics-consumers', 0),
     accessLogOff:
       values['access-log-off']
         ?.split(',')

@@ -31,6 +31,18 @@ export function finishRequest(ctx: RequestContext, errorCode: string | null, err
   const status = ctx.res.statusCode;
   deps.metrics.request(route.id, ctx.method, status, ctx.startNs);
   if (ctx.span !== null) endServerSpan(ctx.span, status, errorCode);
+  const consumers = deps.metrics.consumers;
+  if (consumers !== null)
+    consumers.request(
+      route.id,
+      ctx.consumer?.id,
+      status,
+      ctx.startNs,
+      bytesIn(ctx) ?? 0,
+      ctx.req.httpVersionMajor === 1 ? bytesWritten(ctx.req) - ctx.bytesOutAtStart : 0,
+      ctx.idempotencyOutcome,
+      ctx.rateLimitResult === 'limited',
+    );
   // Optimization: the route's rate is compiled once per snapshot (null: off); errors are never sampled out.
   const rate = route.logRate;
   if (err === undefined && (rate === null || (rate < 1 && status < 400 && Math.random() >= rate))) return;
@@ -42,7 +54,6 @@ export function finishRequest(ctx: RequestContext, errorCode: string | null, err
 function accessLine(ctx: RequestContext, status: number, errorCode: string | null) {
   const now = process.hrtime.bigint();
   const req = ctx.req;
-  const length = ctx.headers['content-length'];
   return {
     requestId: ctx.requestId,
     traceId: ctx.traceId ?? undefined,
@@ -56,14 +67,7 @@ function accessLine(ctx: RequestContext, status: number, errorCode: string | nul
     status,
     upstreamStatus: ctx.status || undefined,
     upstream: ctx.upstreamAddress ?? undefined,
-    bytesIn:
-      ctx.body !== null
-        ? ctx.body.length
-        : length !== undefined
-          ? Number(length)
-          : ctx.hasBody
-            ? undefined
-            : 0,
+    bytesIn: bytesIn(ctx),
     bytesOut: req.httpVersionMajor === 1 ? bytesWritten(req) - ctx.bytesOutAtStart : undefined,
     durationMs: msBetween(ctx.startNs, now),
     upstreamMs:
@@ -73,6 +77,14 @@ function accessLine(ctx: RequestContext, status: number, errorCode: string | nul
     cache: ctx.cacheResult ?? undefined,
     error: errorCode ?? undefined,
   };
+}
+
+/** The request body's size: read, declared, or unknown (a chunked body streamed through). */
+function bytesIn(ctx: RequestContext): number | undefined {
+  if (ctx.body !== null) return ctx.body.length;
+  const length = ctx.headers['content-length'];
+  if (length !== undefined) return Number(length);
+  return ctx.hasBody ? undefined : 0;
 }
 
 /**

@@ -74,7 +74,7 @@ export function ingress(
   setForwardingHeaders(ing.headers, peer, opts.proto, ing.rawHost);
   const ctx = new RequestContext(req, res, route, target.path, target.query, ing.headers, requestId, startNs);
   ctx.clientAddress = client;
-  if (obs.accessLog) ctx.bytesOutAtStart = bytesWritten(req);
+  if (obs.accessLog || obs.metrics.consumers !== null) ctx.bytesOutAtStart = bytesWritten(req);
   // Optimization: tracing is decided once per process (null when OTEL_* does not configure it).
   if (obs.tracing != null) {
     ctx.span = startServerSpan(obs.tracing, ing.headers, method, route.id, target.path, client);
