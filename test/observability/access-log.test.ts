@@ -12,25 +12,24 @@ import { SignJWT } from 'jose';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DataPlane, DataPlaneOptions } from '../../dataplane/main.ts';
-import type { PluginInstance } from '../../dataplane/config/route-table.ts';
 import { createLogger } from '../../dataplane/observability/log.ts';
 import { rawRequest, statusOf } from '../helpers/raw-http.ts';
 import { startTestDataPlane, startUpstream, type Upstream } from '../helpers/servers.ts';
-import { idempotencyPlugin, rateLimitPlugin, route, snapshot, upstream } from '../helpers/tables.ts';
+import {
+  idempotencyPlugin,
+  pluginInstance,
+  rateLimitPlugin,
+  route,
+  snapshot,
+  upstream,
+} from '../helpers/tables.ts';
 
 const sha = (s: string) => createHash('sha256').update(s).digest('hex');
 const HS_SECRET = 'jwt-shared-secret-of-32-bytes-or-more!!';
-const plugin = (name: string, pluginName: string, config: Record<string, unknown>): PluginInstance =>
-  ({
-    id: `plugin/test/${name}`,
-    name: pluginName,
-    config,
-    source: { kind: 'GatewayPlugin', namespace: 'test', name, generation: 1 },
-  }) as PluginInstance;
-const keyAuth = plugin('keys', 'key-auth', {
+const keyAuth = pluginInstance('keys', 'key-auth', {
   consumers: [{ name: 'alice', secretKeyRef: { name: 'k', key: 'a' }, sha256: sha('SECRET-API-KEY-alice') }],
 });
-const jwt = plugin('jwt', 'jwt', {
+const jwt = pluginInstance('jwt', 'jwt', {
   issuers: [
     {
       issuer: 'hs-issuer',
@@ -52,7 +51,7 @@ const table = (u: Upstream) =>
       }),
       route('j', 'u', '/j', { plugins: [jwt] }),
       route('one', 'u', '/one', { plugins: [rateLimitPlugin('one', { minute: 1, policy: 'local' })] }),
-      route('c', 'u', '/c', { plugins: [plugin('cache', 'proxy-cache', {})] }),
+      route('c', 'u', '/c', { plugins: [pluginInstance('cache', 'proxy-cache', {})] }),
       route('quiet', 'u', '/quiet'),
     ],
     [upstream('u', u.url)],

@@ -8,21 +8,22 @@
 import { createHash } from 'node:crypto';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { PluginInstance } from '../../dataplane/config/route-table.ts';
 import type { DataPlane } from '../../dataplane/main.ts';
 import { startTestDataPlane, startUpstream, type Upstream } from '../helpers/servers.ts';
-import { idempotencyPlugin, rateLimitPlugin, route, snapshot, upstream } from '../helpers/tables.ts';
+import {
+  idempotencyPlugin,
+  pluginInstance,
+  rateLimitPlugin,
+  route,
+  snapshot,
+  upstream,
+} from '../helpers/tables.ts';
 
 const sha = (s: string) => createHash('sha256').update(s).digest('hex');
 const NAMES = ['c1', 'c2', 'c3', 'c4', 'c5', 'c6', 'c7', 'c8'];
-const keyAuth = {
-  id: 'plugin/test/keys',
-  name: 'key-auth',
-  config: {
-    consumers: NAMES.map((n) => ({ name: n, secretKeyRef: { name: 'k', key: n }, sha256: sha(`key-${n}`) })),
-  },
-  source: { kind: 'GatewayPlugin', namespace: 'test', name: 'keys', generation: 1 },
-} as unknown as PluginInstance;
+const keyAuth = pluginInstance('keys', 'key-auth', {
+  consumers: NAMES.map((n) => ({ name: n, secretKeyRef: { name: 'k', key: n }, sha256: sha(`key-${n}`) })),
+});
 
 let up: Upstream;
 let dp: DataPlane;

@@ -17,11 +17,17 @@ import protobuf from 'protobufjs';
 import { SignJWT } from 'jose';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { PluginInstance } from '../../dataplane/config/route-table.ts';
 import { createLogger } from '../../dataplane/observability/log.ts';
 import { sharedRedisUrl, uniquePrefix } from '../helpers/redis.ts';
 import { startTestDataPlane, startUpstream, type Upstream } from '../helpers/servers.ts';
-import { idempotencyPlugin, rateLimitPlugin, route, snapshot, upstream } from '../helpers/tables.ts';
+import {
+  idempotencyPlugin,
+  pluginInstance,
+  rateLimitPlugin,
+  route,
+  snapshot,
+  upstream,
+} from '../helpers/tables.ts';
 
 /** The part of opentelemetry-proto's trace and common messages the assertions read (field numbers as published). */
 const OTLP = protobuf
@@ -57,13 +63,6 @@ interface DecodedSpan {
 
 const SPAN_KIND = { INTERNAL: 1, SERVER: 2, CLIENT: 3 };
 const HS_SECRET = 'tracing-shared-secret-of-32-bytes-or-more';
-const plugin = (name: string, pluginName: string, config: Record<string, unknown>): PluginInstance =>
-  ({
-    id: `plugin/test/${name}`,
-    name: pluginName,
-    config,
-    source: { kind: 'GatewayPlugin', namespace: 'test', name, generation: 1 },
-  }) as PluginInstance;
 
 let receiver: Server;
 const spans: DecodedSpan[] = [];
@@ -153,7 +152,7 @@ beforeAll(async () => {
       [
         route('orders', 'u', '/orders', {
           plugins: [
-            plugin('jwt', 'jwt', {
+            pluginInstance('jwt', 'jwt', {
               issuers: [
                 {
                   issuer: 'hs-issuer',
