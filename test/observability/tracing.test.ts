@@ -18,6 +18,8 @@ import { SignJWT } from 'jose';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../dataplane/observability/log.ts';
+import { startServerSpan, startTracing } from '../../dataplane/observability/tracing.ts';
+import type { ReadableSpan } from '@opentelemetry/sdk-trace';
 import { sharedRedisUrl, uniquePrefix } from '../helpers/redis.ts';
 import { startTestDataPlane, startUpstream, type Upstream } from '../helpers/servers.ts';
 import {
@@ -262,5 +264,51 @@ describe('tracing', () => {
       .map((l) => JSON.parse(l));
     const line = lines.find((l) => l.requestId === problem.requestId);
     expect(line.traceId).toBe(clientTrace);
+  });
+});
+
+describe('tracing configuration', () => {
+  it('is off (null: no SDK, no span) without an OTLP endpoint, with the SDK disabled, or with the traces exporter none', () => {
+    const endpoint = { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:1' };
+    expect(startTracing({})).toBeNull();
+    expect(startTracing({ OTEL_SERVICE_NAME: 'x', OTEL_TRACES_SAMPLER: 'always_on' })).toBeNull();
+    expect(startTracing({ ...endpoint, OTEL_SDK_DISABLED: 'true' })).toBeNull();
+    expect(startTracing({ ...endpoint, OTEL_TRACES_EXPORTER: 'none' })).toBeNull();
+    expect(
+      startTracing({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://127.0.0.1:1/v1/traces' }),
+    ).not.toBeNull();
+  });
+
+  it('joins the client trace by default; SLUICE_TRACE_INCOMING=restart starts a new trace linked to it', async () => {
+    const env = { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:1' };
+    const client = { traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' };
+    const joined = startTracing(env)!;
+    const restarted = startTracing({ ...env, SLUICE_TRACE_INCOMING: 'restart' })!;
+    const a = startServerSpan(joined, client, 'GET', 'route/x', '/x', '127.0.0.1') as unknown as ReadableSpan;
+    const b = startServerSpan(
+      restarted,
+      client,
+      'GET',
+      'route/x',
+      '/x',
+      '127.0.0.1',
+    ) as unknown as ReadableSpan;
+    expect(a.spanContext().traceId).toBe('0af7651916cd43dd8448eb211c80319c');
+    expect(a.parentSpanContext?.spanId).toBe('b7ad6b7169203331');
+    expect(b.spanContext().traceId).not.toBe('0af7651916cd43dd8448eb211c80319c');
+    expect(b.parentSpanContext).toBeUndefined();
+    expect(b.links.map((l) => l.context.spanId)).toEqual(['b7ad6b7169203331']);
+    // A malformed traceparent is ignored: a new trace, no parent.
+    const c = startServerSpan(
+      joined,
+      { traceparent: '00-zz-yy-01' },
+      'GET',
+      'route/x',
+      '/x',
+      '',
+    ) as unknown as ReadableSpan;
+    expect(c.parentSpanContext).toBeUndefined();
+    for (const s of [a, b, c]) (s as unknown as { end(): void }).end();
+    await Promise.all([joined.shutdown(), restarted.shutdown()]);
   });
 });
