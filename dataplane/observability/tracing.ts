@@ -214,3 +214,15 @@ function pathWithoutQuery(path: string): string {
   const q = path.indexOf('?');
   return q === -1 ? path : path.slice(0, q);
 }
+
+/** An aggregate's call: the parent of its tries, ended when the call settles (or is withdrawn). */
+export function startCallSpan(parent: Span, call: string): Span {
+  return childSpan(parent, `aggregate ${call}`, SpanKind.INTERNAL, { 'sluice.aggregate.call': call });
+}
+
+/** Ends a span with its result: `ok`, or what went wrong (an error). */
+export function endCallSpan(span: Span, result: string): void {
+  span.setAttribute('sluice.result', result);
+  if (result !== 'ok') span.setStatus({ code: SpanStatusCode.ERROR, message: result });
+  span.end();
+}

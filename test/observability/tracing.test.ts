@@ -17,6 +17,7 @@ import protobuf from 'protobufjs';
 import { SignJWT } from 'jose';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Route } from '../../dataplane/config/route-table.ts';
 import { createLogger } from '../../dataplane/observability/log.ts';
 import { startServerSpan, startTracing } from '../../dataplane/observability/tracing.ts';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace';
@@ -173,6 +174,22 @@ beforeAll(async () => {
             idempotencyPlugin('idem'),
           ],
         }),
+        {
+          ...route('agg', 'u', '/agg'),
+          handler: {
+            type: 'aggregate',
+            timeoutMs: 2000,
+            maxBodyBytes: 65536,
+            calls: ['a', 'b'].map((name) => ({
+              name,
+              upstream: 'u',
+              method: 'GET',
+              path: `/${name}`,
+              timeoutMs: 1000,
+              required: true,
+            })),
+          },
+        } as Route,
       ],
       [u],
     ),
@@ -189,6 +206,7 @@ describe('tracing', () => {
   it('exports the span tree of a jwt + rate-limit + idempotency request retried once, with traceparent in and out', async () => {
     const clientTrace = randomUUID().replaceAll('-', '');
     const clientSpan = 'a1b2c3d4e5f60718';
+    const aggTrace = randomUUID().replaceAll('-', '');
     const token = await new SignJWT({ sub: 'alice' })
       .setProtectedHeader({ alg: 'HS256' })
       .setIssuer('hs-issuer')
@@ -218,6 +236,13 @@ describe('tracing', () => {
     const problem = (await refused.body.json()) as { traceId: string; requestId: string };
     expect(problem.traceId).toBe(clientTrace);
 
+    // An aggregate: a span per call, each the parent of its try.
+    const agg = await request(`${dp.proxyUrl}/agg`, {
+      headers: { traceparent: `00-${aggTrace}-${clientSpan}-01` },
+    });
+    expect(agg.statusCode).toBe(200);
+    await agg.body.dump();
+
     await dp.close(); // shutdown exports every pending span
     expect(contentTypes[0]).toBe('POST /v1/traces application/x-protobuf');
     const trace = spans.filter((s) => s.traceId === clientTrace);
@@ -245,17 +270,31 @@ describe('tracing', () => {
     expect(retry.attributes['server.address']).toBe(new URL(up.url).origin);
     expect(tries.find((t) => t !== retry)!.status.code).toBe(2); // ERROR
     // The upstream saw each try's own span as its parent, in the client's trace, with its tracestate.
-    const sent = up.seen.slice(seenBefore).map((s) => s.headers.traceparent);
+    const sent = up.seen
+      .slice(seenBefore)
+      .filter((s) => s.method === 'POST')
+      .map((s) => s.headers.traceparent);
     expect(sent).toEqual(
       [tries.find((t) => t !== retry)!, retry].map((t) => `00-${clientTrace}-${t.spanId}-01`),
     );
-    expect(up.seen.at(-1)!.headers.tracestate).toBe('vendor=opaque');
+    expect(up.seen.findLast((s) => s.method === 'POST')!.headers.tracestate).toBe('vendor=opaque');
     const hit = children.find((c) => c.name === 'rate-limit hit')!;
     expect(hit.attributes['db.system.name']).toBe('redis');
     // The 401's server span is in the same trace, with no upstream try.
     const other = servers.find((s) => s !== server)!;
     expect(other.attributes['http.response.status_code']).toBe('401');
     expect(trace.filter((s) => s.parentSpanId === other.spanId)).toEqual([]);
+    const aggSpans = spans.filter((s) => s.traceId === aggTrace);
+    const aggServer = aggSpans.find((s) => s.kind === SPAN_KIND.SERVER)!;
+    const callSpans = aggSpans.filter((s) => s.parentSpanId === aggServer.spanId);
+    expect(callSpans.map((s) => [s.name, s.kind, s.attributes['sluice.result']]).sort()).toEqual([
+      ['aggregate a', SPAN_KIND.INTERNAL, 'ok'],
+      ['aggregate b', SPAN_KIND.INTERNAL, 'ok'],
+    ]);
+    for (const c of callSpans)
+      expect(aggSpans.filter((s) => s.parentSpanId === c.spanId).map((s) => [s.name, s.kind])).toEqual([
+        ['GET', SPAN_KIND.CLIENT],
+      ]);
     // The access-log lines carry the trace id.
     const lines = logged
       .join('')
