@@ -3,6 +3,7 @@
  * admin servers, and the last good snapshot on disk. Used by `sluice run` (standalone) and
  * `sluice dataplane` (cluster, later), and by the tests, which start it in-process.
  */
+import { startTracing } from './observability/tracing.ts';
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
@@ -33,6 +34,14 @@ export interface DataPlaneOptions {
   stateDir: string | null;
   logLevel: string;
   accessLog: boolean;
+  /** The share of answered (< 400) requests logged, 0 to 1; errors and refusals are always logged. */
+  accessLogSample?: number;
+  /** Route-id prefixes not logged (failures still are). */
+  accessLogOff?: string[];
+  /** Per-consumer analytics metrics with at most this many consumer labels (then "other"); 0 (default): off. */
+  analyticsConsumers?: number;
+  /** The environment read for OTEL_* (tracing starts only when it configures an OTLP endpoint); default process.env. */
+  otelEnv?: NodeJS.ProcessEnv;
   /** Bearer token for PUT /config; a random one is generated (and logged as generated, not shown) when empty. */
   adminToken: string;
   trustedProxies: string[];
@@ -135,11 +144,12 @@ export async function startDataPlane(partial: Partial<DataPlaneOptions>): Promis
   setFlagsFromString('--no-allocation-site-pretenuring');
   const o: DataPlaneOptions = { ...DEFAULTS, ...partial };
   const log = o.log ?? createLogger(o.logLevel);
-  const metrics = new Metrics();
+  const metrics = new Metrics({ analyticsConsumers: o.analyticsConsumers });
   const pools = new PoolRegistry({ onCircuit: (id, state) => metrics.circuitState(id, state) });
   const lastGood = o.stateDir ? new LastGood(o.stateDir) : null;
   const stores = await openStores(o, metrics, log);
   const background = new Background();
+  const tracing = startTracing(o.otelEnv ?? process.env);
   const holder = new RuntimeHolder(
     pools,
     {
@@ -151,6 +161,9 @@ export async function startDataPlane(partial: Partial<DataPlaneOptions>): Promis
         websocket: { idleTimeoutMs: o.wsIdleTimeoutMs, maxMessageBytes: o.wsMaxMessageBytes },
       },
       accessLog: o.accessLog,
+      accessLogSample: o.accessLogSample,
+      accessLogOff: o.accessLogOff,
+      tracing,
       stores,
       background,
       httpsRedirectPort: o.httpsRedirectPort,
@@ -183,7 +196,7 @@ export async function startDataPlane(partial: Partial<DataPlaneOptions>): Promis
     keepAliveTimeoutMs: o.keepAliveTimeoutMs,
     webSockets: new WebSocketSlots(o.maxWebSockets),
   };
-  const observers = { metrics, log, accessLog: o.accessLog };
+  const observers = { metrics, log, accessLog: o.accessLog, tracing };
   const proxy = createProxyServer(holder, serverOpts, observers);
   await proxy.listen({ host: o.host, port: o.proxyPort });
   const secure =
@@ -239,6 +252,7 @@ export async function startDataPlane(partial: Partial<DataPlaneOptions>): Promis
         holder.close();
         await pools.closeAll();
         await lastGood?.flushed();
+        await tracing?.shutdown();
         log.flush?.();
       })();
       return closing;

@@ -38,6 +38,21 @@ export const DATAPLANE_FLAGS = {
   'state-dir': { type: 'string', arg: 'DIR', help: 'keep the last good snapshot here' },
   ...LOG_LEVEL_FLAG,
   'no-access-log': { type: 'boolean', help: 'no per-request log line' },
+  'access-log-sample': {
+    type: 'string',
+    arg: 'RATIO',
+    help: 'share of answered (< 400) requests logged, 0 to 1 (default 1); errors are always logged',
+  },
+  'analytics-consumers': {
+    type: 'string',
+    arg: 'N',
+    help: 'per-consumer metrics with at most N consumer labels, the rest as "other" (default 0: off)',
+  },
+  'access-log-off': {
+    type: 'string',
+    arg: 'LIST',
+    help: 'comma-separated route-id prefixes not logged (route/<ns>/<name>/), failures still are',
+  },
   'trusted-proxies': {
     type: 'string',
     arg: 'LIST',
@@ -129,6 +144,13 @@ export function dataplaneOptions(
     stateDir: values['state-dir'] ?? stateDirDefault,
     logLevel: logLevel(cmd, values),
     accessLog: !values['no-access-log'],
+    accessLogSample: values['access-log-sample'] === undefined ? 1 : ratio(cmd, values['access-log-sample']),
+    analyticsConsumers: int('analytics-consumers', 0),
+    accessLogOff:
+      values['access-log-off']
+        ?.split(',')
+        .map((s) => s.trim())
+        .filter(Boolean) ?? [],
     trustedProxies:
       values['trusted-proxies']
         ?.split(',')
@@ -166,4 +188,12 @@ export function workersFlag(cmd: string, values: { workers?: string }): number {
   if (values.workers === 'auto') return availableParallelism();
   const n = intFlag(cmd, values.workers, 'workers', 1);
   return n === 0 ? availableParallelism() : n;
+}
+
+/** --access-log-sample: a number from 0 to 1; anything else exits 2. */
+function ratio(cmd: string, value: string): number {
+  const n = Number(value);
+  if (value.trim() === '' || !(n >= 0 && n <= 1))
+    failIn(cmd, `--access-log-sample must be a number from 0 to 1, not ${value}`);
+  return n;
 }

@@ -31,15 +31,24 @@ export function problem(code: ErrorCode, detail?: string, extra?: Record<string,
 export function sendProblem(
   res: ServerResponse,
   code: ErrorCode,
-  opts: { detail?: string; requestId?: string; headers?: Record<string, string>; close?: boolean } = {},
+  opts: {
+    detail?: string;
+    requestId?: string;
+    /** The request's trace id (tracing on): the body carries it so a report leads to the trace. */
+    traceId?: string | null;
+    headers?: Record<string, string>;
+    close?: boolean;
+  } = {},
 ): void {
   if (res.headersSent) {
     res.destroy();
     return;
   }
-  const body = JSON.stringify(
-    problem(code, opts.detail, opts.requestId ? { requestId: opts.requestId } : undefined),
-  );
+  const extra: Record<string, unknown> | undefined = opts.requestId
+    ? { requestId: opts.requestId }
+    : undefined;
+  if (extra !== undefined && opts.traceId) extra.traceId = opts.traceId;
+  const body = JSON.stringify(problem(code, opts.detail, extra));
   const headers: Record<string, string | number> = {
     'content-type': 'application/problem+json',
     'content-length': Buffer.byteLength(body),

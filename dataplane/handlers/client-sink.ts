@@ -17,11 +17,14 @@ export class ClientSink implements ResponseSink {
 
   constructor(ctx: RequestContext) {
     this.#ctx = ctx;
+    // The clock is read for the access log's upstreamMs only on routes that log.
+    if (ctx.route.logRate !== null) ctx.upstreamStartNs = process.hrtime.bigint();
   }
 
   response(status: number, out: Record<string, string | string[]>): Writable {
     const ctx = this.#ctx;
     ctx.status = status;
+    if (ctx.upstreamStartNs !== 0n) ctx.upstreamHeadersNs = process.hrtime.bigint();
     const hooks = ctx.route.responseHooks;
     if (hooks !== null) for (const h of hooks) h(ctx, out);
     if (ctx.responseHeaders !== null) Object.assign(out, ctx.responseHeaders);
@@ -46,6 +49,7 @@ export class ClientSink implements ResponseSink {
       ctx.status = 0;
       sendProblem(ctx.res, failure.code, {
         requestId: ctx.requestId,
+        traceId: ctx.traceId,
         close: failure.code === 'SLC_ERR_BODY_TOO_LARGE',
       });
     } else ctx.res.destroy();

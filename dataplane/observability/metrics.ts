@@ -25,6 +25,7 @@ const IDEMPOTENCY_OUTCOMES = [
   'lease_lost',
 ] as const;
 export type IdempotencyOutcome = (typeof IDEMPOTENCY_OUTCOMES)[number];
+export type RateLimitResult = 'allowed' | 'limited' | 'fallback' | 'unavailable';
 
 /** How a WebSocket upgrade ended: a 101, refused by the chain (auth, rate limit, …), past --max-websockets, the upstream's handshake failed. */
 export type WebSocketResult = 'accepted' | 'refused' | 'limit' | 'upstream_error';
@@ -168,8 +169,13 @@ export class Metrics {
     registers: [this.registry],
   });
   readonly #circuitIds = new Set<string>();
+  /** Per-consumer analytics; null (the default) when off. */
+  readonly consumers: ConsumerAnalytics | null;
 
-  constructor(opts: { processMetrics?: boolean } = {}) {
+  constructor(opts: { processMetrics?: boolean; analyticsConsumers?: number } = {}) {
+    this.consumers = opts.analyticsConsumers
+      ? new ConsumerAnalytics(this.registry, opts.analyticsConsumers)
+      : null;
     // Unprefixed: the standard names (process_cpu_seconds_total, nodejs_heap_size_used_bytes, …)
     // that stock Node.js dashboards query.
     if (opts.processMetrics !== false) collectDefaultMetrics({ register: this.registry });
@@ -193,7 +199,7 @@ export class Metrics {
     this.#cache.series(route, result).inc();
   }
 
-  rateLimit(route: string, result: 'allowed' | 'limited' | 'fallback' | 'unavailable'): void {
+  rateLimit(route: string, result: RateLimitResult): void {
     this.#rateLimit.series(route, result).inc();
   }
 
@@ -262,6 +268,7 @@ export class Metrics {
     this.#wsClosed.retain(route);
     this.#aggregateCalls.retain(route);
     this.#soap.retain(route);
+    this.consumers?.retain(routeIds);
     this.#retries.retain(upstream);
     this.#upstreamLatency.retain(upstream);
     for (const id of this.#circuitIds) {
@@ -269,5 +276,88 @@ export class Metrics {
       this.#circuitIds.delete(id);
       this.#circuit.remove(id);
     }
+  }
+}
+
+/**
+ * API analytics per consumer and route (off by default: --analytics-consumers N turns it on).
+ * The consumer label is bounded: the first N consumers seen keep their own label for the life of
+ * the process, every other one counts as `other`, and a request without a consumer as `(none)`,
+ * so a credential-stuffing run of a million keys adds one series, not a million.
+ */
+export class ConsumerAnalytics {
+  readonly #latency: HotHistogram;
+  readonly #bytes: HotCounter;
+  readonly #idempotency: HotCounter;
+  readonly #rateLimited: HotCounter;
+  readonly #max: number;
+  readonly #named = new Set<string>();
+
+  constructor(registry: Registry, maxConsumers: number) {
+    this.#max = maxConsumers;
+    this.#latency = new HotHistogram({
+      name: 'sluice_consumer_request_duration_seconds',
+      help:
+        'Time from request to the end of the response, by route id, consumer (the first N seen, then "other"; ' +
+        '"(none)" without one) and status class: its _count is requests, 4xx and 5xx are errors.',
+      labelNames: ['route', 'consumer', 'status_class'] as const,
+      buckets: LATENCY_BUCKETS,
+      registers: [registry],
+    });
+    this.#bytes = new HotCounter({
+      name: 'sluice_consumer_bytes_total',
+      help: 'Bytes by route id, consumer and direction: in (request body), out (response, head included, HTTP/1).',
+      labelNames: ['route', 'consumer', 'direction'] as const,
+      registers: [registry],
+    });
+    this.#idempotency = new HotCounter({
+      name: 'sluice_consumer_idempotency_requests_total',
+      help: 'Requests with an Idempotency-Key by route id, consumer and outcome (as sluice_idempotency_requests_total).',
+      labelNames: ['route', 'consumer', 'outcome'] as const,
+      registers: [registry],
+    });
+    this.#rateLimited = new HotCounter({
+      name: 'sluice_consumer_rate_limited_total',
+      help: 'Requests refused by a rate limit (429), by route id and consumer.',
+      labelNames: ['route', 'consumer'] as const,
+      registers: [registry],
+    });
+  }
+
+  /** The label for a consumer id: its own while fewer than N have one, else "other". */
+  label(consumer: string | undefined): string {
+    if (consumer === undefined) return '(none)';
+    if (this.#named.has(consumer)) return consumer;
+    if (this.#named.size >= this.#max) return 'other';
+    this.#named.add(consumer);
+    return consumer;
+  }
+
+  request(
+    route: string,
+    consumer: string | undefined,
+    status: number,
+    startNs: bigint,
+    bytesIn: number,
+    bytesOut: number,
+    idempotency: IdempotencyOutcome | null,
+    rateLimited: boolean,
+  ): void {
+    const who = this.label(consumer);
+    const cls = status >= 100 && status < 600 ? STATUS_CLASS[(status / 100) | 0] : 'error';
+    this.#latency.series(route, who, cls).observe(Number(process.hrtime.bigint() - startNs) / NS_PER_S);
+    if (bytesIn > 0) this.#bytes.series(route, who, 'in').value += bytesIn;
+    if (bytesOut > 0) this.#bytes.series(route, who, 'out').value += bytesOut;
+    if (idempotency !== null) this.#idempotency.series(route, who, idempotency).inc();
+    if (rateLimited) this.#rateLimited.series(route, who).inc();
+  }
+
+  /** Drops the series of routes no longer in the table. */
+  retain(routeIds: ReadonlySet<string>): void {
+    const keep = (l: Record<string, string>) => routeIds.has(l.route);
+    this.#latency.retain(keep);
+    this.#bytes.retain(keep);
+    this.#idempotency.retain(keep);
+    this.#rateLimited.retain(keep);
   }
 }

@@ -10,7 +10,7 @@ export function answerProblem(
   opts: { detail?: string; headers?: Record<string, string>; close?: boolean } = {},
 ): void {
   ctx.done = true;
-  sendProblem(ctx.res, code, { ...opts, requestId: ctx.requestId });
+  sendProblem(ctx.res, code, { ...opts, requestId: ctx.requestId, traceId: ctx.traceId });
   finishRequest(ctx, code);
 }
 

@@ -1,6 +1,8 @@
 /** The state of one request as it moves through the chain. One object per request, plain fields. */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex, Writable } from 'node:stream';
+import type { CacheOutcome, IdempotencyOutcome, RateLimitResult } from '../observability/metrics.ts';
+import type { Span } from '../observability/tracing.ts';
 import type { RuntimeRoute } from './route.ts';
 
 /** Who is calling: set by the authenticate phase (later issues), read by rate limits and idempotency. */
@@ -51,6 +53,21 @@ export class RequestContext {
   upgrade: { socket: Duplex; head: Buffer } | null = null;
   /** finishRequest has run (one log line and one metric sample per request, whatever happens after). */
   finished = false;
+  /** What the plugins decided, for the access log (metrics count the same outcomes); null: no such plugin ran. */
+  idempotencyOutcome: IdempotencyOutcome | null = null;
+  rateLimitResult: RateLimitResult | null = null;
+  cacheResult: CacheOutcome | null = null;
+  /** The origin the handler called ("http://host:port"), for the access log; null: none (answered by the gateway). */
+  upstreamAddress: string | null = null;
+  /** When the upstream call started and when its response headers came (0: not yet), access log only. */
+  upstreamStartNs = 0n;
+  upstreamHeadersNs = 0n;
+  /** The connection's bytes written when the request arrived (access log on, HTTP/1): bytesOut is the difference. */
+  bytesOutAtStart = 0;
+  /** The request's server span (tracing on; observability/tracing.ts), parent of its upstream, store and call spans. */
+  span: Span | null = null;
+  /** The W3C trace id of the request's server span, for logs and problem bodies; null when tracing is off. */
+  traceId: string | null = null;
 
   constructor(
     req: IncomingMessage,

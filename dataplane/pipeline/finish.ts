@@ -1,10 +1,13 @@
 /**
  * The end of every request the gateway answers or forwards: one metric sample and one access-log
  * line, whatever path it took (refused at ingress, answered by a plugin, failed, proxied).
+ * The line's fields are in observability/access-log.ts's terms; README "Access logs" lists them.
  */
 import type { IncomingMessage } from 'node:http';
 import type { Logger } from 'pino';
+import { msBetween, redactQuery, safeTarget } from '../observability/access-log.ts';
 import type { Metrics } from '../observability/metrics.ts';
+import { endServerSpan, type Tracing } from '../observability/tracing.ts';
 import type { RequestContext } from './context.ts';
 
 /** What the server records with before any route is known. */
@@ -12,6 +15,8 @@ export interface Observers {
   metrics: Metrics;
   log: Logger;
   accessLog: boolean;
+  /** The OpenTelemetry SDK when OTEL_* configures it; null or absent: no span. */
+  tracing?: Tracing | null;
 }
 
 /**
@@ -25,21 +30,70 @@ export function finishRequest(ctx: RequestContext, errorCode: string | null, err
   const deps = route.deps;
   const status = ctx.res.statusCode;
   deps.metrics.request(route.id, ctx.method, status, ctx.startNs);
-  if (!deps.accessLog && err === undefined) return;
-  const line = {
-    requestId: ctx.requestId,
-    method: ctx.method,
-    path: ctx.path,
-    route: route.id,
-    status,
-    upstreamStatus: ctx.status || undefined,
-    error: errorCode ?? undefined,
-    durationMs: Number(process.hrtime.bigint() - ctx.startNs) / 1e6,
-    consumer: ctx.consumer?.id,
-    client: ctx.clientAddress,
-  };
+  if (ctx.span !== null) endServerSpan(ctx.span, status, errorCode);
+  const consumers = deps.metrics.consumers;
+  if (consumers !== null)
+    consumers.request(
+      route.id,
+      ctx.consumer?.id,
+      status,
+      ctx.startNs,
+      bytesIn(ctx) ?? 0,
+      ctx.req.httpVersionMajor === 1 ? bytesWritten(ctx.req) - ctx.bytesOutAtStart : 0,
+      ctx.idempotencyOutcome,
+      ctx.rateLimitResult === 'limited',
+    );
+  // Optimization: the route's rate is compiled once per snapshot (null: off); errors are never sampled out.
+  const rate = route.logRate;
+  if (err === undefined && (rate === null || (rate < 1 && status < 400 && Math.random() >= rate))) return;
+  const line = accessLine(ctx, status, errorCode);
   if (err === undefined) deps.log.info(line, 'request');
   else deps.log.error({ ...line, err }, 'request failed');
+}
+
+function accessLine(ctx: RequestContext, status: number, errorCode: string | null) {
+  const now = process.hrtime.bigint();
+  const req = ctx.req;
+  return {
+    requestId: ctx.requestId,
+    traceId: ctx.traceId ?? undefined,
+    client: ctx.clientAddress,
+    method: ctx.method,
+    host: req.headers.host ?? req.headers[':authority'],
+    path: ctx.path,
+    query: redactQuery(ctx.query),
+    route: ctx.route.id,
+    consumer: ctx.consumer?.id,
+    status,
+    upstreamStatus: ctx.status || undefined,
+    upstream: ctx.upstreamAddress ?? undefined,
+    bytesIn: bytesIn(ctx),
+    bytesOut: req.httpVersionMajor === 1 ? bytesWritten(req) - ctx.bytesOutAtStart : undefined,
+    durationMs: msBetween(ctx.startNs, now),
+    upstreamMs:
+      ctx.upstreamHeadersNs === 0n ? undefined : msBetween(ctx.upstreamStartNs, ctx.upstreamHeadersNs),
+    idempotency: ctx.idempotencyOutcome ?? undefined,
+    rateLimit: ctx.rateLimitResult ?? undefined,
+    cache: ctx.cacheResult ?? undefined,
+    error: errorCode ?? undefined,
+  };
+}
+
+/** The request body's size: read, declared, or unknown (a chunked body streamed through). */
+function bytesIn(ctx: RequestContext): number | undefined {
+  if (ctx.body !== null) return ctx.body.length;
+  const length = ctx.headers['content-length'];
+  if (length !== undefined) return Number(length);
+  return ctx.hasBody ? undefined : 0;
+}
+
+/**
+ * Bytes the connection has written (status lines, headers and bodies); on HTTP/1 the difference
+ * across a request is its response's size. An h2 stream shares its session's socket: the line
+ * leaves bytesOut out there.
+ */
+export function bytesWritten(req: IncomingMessage): number {
+  return req.socket?.bytesWritten ?? 0;
 }
 
 /** A request refused before it had a route (bad target, headers, method, no config yet, no route). */
@@ -50,19 +104,23 @@ export function finishRefused(
   errorCode: string,
   requestId: string | undefined,
   startNs: bigint,
+  /** The peer's address (forwarded headers are not read for a refused request: the peer is the client we know). */
+  client: string | undefined,
 ): void {
   obs.metrics.request('(none)', req?.method ?? '', status, startNs);
   if (!obs.accessLog) return;
   obs.log.info(
     {
       requestId,
+      client,
       method: req?.method,
-      // The raw target, bounded: it was refused, so there is no normalized path to show.
-      target: req?.url?.slice(0, 256),
+      host: req?.headers.host,
+      // The raw target, without its query: it was refused, so there is no normalized path to show.
+      path: safeTarget(req?.url),
       route: null,
       status,
       error: errorCode,
-      durationMs: Number(process.hrtime.bigint() - startNs) / 1e6,
+      durationMs: msBetween(startNs, process.hrtime.bigint()),
     },
     'request',
   );

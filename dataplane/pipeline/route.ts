@@ -3,6 +3,7 @@ import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import type { Route } from '../config/route-table.ts';
 import type { Metrics } from '../observability/metrics.ts';
+import type { Tracing } from '../observability/tracing.ts';
 import type { CacheStores } from '../stores/cache-stores.ts';
 import type { IdempotencyStore } from '../stores/idempotency-store.ts';
 import type { RateLimitStore } from '../stores/rate-limit-store.ts';
@@ -31,6 +32,12 @@ export interface RuntimeDeps {
   limits: Limits;
   /** Write one log line per request. */
   accessLog: boolean;
+  /** The share of answered (< 400) requests logged, 0 to 1 (default 1); errors and refusals are always logged. */
+  accessLogSample?: number;
+  /** Route-id prefixes whose requests are not logged (`route/<ns>/<name>/` silences a GatewayRoute), except failures. */
+  accessLogOff?: readonly string[];
+  /** The OpenTelemetry SDK when OTEL_* configures it; null: no span is ever made. */
+  tracing?: Tracing | null;
   /** Shared state: Redis in a cluster, memory in standalone mode. */
   stores: {
     idempotency: IdempotencyStore;
@@ -82,5 +89,7 @@ export interface RuntimeRoute {
   answersPreflight: boolean;
   /** The plugin names in the order they run, then the handler kind (golden match tests, debugging). */
   chain: readonly string[];
+  /** The share of this route's answered (< 400) requests that get an access-log line, 0 to 1; null: the route logs only failures. */
+  logRate: number | null;
   deps: RuntimeDeps;
 }

@@ -82,6 +82,6 @@ function fail(ctx: RequestContext, err: unknown): void {
     return;
   }
   ctx.done = true;
-  sendProblem(ctx.res, 'SLC_ERR_INTERNAL', { requestId: ctx.requestId });
+  sendProblem(ctx.res, 'SLC_ERR_INTERNAL', { requestId: ctx.requestId, traceId: ctx.traceId });
   finishRequest(ctx, 'SLC_ERR_INTERNAL', err);
 }

@@ -118,6 +118,7 @@ function buildRoute(
     handler: live.bind(entry, entry.handler, stripLength),
     answersPreflight: chain.preflight,
     chain: [...chain.names, kind],
+    logRate: logRate(entry.id, deps),
     deps,
   };
 }
@@ -157,4 +158,10 @@ function instance(
     plugins.set(key, live);
   }
   return live;
+}
+
+/** The route's access-log rate: null with the access log off or for a silenced route id, else the sample. */
+function logRate(id: string, deps: RuntimeDeps): number | null {
+  if (!deps.accessLog || deps.accessLogOff?.some((p) => id.startsWith(p))) return null;
+  return Math.min(1, Math.max(0, deps.accessLogSample ?? 1));
 }

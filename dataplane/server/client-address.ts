@@ -5,7 +5,8 @@
  * added by a proxy we trust, every hop to its left was written by the client and proves
  * nothing. (The leftmost entry is what a client can forge; the rightmost untrusted one it cannot.)
  */
-import type { BlockList } from 'node:net';
+import type { BlockList, Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
 import { isIP } from 'node:net';
 
 /** An address without the IPv4-mapped prefix, and whether the list holds it. */
@@ -43,4 +44,10 @@ function forwardedHops(headers: Record<string, string>): string[] {
     hops.push(m ? plainAddress(m[1].trim()) : '');
   }
   return hops;
+}
+
+/** The peer's plain address, for the line of a refused request; undefined once the socket is gone. */
+export function peerOf(socket: Duplex | null | undefined): string | undefined {
+  const address = (socket as Partial<Socket> | null | undefined)?.remoteAddress;
+  return address === undefined ? undefined : plainAddress(address);
 }

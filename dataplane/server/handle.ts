@@ -10,10 +10,11 @@ import type { BlockList } from 'node:net';
 import type { ErrorCode } from '../errors/codes.ts';
 import { sendProblem } from '../errors/problem.ts';
 import { RequestContext } from '../pipeline/context.ts';
-import { finishRefused, type Observers } from '../pipeline/finish.ts';
+import { bytesWritten, finishRefused, type Observers } from '../pipeline/finish.ts';
 import { runChain } from '../pipeline/run-chain.ts';
+import { startServerSpan } from '../observability/tracing.ts';
 import type { RuntimeHolder } from '../runtime/holder.ts';
-import { clientAddress, isTrusted, plainAddress } from './client-address.ts';
+import { clientAddress, isTrusted, peerOf, plainAddress } from './client-address.ts';
 import { h2HeaderLines, readIngressHeaders, setForwardingHeaders } from './ingress-headers.ts';
 import { REQUEST_ID } from '../config/http-grammar.ts';
 import { normalizeTarget } from '../config/path-grammar.ts';
@@ -73,6 +74,12 @@ export function ingress(
   setForwardingHeaders(ing.headers, peer, opts.proto, ing.rawHost);
   const ctx = new RequestContext(req, res, route, target.path, target.query, ing.headers, requestId, startNs);
   ctx.clientAddress = client;
+  if (obs.accessLog || obs.metrics.consumers !== null) ctx.bytesOutAtStart = bytesWritten(req);
+  // Optimization: tracing is decided once per process (null when OTEL_* does not configure it).
+  if (obs.tracing != null) {
+    ctx.span = startServerSpan(obs.tracing, ing.headers, method, route.id, target.path, client);
+    ctx.traceId = ctx.span.spanContext().traceId;
+  }
   ctx.repeatedHeaders = ing.repeated;
   ctx.hasBody = ing.hasBody;
   ctx.chunked = ing.hasBody && cl === undefined;
@@ -91,7 +98,7 @@ function refuse(
 ): null {
   const requestId = randomUUID();
   sendProblem(res, code, { detail, requestId, close });
-  finishRefused(obs, req, res.statusCode, code, requestId, startNs);
+  finishRefused(obs, req, res.statusCode, code, requestId, startNs, peerOf(req.socket));
   return null;
 }
 

@@ -15,6 +15,7 @@ import type { Duplex } from 'node:stream';
 import { problem, sendProblem } from '../errors/problem.ts';
 import { finishRefused, type Observers } from '../pipeline/finish.ts';
 import type { RuntimeHolder } from '../runtime/holder.ts';
+import { peerOf } from './client-address.ts';
 import { createRequestHandler, type IngressOptions } from './handle.ts';
 import { createUpgradeHandler, type WebSocketSlots } from './websocket.ts';
 
@@ -93,7 +94,7 @@ export function requestListener(
         headers: { allow: ALLOW },
         close: true,
       });
-      finishRefused(obs, req, 405, 'SLC_ERR_METHOD_NOT_ALLOWED', requestId, start);
+      finishRefused(obs, req, 405, 'SLC_ERR_METHOD_NOT_ALLOWED', requestId, start, peerOf(req.socket));
       return;
     }
     handle(req, res);
@@ -125,7 +126,7 @@ export function attachHttp1Handlers(
               'SLC_ERR_BAD_REQUEST',
               `the request cannot be parsed (${err.code ?? 'malformed'})`,
             );
-    finishRefused(obs, null, status, code ?? `HTTP_${status}`, undefined, start);
+    finishRefused(obs, null, status, code ?? `HTTP_${status}`, undefined, start, peerOf(socket));
   });
 }
 

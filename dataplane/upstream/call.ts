@@ -12,6 +12,7 @@ import { type Readable, Writable } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import type { ErrorCode } from '../errors/codes.ts';
 import type { Metrics } from '../observability/metrics.ts';
+import { endAttemptSpan, type Span, startAttemptSpan } from '../observability/tracing.ts';
 import { readBody } from './body.ts';
 import { mayHaveReachedUpstream, upstreamErrorCode } from './errors.ts';
 import { endToEndHeaders } from './response-headers.ts';
@@ -32,6 +33,8 @@ export interface UpstreamRequest {
    * way is cut.
    */
   signal?: AbortSignal;
+  /** The request's server span (tracing on): each try is a child span, and the upstream gets its traceparent. */
+  span?: Span | null;
 }
 
 export interface CallFailure {
@@ -117,6 +120,11 @@ function dispatch(call: Call, body: Body, tries: Tries | null) {
     headersTimeout = Math.min(headersTimeout, left);
   }
   const upstreamStart = process.hrtime.bigint();
+  const span =
+    req.span == null
+      ? null
+      : startAttemptSpan(req.span, req.method, up.origin, req.path, tries?.attempt ?? 0, req.headers);
+  let status = 0;
   let responded = false;
   let retryStatus = false;
   up.pool.stream(
@@ -131,6 +139,7 @@ function dispatch(call: Call, body: Body, tries: Tries | null) {
     },
     ({ statusCode, headers }) => {
       responded = true;
+      status = statusCode;
       up.breaker?.record(statusCode < 500);
       // A retryable status is read and dropped; the client sees only the last try.
       if (tries !== null && statusCode >= 500 && retryAllowed(call, body, tries, true, statusCode)) {
@@ -141,6 +150,7 @@ function dispatch(call: Call, body: Body, tries: Tries | null) {
       return sink.response(statusCode, endToEndHeaders(headers));
     },
     (err) => {
+      if (span !== null) endAttemptSpan(span, status, err);
       if (retryStatus) return retryLater(call, body, { ...tries!, sent: true }, 'status');
       if (err) {
         if (!responded) up.breaker?.record(false);

@@ -195,7 +195,7 @@ describe('requests refused at ingress', () => {
     expect(body.code).toBe('SLC_ERR_ROUTE_NOT_FOUND');
     const logged = linesFor(body.requestId);
     expect(logged).toHaveLength(1);
-    expect(logged[0]).toMatchObject({ status: 404, error: 'SLC_ERR_ROUTE_NOT_FOUND', target: '/nowhere' });
+    expect(logged[0]).toMatchObject({ status: 404, error: 'SLC_ERR_ROUTE_NOT_FOUND', path: '/nowhere' });
     expect(await requestSamples('(none)')).toBe(samples + 1);
   });
 

@@ -61,3 +61,17 @@ export function rateLimitPlugin(name: string, config: Record<string, unknown>): 
     source: { kind: 'GatewayPlugin', namespace: 'test', name, generation: 1 },
   };
 }
+
+/** A GatewayPlugin instance of any plugin, named `name` in namespace test. */
+export function pluginInstance(
+  name: string,
+  plugin: string,
+  config: Record<string, unknown>,
+): PluginInstance {
+  return {
+    id: `plugin/test/${name}`,
+    name: plugin,
+    config,
+    source: { kind: 'GatewayPlugin', namespace: 'test', name, generation: 1 },
+  } as PluginInstance;
+}

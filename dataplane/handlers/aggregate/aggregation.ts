@@ -7,6 +7,7 @@
  * 502/504 problem naming the required call that failed. It goes to the route's ResponseSink,
  * so response plugins (cache, idempotency, transformers) see it like any upstream answer.
  */
+import { endCallSpan, type Span, startCallSpan } from '../../observability/tracing.ts';
 import { ERRORS, type ErrorCode } from '../../errors/codes.ts';
 import { problem } from '../../errors/problem.ts';
 import type { Metrics } from '../../observability/metrics.ts';
@@ -51,6 +52,8 @@ export class Aggregation implements CallOwner {
   /** Withdraws a call no longer wanted: never sent if still queued in its pool, else cut. */
   readonly #aborts: AbortController[] = [];
   readonly #startNs = process.hrtime.bigint();
+  /** Each call's span (tracing on), else null. */
+  #spans: Span[] | null = null;
   #pending: number;
   #budget: number;
   #done = false;
@@ -66,17 +69,20 @@ export class Aggregation implements CallOwner {
   }
 
   /** Dispatches every call (a call may settle at once, e.g. an open breaker, and end the answer early). */
-  start(headers: Record<string, string>, sources: Sources): void {
+  start(headers: Record<string, string>, sources: Sources, span: Span | null = null): void {
     const calls = this.#agg.calls;
+    if (span !== null) this.#spans = [];
     for (let i = 0; i < calls.length && !this.#done; i++) {
       const c = calls[i];
+      const parent = span === null ? null : startCallSpan(span, c.name);
+      if (parent !== null) this.#spans![i] = parent;
       this.#timers[i] = setTimeout(timedOut, c.timeoutMs, this, i);
       const path = c.up.basePath + renderPath(c.path, sources);
       const abort = new AbortController();
       this.#aborts[i] = abort;
       callUpstream(
         c.up,
-        { path, method: 'GET', headers, body: null, keyed: false, signal: abort.signal },
+        { path, method: 'GET', headers, body: null, keyed: false, signal: abort.signal, span: parent },
         new CallSink(this, i),
         this.#agg.metrics,
       );
@@ -101,6 +107,7 @@ export class Aggregation implements CallOwner {
     const result =
       'value' in outcome ? 'ok' : outcome.code === 'SLC_ERR_UPSTREAM_TIMEOUT' ? 'timeout' : 'error';
     this.#agg.metrics.aggregateCall(this.#agg.routeId, call.name, result, this.#startNs);
+    if (this.#spans?.[index] !== undefined) endCallSpan(this.#spans[index], result);
     this.#pending--;
     if (!('value' in outcome)) this.#aborts[index].abort();
     if (call.required && !('value' in outcome)) this.#answer(index);
@@ -113,7 +120,11 @@ export class Aggregation implements CallOwner {
     const calls = this.#agg.calls;
     for (const t of this.#timers) if (t !== undefined) clearTimeout(t);
     // The calls still under way or queued are not needed any more.
-    for (let i = 0; i < calls.length; i++) if (this.#outcomes[i] === undefined) this.#aborts[i]?.abort();
+    for (let i = 0; i < calls.length; i++) {
+      if (this.#outcomes[i] !== undefined) continue;
+      this.#aborts[i]?.abort();
+      if (this.#spans?.[i] !== undefined) endCallSpan(this.#spans[i], 'withdrawn');
+    }
     const errors: ErrorEntry[] = [];
     const entry = (i: number): ErrorEntry | null => {
       const o = this.#outcomes[i];

@@ -48,6 +48,7 @@ export default defineHandler(manifest, {
           new Aggregation(agg, sink, ctx.requestId).start(
             callHeaders(ctx.headers, JSON_ACCEPT),
             new RequestSources(ctx, params, false),
+            ctx.span,
           );
         };
         return { handle: (ctx) => call(ctx, new ClientSink(ctx)), call };

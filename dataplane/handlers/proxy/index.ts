@@ -40,7 +40,8 @@ export default defineHandler(manifest, {
 function bindTo(up: UpstreamRuntime, stripLength: number, deps: RuntimeDeps): BoundHandler {
   const path = (ctx: RequestContext) =>
     upstreamPath(ctx.path, ctx.query, stripLength, up.basePath, ctx.upstreamPath);
-  const call = (ctx: RequestContext, sink: ResponseSink) =>
+  const call = (ctx: RequestContext, sink: ResponseSink) => {
+    ctx.upstreamAddress = up.origin;
     callUpstream(
       up,
       {
@@ -49,10 +50,12 @@ function bindTo(up: UpstreamRuntime, stripLength: number, deps: RuntimeDeps): Bo
         headers: ctx.headers,
         body: bodyOf(ctx),
         keyed: ctx.keyed,
+        span: ctx.span,
       },
       sink,
       deps.metrics,
     );
+  };
   return {
     handle: (ctx) => call(ctx, new ClientSink(ctx)),
     call,

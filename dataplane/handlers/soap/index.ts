@@ -96,7 +96,7 @@ export default defineHandler(manifest, {
           headers['content-length'] = String(body.length);
           callUpstream(
             up,
-            { path, method: 'POST', headers, body, keyed: ctx.keyed },
+            { path, method: 'POST', headers, body, keyed: ctx.keyed, span: ctx.span },
             new SoapCall(sink, soap, ctx.requestId),
             deps.metrics,
           );

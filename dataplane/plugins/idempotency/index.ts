@@ -22,6 +22,7 @@ import {
   type IdempotencyStore,
   StoreUnavailableError,
 } from '../../stores/idempotency-store.ts';
+import { traced } from '../../observability/tracing.ts';
 import { definePlugin } from '../types.ts';
 import { manifest } from './manifest.ts';
 import { Execution, keepTrying } from './execution.ts';
@@ -32,6 +33,8 @@ import { RecordResponse } from './record-response.ts';
 import { accepted, replay } from './replay.ts';
 import { callerScope, recordId } from './scope.ts';
 import { compileSettings, type Settings } from './settings.ts';
+
+const CLAIM_SPAN = { 'sluice.store': 'idempotency', 'db.operation.name': 'claim' };
 
 export default definePlugin(manifest, {
   create(config, deps) {
@@ -48,15 +51,18 @@ export default definePlugin(manifest, {
         const k = readIdempotencyKey(ctx.req.rawHeaders, s.minKey, s.maxKey);
         if ('missing' in k) {
           if (!s.required) return;
+          ctx.idempotencyOutcome = 'rejected_key';
           deps.metrics.idempotency(ctx.route.id, 'rejected_key');
           return answerProblem(ctx, 'SLC_ERR_IDEMPOTENCY_KEY_MISSING');
         }
         if ('error' in k) {
+          ctx.idempotencyOutcome = 'rejected_key';
           deps.metrics.idempotency(ctx.route.id, 'rejected_key');
           return answerProblem(ctx, 'SLC_ERR_IDEMPOTENCY_KEY_INVALID', { detail: k.error });
         }
         const scope = callerScope(ctx);
         if (scope === null) {
+          ctx.idempotencyOutcome = 'rejected_key';
           deps.metrics.idempotency(ctx.route.id, 'rejected_key');
           return answerProblem(ctx, 'SLC_ERR_IDENTITY_REQUIRED', {
             detail: 'requests with an Idempotency-Key must identify their caller (Authorization)',
@@ -91,8 +97,16 @@ async function withKey(
   if ('error' in fp) return answerProblem(ctx, 'SLC_ERR_JSON_DUPLICATE_KEY', { detail: fp.error });
   const id = recordId(scope, key);
   const owner = randomUUID();
-  const claim = () =>
-    store.claim({ id, fingerprint: fp.fingerprint, owner, ttlMs: s.ttlMs, leaseMs: s.leaseMs });
+  const claim = () => {
+    const pending = store.claim({
+      id,
+      fingerprint: fp.fingerprint,
+      owner,
+      ttlMs: s.ttlMs,
+      leaseMs: s.leaseMs,
+    });
+    return ctx.span === null ? pending : traced(ctx.span, 'idempotency claim', CLAIM_SPAN, pending);
+  };
 
   let result: ClaimResult;
   try {
@@ -107,6 +121,7 @@ async function withKey(
       result = await claim();
     }
   } catch (err) {
+    ctx.idempotencyOutcome = 'store_error';
     deps.metrics.idempotency(ctx.route.id, 'store_error');
     deps.log.warn({ err, route: ctx.route.id, requestId: ctx.requestId }, 'idempotency store unavailable');
     // The claim may still run once the store answers (it was sent): take that record back, so
@@ -119,6 +134,7 @@ async function withKey(
   }
 
   if (result.outcome !== 'found') {
+    ctx.idempotencyOutcome = result.outcome === 'claimed' ? 'executed' : 'takeover';
     deps.metrics.idempotency(ctx.route.id, result.outcome === 'claimed' ? 'executed' : 'takeover');
     const execution = new Execution(store, id, owner, s.leaseMs, ctx.route.id, deps);
     if (s.operationsPrefix !== null) {
@@ -135,19 +151,23 @@ async function withKey(
 
   const record = result.record;
   if (record.fingerprint !== fp.fingerprint) {
+    ctx.idempotencyOutcome = 'mismatch';
     deps.metrics.idempotency(ctx.route.id, 'mismatch');
     return answerProblem(ctx, 'SLC_ERR_IDEMPOTENCY_KEY_REUSED', {
       detail: 'the key was first used for a request with another method, path, query, headers or body',
     });
   }
   if (record.state === 'COMPLETED') {
+    ctx.idempotencyOutcome = 'replayed';
     deps.metrics.idempotency(ctx.route.id, 'replayed');
     return replay(ctx, record.response!);
   }
   if (s.operationsPrefix !== null) {
+    ctx.idempotencyOutcome = 'accepted';
     deps.metrics.idempotency(ctx.route.id, 'accepted');
     return accepted(ctx, key, s.operationsPrefix, s.retryAfter);
   }
+  ctx.idempotencyOutcome = 'conflict';
   deps.metrics.idempotency(ctx.route.id, 'conflict');
   answerProblem(ctx, 'SLC_ERR_IDEMPOTENCY_IN_PROGRESS', { headers: { 'retry-after': s.retryAfter } });
 }

@@ -81,6 +81,7 @@ class Cache {
   #onRequest(ctx: RequestContext): void | Promise<void> {
     const m = ctx.method;
     if (m === 'GET' || (m === 'HEAD' && this.#s.head)) return this.#lookup(ctx, false);
+    ctx.cacheResult = 'method';
     this.#deps.metrics.cache(ctx.route.id, 'method');
     if (m === 'OPTIONS' || m === 'TRACE') return setStatus(ctx, METHOD);
     // An unsafe method: its success invalidates the entries of its URI (RFC 9111 §4.4), those
@@ -134,11 +135,13 @@ class Cache {
       if (ev.response !== undefined) {
         const headers = ev.response.headers as Record<string, string>;
         if (ev.revalidation === undefined) {
+          ctx.cacheResult = 'hit';
           this.#deps.metrics.cache(ctx.route.id, 'hit');
           return serveEntry(ctx, entry, hitStatus(policy.maxAge() - policy.age()), headers);
         }
         const stale = staleSeconds(policy);
         if (stale < staleAllowance(policy, 'stale-while-revalidate', this.#s.maxSwrS)) {
+          ctx.cacheResult = 'stale';
           this.#deps.metrics.cache(ctx.route.id, 'stale');
           serveEntry(ctx, entry, staleHitStatus(stale), headers);
           if (ctx.method === 'GET') this.#refresh(ctx, { entry, key: keys[0], shared, fwd: 'stale' });
@@ -148,6 +151,7 @@ class Cache {
     }
     if (ctx.method === 'HEAD') {
       // A HEAD's response has no body to store: it is forwarded, and GET fills the cache.
+      ctx.cacheResult = 'miss';
       this.#deps.metrics.cache(ctx.route.id, 'miss');
       return setStatus(ctx, fwdStatus(entry === null ? 'miss' : why(ctx, entry)));
     }
@@ -173,6 +177,7 @@ class Cache {
   /** To the upstream: a plain miss through the chain, or a revalidation of the entry in hand. */
   #forward(ctx: RequestContext, keys: string[], entry: CacheEntry | null): void | Promise<void> {
     const shared = keys[keys.length - 1];
+    ctx.cacheResult = entry === null ? 'miss' : 'revalidate';
     this.#deps.metrics.cache(ctx.route.id, entry === null ? 'miss' : 'revalidate');
     if (entry === null) {
       ctx.addTap(new Recorder(ctx, { shared, fwd: 'miss', post: false }, this.#s, this.#store, this.#c.log));
@@ -190,6 +195,7 @@ class Cache {
 
   #bypass(ctx: RequestContext, err: unknown): void {
     this.#warn(err);
+    ctx.cacheResult = 'bypass';
     this.#deps.metrics.cache(ctx.route.id, 'bypass');
     setStatus(ctx, BYPASS);
   }

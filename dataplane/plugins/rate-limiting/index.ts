@@ -6,6 +6,7 @@
  * `redis` counts across replicas with one atomic call, and when Redis cannot answer either
  * counts locally at limit ÷ replicas (failMode open) or answers 503 (closed).
  */
+import { traced } from '../../observability/tracing.ts';
 import { createHash } from 'node:crypto';
 import { WINDOWS } from './manifest.ts';
 import { answerProblem } from '../../pipeline/answer.ts';
@@ -17,6 +18,8 @@ import { manifest } from './manifest.ts';
 
 const BUCKET_CACHE = 10_000;
 const NAMES = Object.keys(WINDOWS) as (keyof typeof WINDOWS)[];
+
+const HIT_SPAN = { 'sluice.store': 'rate-limit', 'db.system.name': 'redis', 'db.operation.name': 'hit' };
 
 export default definePlugin(manifest, {
   create(config, deps) {
@@ -49,6 +52,7 @@ export default definePlugin(manifest, {
       const remaining = Math.max(0, windows[tight].limit - d.counts[tight]);
       const state = `"${names[tight]}";r=${remaining};t=${d.resets[tight]}`;
       if (d.allowed) {
+        ctx.rateLimitResult ??= 'allowed';
         deps.metrics.rateLimit(ctx.route.id, 'allowed');
         if (s.headers) {
           ctx.responseHeaders ??= {};
@@ -61,6 +65,7 @@ export default definePlugin(manifest, {
       let wait = 0;
       for (let i = 0; i < windows.length; i++)
         if (d.counts[i] >= windows[i].limit) wait = Math.max(wait, d.resets[i]);
+      ctx.rateLimitResult = 'limited';
       deps.metrics.rateLimit(ctx.route.id, 'limited');
       answerProblem(ctx, 'SLC_ERR_RATE_LIMITED', {
         detail: `limit of ${windows[tight].limit} per ${names[tight]} reached`,
@@ -89,7 +94,8 @@ export default definePlugin(manifest, {
               buckets.set(who, bucket);
             }
             if (!s.redis) return decide(ctx, store.hit(bucket, windows) as Decision);
-            return Promise.resolve(store.hit(bucket, windows)).then(
+            const pending = Promise.resolve(store.hit(bucket, windows));
+            return (ctx.span === null ? pending : traced(ctx.span, 'rate-limit hit', HIT_SPAN, pending)).then(
               (d) => decide(ctx, d),
               (err) => unavailable(ctx, err, bucket, s.failOpen, fallback, deps, decide),
             );
@@ -111,10 +117,12 @@ function unavailable(
 ): void {
   deps.log.warn({ err: (err as Error).message, route: ctx.route.id }, 'rate limit store unavailable');
   if (!failOpen) {
+    ctx.rateLimitResult = 'unavailable';
     deps.metrics.rateLimit(ctx.route.id, 'unavailable');
     answerProblem(ctx, 'SLC_ERR_RATE_LIMIT_UNAVAILABLE', { headers: { 'retry-after': '1' } });
     return;
   }
+  ctx.rateLimitResult = 'fallback';
   deps.metrics.rateLimit(ctx.route.id, 'fallback');
   decide(ctx, deps.stores.rateLimitLocal.hit(`fallback\n${bucket}`, fallback) as Decision);
 }

@@ -1,0 +1,228 @@
+/**
+ * Distributed tracing through @opentelemetry/api. The SDK (a tracer provider, a batch processor
+ * and the OTLP/HTTP protobuf exporter) is started only when the standard OTEL_* variables ask
+ * for it (an OTLP endpoint set, the SDK not disabled, the traces exporter not `none`); otherwise
+ * startTracing returns null and every call site branches once on that null (RuntimeDeps.tracing,
+ * Observers.tracing), so an unconfigured gateway creates no span, context or closure.
+ *
+ * No context manager: spans are parented explicitly (the request's server span lives on its
+ * RequestContext), which costs nothing on requests and keeps the parent right across the
+ * chain's callbacks. The client's `traceparent`/`tracestate` are trusted (the server span joins
+ * the client's trace) or, with SLUICE_TRACE_INCOMING=restart, a new trace starts with a link to
+ * the client's span. Each upstream try gets its own client span, whose context is what the
+ * upstream receives in `traceparent`.
+ */
+import {
+  type Attributes,
+  defaultTextMapGetter,
+  defaultTextMapSetter,
+  ROOT_CONTEXT,
+  type Span,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  type Tracer,
+} from '@opentelemetry/api';
+import { W3CTraceContextPropagator } from '@opentelemetry/core';
+import { resourceFromAttributes } from '@opentelemetry/resources';
+import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
+import {
+  AlwaysOffSampler,
+  AlwaysOnSampler,
+  BatchSpanProcessor,
+  ParentBasedSampler,
+  type Sampler,
+  TraceIdRatioBasedSampler,
+  TracerProvider,
+} from '@opentelemetry/sdk-trace';
+import {
+  ATTR_CLIENT_ADDRESS,
+  ATTR_HTTP_REQUEST_METHOD,
+  ATTR_HTTP_REQUEST_RESEND_COUNT,
+  ATTR_HTTP_RESPONSE_STATUS_CODE,
+  ATTR_HTTP_ROUTE,
+  ATTR_SERVER_ADDRESS,
+  ATTR_SERVICE_NAME,
+  ATTR_URL_FULL,
+  ATTR_URL_PATH,
+} from '@opentelemetry/semantic-conventions';
+
+export type { Span } from '@opentelemetry/api';
+
+export interface Tracing {
+  readonly tracer: Tracer;
+  /** Join the client's trace (true) or start a new one linked to it. */
+  readonly trustIncoming: boolean;
+  /** Exports what is pending and stops (data plane shutdown). */
+  shutdown(): Promise<void>;
+}
+
+const propagator = new W3CTraceContextPropagator();
+/** The tracer of the process's Tracing (one SDK per process): children of a server span use it. */
+let started: Tracer | null = null;
+
+/** The SDK, when OTEL_* configures it; null otherwise (nothing loaded is used, nothing runs). */
+export function startTracing(env: NodeJS.ProcessEnv = process.env): Tracing | null {
+  if (!configured(env)) return null;
+  const provider = new TracerProvider({
+    resource: resourceFromAttributes({
+      [ATTR_SERVICE_NAME]: env.OTEL_SERVICE_NAME || 'sluice',
+      ...resourceAttributes(env),
+    }),
+    sampler: sampler(env.OTEL_TRACES_SAMPLER, env.OTEL_TRACES_SAMPLER_ARG),
+    // The exporter reads OTEL_EXPORTER_OTLP_* (endpoint, headers, timeout, compression) itself.
+    spanProcessors: [new BatchSpanProcessor({ exporter: new OTLPTraceExporter() })],
+  });
+  started = provider.getTracer('sluice');
+  return {
+    tracer: started,
+    trustIncoming: env.SLUICE_TRACE_INCOMING !== 'restart',
+    shutdown: () => provider.shutdown(),
+  };
+}
+
+function configured(env: NodeJS.ProcessEnv): boolean {
+  if (env.OTEL_SDK_DISABLED === 'true') return false;
+  if ((env.OTEL_TRACES_EXPORTER ?? 'otlp').split(',').every((e) => e.trim() === 'none')) return false;
+  return Boolean(env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT);
+}
+
+/** OTEL_RESOURCE_ATTRIBUTES: `k=v,k2=v2`, values percent-encoded. */
+function resourceAttributes(env: NodeJS.ProcessEnv): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const pair of (env.OTEL_RESOURCE_ATTRIBUTES ?? '').split(',')) {
+    const eq = pair.indexOf('=');
+    if (eq > 0) out[pair.slice(0, eq).trim()] = decodeURIComponent(pair.slice(eq + 1).trim());
+  }
+  return out;
+}
+
+/** OTEL_TRACES_SAMPLER and its ARG, as the specification names them (default parentbased_always_on). */
+export function sampler(name = 'parentbased_always_on', arg?: string): Sampler {
+  const ratio = arg === undefined || arg === '' || !(Number(arg) >= 0 && Number(arg) <= 1) ? 1 : Number(arg);
+  switch (name) {
+    case 'always_on':
+      return new AlwaysOnSampler();
+    case 'always_off':
+      return new AlwaysOffSampler();
+    case 'traceidratio':
+      return new TraceIdRatioBasedSampler(ratio);
+    case 'parentbased_always_off':
+      return new ParentBasedSampler({ root: new AlwaysOffSampler() });
+    case 'parentbased_traceidratio':
+      return new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(ratio) });
+    default:
+      return new ParentBasedSampler({ root: new AlwaysOnSampler() });
+  }
+}
+
+/**
+ * The request's server span, from the client's headers (lower-case names). Its trace id is the
+ * one logs and problem bodies show (also when the span is not sampled: the id still ties them).
+ */
+export function startServerSpan(
+  t: Tracing,
+  headers: Record<string, string>,
+  method: string,
+  routeId: string,
+  path: string,
+  client: string,
+): Span {
+  const incoming =
+    headers.traceparent === undefined
+      ? ROOT_CONTEXT
+      : propagator.extract(ROOT_CONTEXT, headers, defaultTextMapGetter);
+  const remote = trace.getSpanContext(incoming);
+  const attributes: Attributes = {
+    [ATTR_HTTP_REQUEST_METHOD]: method,
+    [ATTR_HTTP_ROUTE]: routeId,
+    [ATTR_URL_PATH]: path,
+    [ATTR_CLIENT_ADDRESS]: client,
+  };
+  if (remote === undefined || t.trustIncoming)
+    return t.tracer.startSpan(`${method} ${routeId}`, { kind: SpanKind.SERVER, attributes }, incoming);
+  return t.tracer.startSpan(
+    `${method} ${routeId}`,
+    { kind: SpanKind.SERVER, attributes, links: [{ context: remote }], root: true },
+    ROOT_CONTEXT,
+  );
+}
+
+export function endServerSpan(span: Span, status: number, errorCode: string | null): void {
+  span.setAttribute(ATTR_HTTP_RESPONSE_STATUS_CODE, status);
+  if (status >= 500 || errorCode !== null) span.setAttribute('error.type', errorCode ?? String(status));
+  if (status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
+  span.end();
+}
+
+/** A child of `parent` (an upstream try, a store call, an aggregate's call): only ever called under a server span. */
+export function childSpan(parent: Span, name: string, kind: SpanKind, attributes?: Attributes): Span {
+  return started!.startSpan(name, { kind, attributes }, trace.setSpan(ROOT_CONTEXT, parent));
+}
+
+/** One upstream try: a client span whose context goes to the upstream in `traceparent` (and the client's tracestate). */
+export function startAttemptSpan(
+  parent: Span,
+  method: string,
+  origin: string,
+  path: string,
+  attempt: number,
+  headers: Record<string, string>,
+): Span {
+  const span = childSpan(parent, method, SpanKind.CLIENT, {
+    [ATTR_HTTP_REQUEST_METHOD]: method,
+    [ATTR_SERVER_ADDRESS]: origin,
+    [ATTR_URL_FULL]: `${origin}${pathWithoutQuery(path)}`,
+  });
+  if (attempt > 0) span.setAttribute(ATTR_HTTP_REQUEST_RESEND_COUNT, attempt);
+  propagator.inject(trace.setSpan(ROOT_CONTEXT, span), headers, defaultTextMapSetter);
+  return span;
+}
+
+/** A try's end: its status, or the error that ended it. */
+export function endAttemptSpan(span: Span, status: number, err: Error | null | undefined): void {
+  if (status !== 0) span.setAttribute(ATTR_HTTP_RESPONSE_STATUS_CODE, status);
+  if (err) {
+    span.setAttribute('error.type', (err as NodeJS.ErrnoException).code ?? err.name);
+    span.setStatus({ code: SpanStatusCode.ERROR, message: err.message });
+  } else if (status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
+  span.end();
+}
+
+/** A store round trip under way as a span: ended when its promise settles, an error when it rejects. */
+export function traced<T>(
+  parent: Span,
+  name: string,
+  attributes: Attributes,
+  pending: Promise<T>,
+): Promise<T> {
+  const span = childSpan(parent, name, SpanKind.CLIENT, attributes);
+  return pending.then(
+    (v) => {
+      span.end();
+      return v;
+    },
+    (err: Error) => {
+      span.setStatus({ code: SpanStatusCode.ERROR, message: err.message });
+      span.end();
+      throw err;
+    },
+  );
+}
+
+function pathWithoutQuery(path: string): string {
+  const q = path.indexOf('?');
+  return q === -1 ? path : path.slice(0, q);
+}
+
+/** An aggregate's call: the parent of its tries, ended when the call settles (or is withdrawn). */
+export function startCallSpan(parent: Span, call: string): Span {
+  return childSpan(parent, `aggregate ${call}`, SpanKind.INTERNAL, { 'sluice.aggregate.call': call });
+}
+
+/** Ends a span with its result: `ok`, or what went wrong (an error). */
+export function endCallSpan(span: Span, result: string): void {
+  span.setAttribute('sluice.result', result);
+  if (result !== 'ok') span.setStatus({ code: SpanStatusCode.ERROR, message: result });
+  span.end();
+}

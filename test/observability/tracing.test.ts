@@ -1,0 +1,353 @@
+/**
+ * Tracing end to end: a data plane started with OTEL_EXPORTER_OTLP_ENDPOINT exports through the
+ * real OTLP/HTTP protobuf exporter to a receiver on loopback, which decodes what it is sent with
+ * protobufjs and the OTLP trace schema (the fields asserted here). One request with the client's
+ * traceparent, through jwt, a Redis rate limit and idempotency, retried once by the upstream
+ * policy (503 then 200), must give this span tree: the server span (child of the client's span,
+ * HTTP attributes, http.route the route id), under it the Redis rate-limit hit, the idempotency
+ * claim and two upstream tries (the second with its resend count), and the upstream must have
+ * received each try's own traceparent. The trace id is in the access-log line and in problem bodies.
+ */
+import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Writable } from 'node:stream';
+import protobuf from 'protobufjs';
+import { SignJWT } from 'jose';
+import { request } from 'undici';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Route } from '../../dataplane/config/route-table.ts';
+import { createLogger } from '../../dataplane/observability/log.ts';
+import { startServerSpan, startTracing } from '../../dataplane/observability/tracing.ts';
+import type { ReadableSpan } from '@opentelemetry/sdk-trace';
+import { sharedRedisUrl, uniquePrefix } from '../helpers/redis.ts';
+import { startTestDataPlane, startUpstream, type Upstream } from '../helpers/servers.ts';
+import {
+  idempotencyPlugin,
+  pluginInstance,
+  rateLimitPlugin,
+  route,
+  snapshot,
+  upstream,
+} from '../helpers/tables.ts';
+
+/** The part of opentelemetry-proto's trace and common messages the assertions read (field numbers as published). */
+const OTLP = protobuf
+  .parse(`
+syntax = "proto3";
+message ExportTraceServiceRequest { repeated ResourceSpans resource_spans = 1; }
+message ResourceSpans { Resource resource = 1; repeated ScopeSpans scope_spans = 2; }
+message Resource { repeated KeyValue attributes = 1; }
+message ScopeSpans { InstrumentationScope scope = 1; repeated Span spans = 2; }
+message InstrumentationScope { string name = 1; }
+message Span {
+  bytes trace_id = 1; bytes span_id = 2; bytes parent_span_id = 4; string name = 5; int32 kind = 6;
+  fixed64 start_time_unix_nano = 7; fixed64 end_time_unix_nano = 8; repeated KeyValue attributes = 9;
+  repeated Link links = 13; Status status = 15;
+}
+message Link { bytes trace_id = 1; bytes span_id = 2; }
+message Status { string message = 2; int32 code = 3; }
+message KeyValue { string key = 1; AnyValue value = 2; }
+message AnyValue { oneof value { string string_value = 1; bool bool_value = 2; int64 int_value = 3; double double_value = 4; } }
+`)
+  .root.lookupType('ExportTraceServiceRequest');
+
+interface DecodedSpan {
+  traceId: string;
+  spanId: string;
+  parentSpanId: string;
+  name: string;
+  kind: number;
+  attributes: Record<string, unknown>;
+  status: { code: number };
+  service: string;
+}
+
+const SPAN_KIND = { INTERNAL: 1, SERVER: 2, CLIENT: 3 };
+const HS_SECRET = 'tracing-shared-secret-of-32-bytes-or-more';
+
+let receiver: Server;
+const spans: DecodedSpan[] = [];
+const contentTypes: string[] = [];
+
+function decode(body: Buffer): DecodedSpan[] {
+  const req = OTLP.toObject(OTLP.decode(body), { longs: String, bytes: Buffer, defaults: true }) as {
+    resourceSpans: {
+      resource: { attributes: { key: string; value: Record<string, unknown> }[] };
+      scopeSpans: { spans: Record<string, unknown>[] }[];
+    }[];
+  };
+  const out: DecodedSpan[] = [];
+  const attrs = (list: { key: string; value: Record<string, unknown> }[]) =>
+    Object.fromEntries(list.map((kv) => [kv.key, Object.values(kv.value ?? {})[0]]));
+  for (const rs of req.resourceSpans) {
+    const service = String(attrs(rs.resource.attributes)['service.name']);
+    for (const ss of rs.scopeSpans)
+      for (const s of ss.spans)
+        out.push({
+          traceId: (s.traceId as Buffer).toString('hex'),
+          spanId: (s.spanId as Buffer).toString('hex'),
+          parentSpanId: (s.parentSpanId as Buffer).toString('hex'),
+          name: s.name as string,
+          kind: s.kind as number,
+          attributes: attrs(s.attributes as { key: string; value: Record<string, unknown> }[]),
+          status: (s.status as { code: number }) ?? { code: 0 },
+          service,
+        });
+  }
+  return out;
+}
+
+let up: Upstream;
+let failNext = 0;
+const logged: string[] = [];
+let dp: Awaited<ReturnType<typeof startTestDataPlane>>;
+beforeAll(async () => {
+  receiver = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      contentTypes.push(`${req.method} ${req.url} ${req.headers['content-type']}`);
+      spans.push(...decode(Buffer.concat(chunks)));
+      res.writeHead(200, { 'content-type': 'application/x-protobuf' });
+      res.end();
+    });
+  });
+  receiver.listen(0, '127.0.0.1');
+  await once(receiver, 'listening');
+  // The standard variables, as an operator sets them: the exporter reads them from the environment.
+  process.env.OTEL_EXPORTER_OTLP_ENDPOINT = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
+  process.env.OTEL_SERVICE_NAME = 'sluice-under-test';
+  process.env.OTEL_TRACES_SAMPLER = 'parentbased_always_on';
+  up = await startUpstream((_req, res) => {
+    if (failNext > 0) {
+      failNext--;
+      res.writeHead(503, { 'content-length': '0' });
+      res.end();
+      return true;
+    }
+    return false;
+  });
+  const u = upstream('u', up.url);
+  u.retries = {
+    attempts: 2,
+    statuses: [503],
+    backoffBaseMs: 0,
+    backoffMaxMs: 0,
+    budgetPercent: 100,
+    idempotentBackend: true,
+  };
+  dp = await startTestDataPlane({
+    accessLog: true,
+    log: createLogger(
+      'info',
+      new Writable({
+        write(chunk, _enc, cb) {
+          logged.push(chunk.toString());
+          cb();
+        },
+      }),
+    ),
+    redisUrl: sharedRedisUrl,
+    redisPrefix: uniquePrefix('tracing'),
+    initialSnapshot: snapshot(
+      [
+        route('orders', 'u', '/orders', {
+          plugins: [
+            pluginInstance('jwt', 'jwt', {
+              issuers: [
+                {
+                  issuer: 'hs-issuer',
+                  audiences: ['orders'],
+                  algorithms: ['HS256'],
+                  keys: [
+                    {
+                      secretKeyRef: { name: 's', key: 'k' },
+                      value: Buffer.from(HS_SECRET).toString('base64'),
+                    },
+                  ],
+                },
+              ],
+            }),
+            rateLimitPlugin('rl', { minute: 1000, policy: 'redis' }),
+            idempotencyPlugin('idem'),
+          ],
+        }),
+        {
+          ...route('agg', 'u', '/agg'),
+          handler: {
+            type: 'aggregate',
+            timeoutMs: 2000,
+            maxBodyBytes: 65536,
+            calls: ['a', 'b'].map((name) => ({
+              name,
+              upstream: 'u',
+              method: 'GET',
+              path: `/${name}`,
+              timeoutMs: 1000,
+              required: true,
+            })),
+          },
+        } as Route,
+      ],
+      [u],
+    ),
+  });
+});
+afterAll(async () => {
+  await dp?.close();
+  await up?.close();
+  receiver?.close();
+  delete process.env.OTEL_EXPORTER_OTLP_ENDPOINT;
+});
+
+describe('tracing', () => {
+  it('exports the span tree of a jwt + rate-limit + idempotency request retried once, with traceparent in and out', async () => {
+    const clientTrace = randomUUID().replaceAll('-', '');
+    const clientSpan = 'a1b2c3d4e5f60718';
+    const aggTrace = randomUUID().replaceAll('-', '');
+    const token = await new SignJWT({ sub: 'alice' })
+      .setProtectedHeader({ alg: 'HS256' })
+      .setIssuer('hs-issuer')
+      .setAudience('orders')
+      .setExpirationTime('5m')
+      .sign(new TextEncoder().encode(HS_SECRET));
+    failNext = 1;
+    const seenBefore = up.seen.length;
+    const r = await request(`${dp.proxyUrl}/orders`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${token}`,
+        traceparent: `00-${clientTrace}-${clientSpan}-01`,
+        tracestate: 'vendor=opaque',
+        'idempotency-key': `key-${randomUUID()}`,
+        'content-type': 'application/json',
+      },
+      body: '{"amount":42}',
+    });
+    expect(r.statusCode).toBe(200);
+    await r.body.dump();
+    // A refused request (no token): its problem body names the trace.
+    const refused = await request(`${dp.proxyUrl}/orders`, {
+      headers: { traceparent: `00-${clientTrace}-${clientSpan}-01` },
+    });
+    expect(refused.statusCode).toBe(401);
+    const problem = (await refused.body.json()) as { traceId: string; requestId: string };
+    expect(problem.traceId).toBe(clientTrace);
+
+    // An aggregate: a span per call, each the parent of its try.
+    const agg = await request(`${dp.proxyUrl}/agg`, {
+      headers: { traceparent: `00-${aggTrace}-${clientSpan}-01` },
+    });
+    expect(agg.statusCode).toBe(200);
+    await agg.body.dump();
+
+    await dp.close(); // shutdown exports every pending span
+    expect(contentTypes[0]).toBe('POST /v1/traces application/x-protobuf');
+    const trace = spans.filter((s) => s.traceId === clientTrace);
+    const servers = trace.filter((s) => s.kind === SPAN_KIND.SERVER);
+    expect(servers).toHaveLength(2);
+    const server = servers.find((s) => s.attributes['http.response.status_code'] === '200')!;
+    expect(server).toMatchObject({
+      parentSpanId: clientSpan,
+      name: 'POST route/test/orders/orders/0',
+      service: 'sluice-under-test',
+      attributes: {
+        'http.request.method': 'POST',
+        'http.route': 'route/test/orders/orders/0',
+        'url.path': '/orders',
+        'client.address': '127.0.0.1',
+      },
+    });
+    const children = trace.filter((s) => s.parentSpanId === server.spanId);
+    const names = children.map((c) => c.name).sort();
+    expect(names).toEqual(['POST', 'POST', 'idempotency claim', 'rate-limit hit']);
+    const tries = children.filter((c) => c.kind === SPAN_KIND.CLIENT && c.name === 'POST');
+    expect(tries.map((t) => t.attributes['http.response.status_code']).sort()).toEqual(['200', '503']);
+    const retry = tries.find((t) => t.attributes['http.response.status_code'] === '200')!;
+    expect(retry.attributes['http.request.resend_count']).toBe('1');
+    expect(retry.attributes['server.address']).toBe(new URL(up.url).origin);
+    expect(tries.find((t) => t !== retry)!.status.code).toBe(2); // ERROR
+    // The upstream saw each try's own span as its parent, in the client's trace, with its tracestate.
+    const sent = up.seen
+      .slice(seenBefore)
+      .filter((s) => s.method === 'POST')
+      .map((s) => s.headers.traceparent);
+    expect(sent).toEqual(
+      [tries.find((t) => t !== retry)!, retry].map((t) => `00-${clientTrace}-${t.spanId}-01`),
+    );
+    expect(up.seen.findLast((s) => s.method === 'POST')!.headers.tracestate).toBe('vendor=opaque');
+    const hit = children.find((c) => c.name === 'rate-limit hit')!;
+    expect(hit.attributes['db.system.name']).toBe('redis');
+    // The 401's server span is in the same trace, with no upstream try.
+    const other = servers.find((s) => s !== server)!;
+    expect(other.attributes['http.response.status_code']).toBe('401');
+    expect(trace.filter((s) => s.parentSpanId === other.spanId)).toEqual([]);
+    const aggSpans = spans.filter((s) => s.traceId === aggTrace);
+    const aggServer = aggSpans.find((s) => s.kind === SPAN_KIND.SERVER)!;
+    const callSpans = aggSpans.filter((s) => s.parentSpanId === aggServer.spanId);
+    expect(callSpans.map((s) => [s.name, s.kind, s.attributes['sluice.result']]).sort()).toEqual([
+      ['aggregate a', SPAN_KIND.INTERNAL, 'ok'],
+      ['aggregate b', SPAN_KIND.INTERNAL, 'ok'],
+    ]);
+    for (const c of callSpans)
+      expect(aggSpans.filter((s) => s.parentSpanId === c.spanId).map((s) => [s.name, s.kind])).toEqual([
+        ['GET', SPAN_KIND.CLIENT],
+      ]);
+    // The access-log lines carry the trace id.
+    const lines = logged
+      .join('')
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l));
+    const line = lines.find((l) => l.requestId === problem.requestId);
+    expect(line.traceId).toBe(clientTrace);
+  });
+});
+
+describe('tracing configuration', () => {
+  it('is off (null: no SDK, no span) without an OTLP endpoint, with the SDK disabled, or with the traces exporter none', () => {
+    const endpoint = { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:1' };
+    expect(startTracing({})).toBeNull();
+    expect(startTracing({ OTEL_SERVICE_NAME: 'x', OTEL_TRACES_SAMPLER: 'always_on' })).toBeNull();
+    expect(startTracing({ ...endpoint, OTEL_SDK_DISABLED: 'true' })).toBeNull();
+    expect(startTracing({ ...endpoint, OTEL_TRACES_EXPORTER: 'none' })).toBeNull();
+    expect(
+      startTracing({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://127.0.0.1:1/v1/traces' }),
+    ).not.toBeNull();
+  });
+
+  it('joins the client trace by default; SLUICE_TRACE_INCOMING=restart starts a new trace linked to it', async () => {
+    const env = { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:1' };
+    const client = { traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' };
+    const joined = startTracing(env)!;
+    const restarted = startTracing({ ...env, SLUICE_TRACE_INCOMING: 'restart' })!;
+    const a = startServerSpan(joined, client, 'GET', 'route/x', '/x', '127.0.0.1') as unknown as ReadableSpan;
+    const b = startServerSpan(
+      restarted,
+      client,
+      'GET',
+      'route/x',
+      '/x',
+      '127.0.0.1',
+    ) as unknown as ReadableSpan;
+    expect(a.spanContext().traceId).toBe('0af7651916cd43dd8448eb211c80319c');
+    expect(a.parentSpanContext?.spanId).toBe('b7ad6b7169203331');
+    expect(b.spanContext().traceId).not.toBe('0af7651916cd43dd8448eb211c80319c');
+    expect(b.parentSpanContext).toBeUndefined();
+    expect(b.links.map((l) => l.context.spanId)).toEqual(['b7ad6b7169203331']);
+    // A malformed traceparent is ignored: a new trace, no parent.
+    const c = startServerSpan(
+      joined,
+      { traceparent: '00-zz-yy-01' },
+      'GET',
+      'route/x',
+      '/x',
+      '',
+    ) as unknown as ReadableSpan;
+    expect(c.parentSpanContext).toBeUndefined();
+    for (const s of [a, b, c]) (s as unknown as { end(): void }).end();
+    await Promise.all([joined.shutdown(), restarted.shutdown()]);
+  });
+});
