@@ -132,30 +132,33 @@ export function sampler(name = 'parentbased_always_on', arg?: string): Sampler {
 /**
  * The request's server span, from the client's headers (lower-case names). Its trace id is the
  * one logs and problem bodies show (also when the span is not sampled: the id still ties them).
+ * `routeId` null: a request refused before it had a route (the span is named by its method alone,
+ * as the HTTP conventions name a server span without a route).
  */
 export function startServerSpan(
   t: Tracing,
-  headers: Record<string, string>,
+  headers: Readonly<Record<string, string | string[] | undefined>>,
   method: string,
-  routeId: string,
+  routeId: string | null,
   path: string,
   client: string,
 ): Span {
   const incoming =
-    headers.traceparent === undefined
+    typeof headers.traceparent !== 'string'
       ? ROOT_CONTEXT
       : propagator!.extract(ROOT_CONTEXT, headers, defaultTextMapGetter);
   const remote = trace.getSpanContext(incoming);
   const attributes: Attributes = {
     [ATTR_HTTP_REQUEST_METHOD]: method,
-    [ATTR_HTTP_ROUTE]: routeId,
     [ATTR_URL_PATH]: path,
     [ATTR_CLIENT_ADDRESS]: client,
   };
+  if (routeId !== null) attributes[ATTR_HTTP_ROUTE] = routeId;
+  const name = routeId === null ? method : `${method} ${routeId}`;
   if (remote === undefined || t.trustIncoming)
-    return t.tracer.startSpan(`${method} ${routeId}`, { kind: SpanKind.SERVER, attributes }, incoming);
+    return t.tracer.startSpan(name, { kind: SpanKind.SERVER, attributes }, incoming);
   return t.tracer.startSpan(
-    `${method} ${routeId}`,
+    name,
     { kind: SpanKind.SERVER, attributes, links: [{ context: remote }], root: true },
     ROOT_CONTEXT,
   );

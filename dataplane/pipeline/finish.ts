@@ -7,7 +7,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Logger } from 'pino';
 import { msBetween, redactQuery, safeTarget } from '../observability/access-log.ts';
 import type { Metrics } from '../observability/metrics.ts';
-import { endServerSpan, type Tracing } from '../observability/tracing.ts';
+import { endServerSpan, type Span, type Tracing } from '../observability/tracing.ts';
 import type { RequestContext } from './context.ts';
 
 /** What the server records with before any route is known. */
@@ -106,12 +106,16 @@ export function finishRefused(
   startNs: bigint,
   /** The peer's address (forwarded headers are not read for a refused request: the peer is the client we know). */
   client: string | undefined,
+  /** Its server span (tracing on), ended here. */
+  span: Span | null = null,
 ): void {
   obs.metrics.request('(none)', req?.method ?? '', status, startNs);
+  if (span !== null) endServerSpan(span, status, errorCode);
   if (!obs.accessLog) return;
   obs.log.info(
     {
       requestId,
+      traceId: span === null ? undefined : span.spanContext().traceId,
       client,
       method: req?.method,
       host: req?.headers.host,

@@ -12,7 +12,8 @@ import { sendProblem } from '../errors/problem.ts';
 import { RequestContext } from '../pipeline/context.ts';
 import { bytesWritten, finishRefused, type Observers } from '../pipeline/finish.ts';
 import { runChain } from '../pipeline/run-chain.ts';
-import { startServerSpan } from '../observability/tracing.ts';
+import { safeTarget } from '../observability/access-log.ts';
+import { type Span, startServerSpan } from '../observability/tracing.ts';
 import type { RuntimeHolder } from '../runtime/holder.ts';
 import { clientAddress, isTrusted, peerOf, plainAddress } from './client-address.ts';
 import { h2HeaderLines, readIngressHeaders, setForwardingHeaders } from './ingress-headers.ts';
@@ -35,37 +36,59 @@ export function ingress(
   obs: Observers,
 ): RequestContext | null {
   const startNs = process.hrtime.bigint();
-  const fail = (code: ErrorCode, detail?: string, close = false) =>
-    refuse(req, res, obs, startNs, code, detail, close);
   // HTTP/1.0 and 1.1, and h2 on the TLS listener (node:http2's compatibility request: its
   // pseudo-headers are read below): llhttp also reads HTTP/0.9 and other versions, which peers
   // could read differently.
   const h2 =
     req.httpVersionMajor === 2 && (req as unknown as Partial<Http2ServerRequest>).stream !== undefined;
   if (!h2 && (req.httpVersionMajor !== 1 || req.httpVersionMinor > 1))
-    return fail('SLC_ERR_BAD_REQUEST', `HTTP version ${req.httpVersion} is not accepted`, true);
+    return refuse(
+      req,
+      res,
+      obs,
+      startNs,
+      'SLC_ERR_BAD_REQUEST',
+      `HTTP version ${req.httpVersion} is not accepted`,
+      true,
+    );
   const rt = holder.current;
-  if (rt === null) return fail('SLC_ERR_NOT_READY');
+  if (rt === null) return refuse(req, res, obs, startNs, 'SLC_ERR_NOT_READY');
   const target = normalizeTarget(req.url ?? '');
-  if ('error' in target) return fail('SLC_ERR_BAD_PATH', target.error);
+  if ('error' in target) return refuse(req, res, obs, startNs, 'SLC_ERR_BAD_PATH', target.error);
   const peer = req.socket.remoteAddress ?? '';
   const trusted = opts.trustedProxies !== null && isTrusted(opts.trustedProxies, peer);
   const ing = readIngressHeaders(h2 ? h2HeaderLines(req.rawHeaders) : req, trusted);
-  if ('error' in ing) return fail('SLC_ERR_BAD_HEADER', ing.error, true);
+  if ('error' in ing) return refuse(req, res, obs, startNs, 'SLC_ERR_BAD_HEADER', ing.error, true);
   // h2 has no Transfer-Encoding: a body is whatever DATA frames follow headers without END_STREAM.
   if (h2) ing.hasBody = !(req as unknown as Http2ServerRequest).stream.endAfterHeaders;
   if (ing.transferEncoding && req.httpVersionMinor === 0)
-    return fail('SLC_ERR_BAD_REQUEST', 'Transfer-Encoding is not allowed in HTTP/1.0', true);
+    return refuse(
+      req,
+      res,
+      obs,
+      startNs,
+      'SLC_ERR_BAD_REQUEST',
+      'Transfer-Encoding is not allowed in HTTP/1.0',
+      true,
+    );
   const method = req.method as string;
   const cl = ing.headers['content-length'];
   if (cl !== undefined && Number(cl) > opts.maxBodyBytes)
-    return fail('SLC_ERR_BODY_TOO_LARGE', `the limit is ${opts.maxBodyBytes} bytes`, true);
+    return refuse(
+      req,
+      res,
+      obs,
+      startNs,
+      'SLC_ERR_BODY_TOO_LARGE',
+      `the limit is ${opts.maxBodyBytes} bytes`,
+      true,
+    );
   let route = rt.matcher.match(target.path, method, ing.host, ing.headers);
   // A browser's CORS preflight is an OPTIONS about the method it will send: a route that lists
   // its methods without OPTIONS still gets it when it carries cors, whose first phase answers it
   // (nothing is proxied). Only unmatched OPTIONS requests pay for the second lookup.
   if (route === null && method === 'OPTIONS') route = preflightRoute(rt, target.path, ing);
-  if (route === null) return fail('SLC_ERR_ROUTE_NOT_FOUND');
+  if (route === null) return refuse(req, res, obs, startNs, 'SLC_ERR_ROUTE_NOT_FOUND');
   const given = ing.headers['x-request-id'];
   const requestId = given !== undefined && REQUEST_ID.test(given) ? given : randomUUID();
   ing.headers['x-request-id'] = requestId;
@@ -86,19 +109,27 @@ export function ingress(
   return ctx;
 }
 
-/** Answers a request the ingress refuses (no route yet): the problem, one log line, one metric sample. */
-function refuse(
+/**
+ * Answers a request the ingress refuses (no route yet): the problem, one log line, one metric
+ * sample, and with tracing on a server span whose trace id the problem and the line carry.
+ * (A plain function, not a closure made per request: ingress is on every request's path.)
+ */
+export function refuse(
   req: IncomingMessage,
   res: ServerResponse,
   obs: Observers,
   startNs: bigint,
   code: ErrorCode,
-  detail: string | undefined,
-  close: boolean,
+  detail?: string,
+  close = false,
+  headers?: Record<string, string>,
 ): null {
   const requestId = randomUUID();
-  sendProblem(res, code, { detail, requestId, close });
-  finishRefused(obs, req, res.statusCode, code, requestId, startNs, peerOf(req.socket));
+  const client = peerOf(req.socket);
+  const span = refusedSpan(obs, req, client);
+  const traceId = span === null ? null : span.spanContext().traceId;
+  sendProblem(res, code, { detail, requestId, traceId, close, headers });
+  finishRefused(obs, req, res.statusCode, code, requestId, startNs, client, span);
   return null;
 }
 
@@ -118,4 +149,17 @@ function preflightRoute(
   if (asked === undefined || ing.headers.origin === undefined) return null;
   const r = rt.matcher.match(path, asked, ing.host, ing.headers);
   return r?.answersPreflight ? r : null;
+}
+
+/** The server span of a refused request (tracing on), joining the client's trace as any request does. */
+function refusedSpan(obs: Observers, req: IncomingMessage, client: string | undefined): Span | null {
+  if (obs.tracing == null) return null;
+  return startServerSpan(
+    obs.tracing,
+    req.headers,
+    req.method ?? '',
+    null,
+    safeTarget(req.url) ?? '',
+    client ?? '',
+  );
 }

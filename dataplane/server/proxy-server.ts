@@ -8,15 +8,14 @@
  * Host header is required, and what Node's parser refuses gets a 400 problem and a closed
  * connection (431 when the headers are too large, 408 when the request is too slow).
  */
-import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Http2SecureServer } from 'node:http2';
 import type { Duplex } from 'node:stream';
-import { problem, sendProblem } from '../errors/problem.ts';
+import { problem } from '../errors/problem.ts';
 import { finishRefused, type Observers } from '../pipeline/finish.ts';
 import type { RuntimeHolder } from '../runtime/holder.ts';
 import { peerOf } from './client-address.ts';
-import { createRequestHandler, type IngressOptions } from './handle.ts';
+import { createRequestHandler, type IngressOptions, refuse as refuseRequest } from './handle.ts';
 import { createUpgradeHandler, type WebSocketSlots } from './websocket.ts';
 
 export interface ProxyServerOptions extends IngressOptions {
@@ -87,14 +86,18 @@ export function requestListener(
     if (draining.closing) res.shouldKeepAlive = false;
     if (!PROXIED.has(req.method ?? '')) {
       const start = process.hrtime.bigint();
-      const requestId = randomUUID();
-      sendProblem(res, 'SLC_ERR_METHOD_NOT_ALLOWED', {
-        detail: `${req.method} is not proxied`,
-        requestId,
-        headers: { allow: ALLOW },
-        close: true,
-      });
-      finishRefused(obs, req, 405, 'SLC_ERR_METHOD_NOT_ALLOWED', requestId, start, peerOf(req.socket));
+      refuseRequest(
+        req,
+        res,
+        obs,
+        start,
+        'SLC_ERR_METHOD_NOT_ALLOWED',
+        `${req.method} is not proxied`,
+        true,
+        {
+          allow: ALLOW,
+        },
+      );
       return;
     }
     handle(req, res);

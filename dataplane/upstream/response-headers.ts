@@ -30,6 +30,8 @@ export function endToEndHeaders(headers: IncomingHttpHeaders): Record<string, st
 }
 
 function connectionTokens(value: string | string[]): Set<string> | null {
+  // Optimization: most upstreams say exactly this on every response (nginx, Node); no Set for it.
+  if (value === 'keep-alive' || value === 'close') return null;
   const tokens = new Set<string>();
   for (const v of Array.isArray(value) ? value : [value])
     for (const t of v.split(',')) {

@@ -77,4 +77,31 @@ describe('hot metrics', () => {
     expect(await ours.metrics()).toBe(await theirs.metrics());
     expect(await ours.metrics()).not.toContain('route="b"');
   });
+
+  it('a series is found again by its label values, also after retain and remove dropped others', async () => {
+    const reg = new Registry();
+    const hot = new HotCounter({
+      name: 'z_total',
+      help: 'c',
+      labelNames: ['route', 'method', 'class'],
+      registers: [reg],
+    });
+    const a = hot.series('a', 'GET', '2xx');
+    // Equal values built anew (not the same string objects) find the same series.
+    expect(hot.series(['a'].join(''), `${'G'}ET`, '2xx')).toBe(a);
+    expect(hot.series('a', 'GET', '5xx')).not.toBe(a);
+    a.inc();
+    hot.series('b', 'GET', '2xx').inc();
+    hot.retain((l) => l.route !== 'b');
+    expect(hot.series('a', 'GET', '2xx')).toBe(a);
+    const b = hot.series('b', 'GET', '2xx');
+    expect(b.value).toBe(0);
+    hot.remove('a', 'GET', '2xx');
+    expect(hot.series('a', 'GET', '2xx')).not.toBe(a);
+    expect(hot.series('b', 'GET', '2xx')).toBe(b);
+    expect(await reg.metrics()).toContain('z_total{route="b",method="GET",class="2xx"} 0');
+    expect(
+      () => new HotCounter({ name: 'w', help: 'h', labelNames: ['a', 'b', 'c', 'd'], registers: [] }),
+    ).toThrow(/one to three labels/);
+  });
 });
