@@ -72,8 +72,10 @@ crds: deps
 ## plugin against a plain POST; HTTPS/1.1 and h2 against cleartext (bench/tls.ts); an aggregated request against three proxied ones (bench/aggregate.ts). bench/run.ts is the harness without nginx (node bench/run.ts --help)
 ## bench/soap.ts: a REST → SOAP translated request against the same SOAP POST proxied
 ## bench/auth.ts: oidc (cached introspection) and mtls-auth (kept-alive, TLS session resumed) against plain TLS proxying
+## bench/tracing.sh: the plain proxy with tracing off, at 1 % and at 100 % sampling (OTLP to bench/otlp-sink.ts), next to the floor
 bench: deps
 	bench/chain.sh
+	bench/tracing.sh
 	node bench/run.ts --targets floor,sluice --rate-of-floor 0.5 --no-compile
 	node bench/compile.ts
 	node bench/idempotency.ts
@@ -86,6 +88,7 @@ bench: deps
 ## bench-smoke: every benchmark once, for seconds: keeps them working (CI runs it); the figures mean nothing
 bench-smoke: deps
 	bench/chain.sh -d 1 -w 0 -r 1 --max-load 1000
+	bench/tracing.sh -d 1 -w 0 -r 1 -s get --max-load 1000
 	node bench/run.ts --targets floor,sluice --rate-of-floor 0.5 --duration 1 --warmup 1 --no-compile
 	node bench/compile.ts --sizes 100 --runs 1
 	BENCH_DURATION=1 BENCH_WARMUP=0 node bench/idempotency.ts
