@@ -7,8 +7,8 @@
  * Where the response goes is the caller's: a ResponseSink (the client, or a buffer for an
  * asynchronous operation).
  */
-import type { IncomingMessage } from 'node:http';
-import { type Readable, Writable } from 'node:stream';
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
+import type { Readable, Writable } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import type { ErrorCode } from '../errors/codes.ts';
 import type { Metrics } from '../observability/metrics.ts';
@@ -17,6 +17,7 @@ import { readBody } from './body.ts';
 import { mayHaveReachedUpstream, upstreamErrorCode } from './errors.ts';
 import { endToEndHeaders } from './response-headers.ts';
 import type { UpstreamRuntime } from './pools.ts';
+import { UpstreamTry } from './try.ts';
 
 export type Body = Buffer | Readable | IncomingMessage | null;
 
@@ -71,12 +72,6 @@ interface Call {
 const REPLAYABLE_BYTES = 64 * 1024;
 
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE', 'TRACE']);
-const DISCARD = () =>
-  new Writable({
-    write(_chunk, _encoding, callback) {
-      callback();
-    },
-  });
 
 export function callUpstream(
   up: UpstreamRuntime,
@@ -119,49 +114,66 @@ function dispatch(call: Call, body: Body, tries: Tries | null) {
     if (left <= 0) return sink.end({ code: 'SLC_ERR_UPSTREAM_TIMEOUT', sent: tries.sent });
     headersTimeout = Math.min(headersTimeout, left);
   }
-  const upstreamStart = process.hrtime.bigint();
-  const span =
-    req.span == null
-      ? null
-      : startAttemptSpan(req.span, req.method, up.origin, req.path, tries?.attempt ?? 0, req.headers);
-  let status = 0;
-  let responded = false;
-  let retryStatus = false;
-  up.pool.stream(
-    {
-      path: req.path,
-      method: req.method as Dispatcher.HttpMethod,
-      headers: req.headers,
-      body,
-      headersTimeout,
-      bodyTimeout: up.bodyTimeout,
-      signal: req.signal,
-    },
-    ({ statusCode, headers }) => {
-      responded = true;
-      status = statusCode;
-      up.breaker?.record(statusCode < 500);
-      // A retryable status is read and dropped; the client sees only the last try.
-      if (tries !== null && statusCode >= 500 && retryAllowed(call, body, tries, true, statusCode)) {
-        retryStatus = true;
-        return DISCARD();
-      }
-      call.metrics.upstreamLatency(up.id, upstreamStart);
-      return sink.response(statusCode, endToEndHeaders(headers));
-    },
-    (err) => {
-      if (span !== null) endAttemptSpan(span, status, err);
-      if (retryStatus) return retryLater(call, body, { ...tries!, sent: true }, 'status');
-      if (err) {
-        if (!responded) up.breaker?.record(false);
-        const sent = mayHaveReachedUpstream(err);
-        if (tries !== null && !responded && retryAllowed(call, body, tries, sent, 0))
-          return retryLater(call, body, { ...tries, sent: tries.sent || sent }, sent ? 'reset' : 'connect');
-        return sink.end({ code: upstreamErrorCode(err), sent: sent || responded || (tries?.sent ?? false) });
-      }
-      sink.end(null);
-    },
+  const attempt = new Attempt(call, body, tries, headersTimeout);
+  up.pool.dispatch(
+    { path: req.path, method: req.method as Dispatcher.HttpMethod, headers: req.headers, body },
+    attempt,
   );
+}
+
+/** One try (its undici handler is UpstreamTry): a response to deliver, a status to retry, or an error. */
+class Attempt extends UpstreamTry {
+  readonly #call: Call;
+  readonly #body: Body;
+  readonly #tries: Tries | null;
+  readonly #start = process.hrtime.bigint();
+  readonly #span: Span | null;
+  #status = 0;
+  /** A status to retry came: its body is dropped, then the next try goes. */
+  #retryStatus = false;
+
+  constructor(call: Call, body: Body, tries: Tries | null, headersTimeout: number) {
+    const { up, req } = call;
+    super(headersTimeout, up.bodyTimeout, req.signal);
+    this.#call = call;
+    this.#body = body;
+    this.#tries = tries;
+    this.#span =
+      req.span == null
+        ? null
+        : startAttemptSpan(req.span, req.method, up.origin, req.path, tries?.attempt ?? 0, req.headers);
+  }
+
+  protected head(status: number, headers: IncomingHttpHeaders): Writable | null {
+    const call = this.#call;
+    const up = call.up;
+    const tries = this.#tries;
+    this.#status = status;
+    up.breaker?.record(status < 500);
+    // A retryable status is read and dropped; the client sees only the last try.
+    if (tries !== null && status >= 500 && retryAllowed(call, this.#body, tries, true, status)) {
+      this.#retryStatus = true;
+      return null;
+    }
+    call.metrics.upstreamLatency(up.id, this.#start);
+    return call.sink.response(status, endToEndHeaders(headers));
+  }
+
+  protected settled(err: Error | null, responded: boolean): void {
+    const call = this.#call;
+    const body = this.#body;
+    const tries = this.#tries;
+    if (this.#span !== null) endAttemptSpan(this.#span, this.#status, err);
+    if (this.#retryStatus) retryLater(call, body, { ...tries!, sent: true }, 'status');
+    else if (err === null) call.sink.end(null);
+    else {
+      if (!responded) call.up.breaker?.record(false);
+      const sent = mayHaveReachedUpstream(err);
+      if (tries !== null && !responded && retryAllowed(call, body, tries, sent, 0))
+        retryLater(call, body, { ...tries, sent: tries.sent || sent }, sent ? 'reset' : 'connect');
+      else call.sink.end({ code: upstreamErrorCode(err), sent: sent || responded || (tries?.sent ?? false) });
+    }
+  }
 }
 
 /**

@@ -107,8 +107,10 @@ class LazyUpstream implements UpstreamRuntime {
       pipelining: 1,
       keepAliveTimeout: 30_000,
       connect: { timeout: this.#connectMs },
-      headersTimeout: this.headersTimeout,
-      bodyTimeout: this.bodyTimeout,
+      // Off in undici: upstream/deadlines.ts keeps the headers and body timeouts of every try
+      // (undici's cost a promoted timer object a request); the WebSocket handshake sets its own.
+      headersTimeout: 0,
+      bodyTimeout: 0,
     });
     // Retired before its first request: a late caller gets a closed pool, as it did when pools were eager.
     if (this.#closed) this.#pool.close().catch(() => {});

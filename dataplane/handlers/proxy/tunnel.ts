@@ -5,6 +5,7 @@
  * not to a runtime: a config swap leaves them alone.
  */
 import type { Socket } from 'node:net';
+import type { Dispatcher } from 'undici';
 import type { Duplex } from 'node:stream';
 import { sendProblem } from '../../errors/problem.ts';
 import type { RequestContext } from '../../pipeline/context.ts';
@@ -39,28 +40,38 @@ export function tunnel(
   const { metrics, limits } = ctx.route.deps;
   // The handler answers from here on (101 or an upstream problem): the server no longer counts this upgrade as refused.
   ctx.upgrade = null;
-  up.pool.upgrade({ path, method: 'GET', headers: ctx.headers, protocol: 'websocket' }).then(
-    ({ headers, socket: upstream }) => {
-      if (socket.destroyed) {
-        // The client left during the upstream handshake.
-        upstream.destroy();
-        return;
-      }
-      let reply = 'HTTP/1.1 101 Switching Protocols\r\n';
-      for (const [name, value] of Object.entries(headers)) {
-        if (!PASS_BACK.test(name)) continue;
-        for (const v of Array.isArray(value) ? value : [value]) reply += `${name}: ${v}\r\n`;
-      }
-      socket.write(`${reply}x-request-id: ${ctx.requestId}\r\n\r\n`);
-      ctx.res.statusCode = 101;
-      finishRequest(ctx, null);
-      metrics.websocketConnection(ctx.route.id, 'accepted');
-      relay(socket as Socket, upstream, head, limitsOf(ctx, limits.websocket), metrics, ctx.route.id);
-    },
-    (err) => {
-      metrics.websocketConnection(ctx.route.id, 'upstream_error');
-      sendProblem(ctx.res, upstreamErrorCode(err), { requestId: ctx.requestId });
-      finishRequest(ctx, upstreamErrorCode(err));
-    },
-  );
+  up.pool
+    .upgrade({
+      path,
+      method: 'GET',
+      headers: ctx.headers,
+      protocol: 'websocket',
+      // The pool's own timeouts are off (upstream/deadlines.ts keeps those of proxied requests);
+      // undici takes this one from the options of any request, an upgrade's too.
+      headersTimeout: up.headersTimeout,
+    } as Dispatcher.UpgradeOptions)
+    .then(
+      ({ headers, socket: upstream }) => {
+        if (socket.destroyed) {
+          // The client left during the upstream handshake.
+          upstream.destroy();
+          return;
+        }
+        let reply = 'HTTP/1.1 101 Switching Protocols\r\n';
+        for (const [name, value] of Object.entries(headers)) {
+          if (!PASS_BACK.test(name)) continue;
+          for (const v of Array.isArray(value) ? value : [value]) reply += `${name}: ${v}\r\n`;
+        }
+        socket.write(`${reply}x-request-id: ${ctx.requestId}\r\n\r\n`);
+        ctx.res.statusCode = 101;
+        finishRequest(ctx, null);
+        metrics.websocketConnection(ctx.route.id, 'accepted');
+        relay(socket as Socket, upstream, head, limitsOf(ctx, limits.websocket), metrics, ctx.route.id);
+      },
+      (err) => {
+        metrics.websocketConnection(ctx.route.id, 'upstream_error');
+        sendProblem(ctx.res, upstreamErrorCode(err), { requestId: ctx.requestId });
+        finishRequest(ctx, upstreamErrorCode(err));
+      },
+    );
 }

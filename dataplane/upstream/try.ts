@@ -1,0 +1,148 @@
+/**
+ * One try of an upstream call, as undici's dispatch handler: the response's head goes to the
+ * call's sink (or, for a status to retry, nowhere), its body to the Writable the sink returns,
+ * with backpressure, and the try's end (the body delivered whole, or the error that ended it)
+ * to `settled` once. Its timeouts are deadlines.ts's.
+ *
+ * Optimization: this replaces undici's `Pool.stream`, whose StreamHandler is an AsyncResource
+ * and made per request a factory argument, a callback argument, an abort closure and five
+ * closures with three listeners to follow the Writable's end: this handler is one object with
+ * one listener on the Writable ('close', which a Writable and a ServerResponse emit after
+ * 'finish' or an error), and a 'drain' listener only when the client is slow.
+ */
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Writable } from 'node:stream';
+import { type Dispatcher, errors } from 'undici';
+import { arm, disarm, Expiring, touch } from './deadlines.ts';
+
+const noop = () => {};
+
+export abstract class UpstreamTry extends Expiring implements Dispatcher.DispatchHandler {
+  readonly #headersTimeoutMs: number;
+  readonly #bodyTimeoutMs: number;
+  #controller: Dispatcher.DispatchController | null = null;
+  /** Where the body goes once the head came; null before it, or while the body is dropped. */
+  #out: Writable | null = null;
+  #responded = false;
+  #settled = false;
+  #onDrain: (() => void) | null = null;
+  /** The caller's signal (an aggregate call withdrawn) and its listener. */
+  readonly #signal: AbortSignal | undefined;
+  #onAbort: (() => void) | null = null;
+
+  constructor(headersTimeoutMs: number, bodyTimeoutMs: number, signal: AbortSignal | undefined) {
+    super();
+    this.#headersTimeoutMs = headersTimeoutMs;
+    this.#bodyTimeoutMs = bodyTimeoutMs;
+    this.#signal = signal;
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.#controller = controller;
+    // As undici counts it: from the request's start on a connection (not its wait in the pool).
+    arm(this, this.#headersTimeoutMs);
+    const signal = this.#signal;
+    if (signal !== undefined) {
+      if (signal.aborted) {
+        controller.abort(signal.reason as Error);
+        return;
+      }
+      this.#onAbort = () => controller.abort(signal.reason as Error);
+      signal.addEventListener('abort', this.#onAbort, { once: true });
+    }
+  }
+
+  onResponseStart(
+    controller: Dispatcher.DispatchController,
+    statusCode: number,
+    headers: IncomingHttpHeaders,
+  ): void {
+    if (statusCode < 200 || this.#settled) return;
+    this.#responded = true;
+    arm(this, this.#bodyTimeoutMs);
+    const out = this.head(statusCode, headers);
+    if (out === null) return;
+    this.#out = out;
+    // One listener sees the Writable's end: 'close' follows 'finish', an error and a destroy alike.
+    out.on('close', () => this.#closed(out));
+    // An 'error' is reported by the 'close' after it: this only keeps it from being unhandled.
+    out.on('error', noop);
+    // Closed already (the client went away while the upstream answered): no 'close' is to come.
+    if (out.closed) queueMicrotask(() => this.#closed(out));
+    else if (out.writableNeedDrain) this.#pauseUntilDrain(controller, out);
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    touch(this, this.#bodyTimeoutMs);
+    const out = this.#out;
+    if (out !== null && !out.write(chunk)) this.#pauseUntilDrain(controller, out);
+  }
+
+  onResponseEnd(): void {
+    disarm(this);
+    const out = this.#out;
+    // The Writable's 'close' settles the try once the body is through.
+    if (out !== null) out.end();
+    else this.#settle(null);
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController | null, err: Error): void {
+    disarm(this);
+    const out = this.#out;
+    if (out !== null) {
+      this.#out = null;
+      // Its 'close' would come later and without the cause: the try ends with this error.
+      this.#settle(err);
+      if (!out.destroyed) out.destroy(err);
+      return;
+    }
+    this.#settle(err);
+  }
+
+  /** Armed only once started: the controller is there. */
+  expire(): void {
+    this.#controller!.abort(
+      this.#responded ? new errors.BodyTimeoutError() : new errors.HeadersTimeoutError(),
+    );
+  }
+
+  #pauseUntilDrain(controller: Dispatcher.DispatchController, out: Writable): void {
+    controller.pause();
+    if (this.#onDrain === null) {
+      this.#onDrain = () => controller.resume();
+      out.on('drain', this.#onDrain);
+    }
+  }
+
+  /** The Writable closed: the body went through whole, or the client went away (the upstream is cut). */
+  #closed(out: Writable): void {
+    if (this.#out !== out) return;
+    this.#out = null;
+    const err = out.errored ?? (out.writableFinished ? null : prematureClose());
+    this.#settle(err);
+    if (err !== null) {
+      disarm(this);
+      this.#controller?.abort(err);
+    }
+  }
+
+  #settle(err: Error | null): void {
+    if (this.#settled) return;
+    this.#settled = true;
+    if (this.#onAbort !== null) this.#signal!.removeEventListener('abort', this.#onAbort);
+    this.settled(err, this.#responded);
+  }
+
+  /**
+   * The response's head (no retry follows). Returns where its body goes, or null to drop it
+   * (a status to retry: the try ends when the body is read).
+   */
+  protected abstract head(status: number, headers: IncomingHttpHeaders): Writable | null;
+
+  /** The try is over, once: err null when the body reached its Writable whole (or was dropped whole). */
+  protected abstract settled(err: Error | null, responded: boolean): void;
+}
+
+function prematureClose(): Error {
+  return Object.assign(new Error('Premature close'), { code: 'ERR_STREAM_PREMATURE_CLOSE' });
+}
