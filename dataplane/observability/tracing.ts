@@ -209,7 +209,30 @@ export function startAttemptSpan(
   return span;
 }
 
-/** A try's end: its status, or the error that ended it. */
+/**
+ * A fetch the gateway makes for a request that waits on it (a JWKS, a provider's metadata, a
+ * token introspection): a client span named for what it fetches, whose context goes in
+ * `headers`. The URL is recorded without its query.
+ */
+export function startFetchSpan(
+  parent: Span,
+  name: string,
+  method: string,
+  url: string,
+  headers: Record<string, string>,
+): Span {
+  const u = new URL(url);
+  const span = childSpan(parent, name, SpanKind.CLIENT, {
+    [ATTR_HTTP_REQUEST_METHOD]: method,
+    [ATTR_SERVER_ADDRESS]: u.hostname,
+    [ATTR_SERVER_PORT]: Number(u.port) || (u.protocol === 'https:' ? 443 : 80),
+    [ATTR_URL_FULL]: `${u.origin}${u.pathname}`,
+  });
+  propagator!.inject(trace.setSpan(ROOT_CONTEXT, span), headers, defaultTextMapSetter);
+  return span;
+}
+
+/** A try's (or a fetch's) end: its status, or the error that ended it. */
 export function endAttemptSpan(span: Span, status: number, err: Error | null | undefined): void {
   if (status !== 0) span.setAttribute(ATTR_HTTP_RESPONSE_STATUS_CODE, status);
   if (err) {
