@@ -66,8 +66,18 @@ let propagator: W3CTraceContextPropagator | null = null;
 /** The tracer of the process's Tracing (one SDK per process): children of a server span use it. */
 let started: Tracer | null = null;
 
+export interface TracingOptions {
+  /** The service name when OTEL_SERVICE_NAME sets none (default `sluice`). */
+  serviceName?: string;
+  /**
+   * Also register the provider as @opentelemetry/api's global one, for code that may not import
+   * this module and traces through `trace.getTracer(…)` (the controller); unregistered on shutdown.
+   */
+  global?: boolean;
+}
+
 /** The SDK, when OTEL_* configures it; null otherwise (nothing loaded is used, nothing runs). */
-export function startTracing(env: NodeJS.ProcessEnv = process.env): Tracing | null {
+export function startTracing(env: NodeJS.ProcessEnv = process.env, o: TracingOptions = {}): Tracing | null {
   if (!configured(env)) return null;
   const { TracerProvider, BatchSpanProcessor } = loadSdk();
   const { resourceFromAttributes } = load(
@@ -80,7 +90,7 @@ export function startTracing(env: NodeJS.ProcessEnv = process.env): Tracing | nu
   propagator ??= new core.W3CTraceContextPropagator();
   const provider = new TracerProvider({
     resource: resourceFromAttributes({
-      [ATTR_SERVICE_NAME]: env.OTEL_SERVICE_NAME || 'sluice',
+      [ATTR_SERVICE_NAME]: env.OTEL_SERVICE_NAME || o.serviceName || 'sluice',
       ...resourceAttributes(env),
     }),
     sampler: sampler(env.OTEL_TRACES_SAMPLER, env.OTEL_TRACES_SAMPLER_ARG),
@@ -88,10 +98,14 @@ export function startTracing(env: NodeJS.ProcessEnv = process.env): Tracing | nu
     spanProcessors: [new BatchSpanProcessor({ exporter: new OTLPTraceExporter(), ...batchOptions(env) })],
   });
   started = provider.getTracer('sluice');
+  if (o.global) trace.setGlobalTracerProvider(provider);
   return {
     tracer: started,
     trustIncoming: env.SLUICE_TRACE_INCOMING !== 'restart',
-    shutdown: () => provider.shutdown(),
+    shutdown: async () => {
+      await provider.shutdown();
+      if (o.global) trace.disable();
+    },
   };
 }
 
