@@ -306,7 +306,7 @@ export class ConsumerAnalytics {
     });
     this.#bytes = new HotCounter({
       name: 'sluice_consumer_bytes_total',
-      help: 'Bytes by route id, consumer and direction: in (request body), out (response, head included, HTTP/1).',
+      help: 'Bytes by route id, consumer and direction: in (request body), out (response: head and body on HTTP/1, body on h2).',
       labelNames: ['route', 'consumer', 'direction'] as const,
       registers: [registry],
     });
