@@ -33,6 +33,8 @@ abstract class HotMetric<S> {
   }
 
   protected abstract create(): S;
+  /** Adds `from`'s counts into `into`. */
+  protected abstract add(into: S, from: S): void;
 
   /** The series of these label values (in labelNames order): keep it, then update it with no lookup. */
   series(...values: string[]): S {
@@ -51,6 +53,15 @@ abstract class HotMetric<S> {
 
   remove(...values: string[]): void {
     this.#series.delete(values.join('\u0000'));
+  }
+
+  /** Every series whose `label` is `from` is added into the one with `to` instead, and dropped (counts move, none is lost). */
+  relabel(label: string, from: string, to: string): void {
+    for (const [key, e] of [...this.#series]) {
+      if (e.labels[label] !== from) continue;
+      this.#series.delete(key);
+      this.add(this.series(...this.#labelNames.map((n) => (n === label ? to : e.labels[n]))), e.series);
+    }
   }
 
   /** Drops every series whose labels fail `keep` (a route or upstream no longer in the table). */
@@ -75,6 +86,10 @@ export class HotCounter extends HotMetric<CounterSeries> {
 
   protected create(): CounterSeries {
     return new CounterSeries();
+  }
+
+  protected add(into: CounterSeries, from: CounterSeries): void {
+    into.value += from.value;
   }
 
   get(): { name: string; help: string; type: string; aggregator: string; values: MetricValue[] } {
@@ -123,6 +138,12 @@ export class HotHistogram extends HotMetric<HistogramSeries> {
 
   protected create(): HistogramSeries {
     return new HistogramSeries(this.#bounds);
+  }
+
+  protected add(into: HistogramSeries, from: HistogramSeries): void {
+    for (let i = 0; i < from.counts.length; i++) into.counts[i] += from.counts[i];
+    into.count += from.count;
+    into.sum += from.sum;
   }
 
   get(): { name: string; help: string; type: string; aggregator: string; values: MetricValue[] } {
