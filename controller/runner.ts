@@ -7,7 +7,7 @@
  */
 import type { Logger } from 'pino';
 import type { GatewayPlugin, GatewayRoute, Secret, Service } from './api/index.ts';
-import { type BuildResult, build } from './build.ts';
+import type { BuildResult } from './build.ts';
 import { type Clock, Holdoff, systemClock } from './holdoff.ts';
 import type { ControllerMetrics } from './metrics.ts';
 import { type EndpointSlice, endpointSlicesPath, podEndpoints } from './publish/discovery.ts';
@@ -26,6 +26,7 @@ import { resourceSetFrom } from './source/resource-set.ts';
 import { Watched, type WatchNamespaces } from './source/watched.ts';
 import { GenerationLedger } from './status/generation-ledger.ts';
 import { StatusWriter } from './status/status-writer.ts';
+import { tracedBuild } from './tracing.ts';
 
 export interface RunnerOptions {
   kube: Kube;
@@ -169,7 +170,7 @@ export class Runner {
       this.#refs,
     );
     const started = process.hrtime.bigint();
-    const result = build(resourceSetFrom(objects, { withServices: true }));
+    const { result, built } = tracedBuild(resourceSetFrom(objects, { withServices: true }));
     m.buildSeconds.observe(Number(process.hrtime.bigint() - started) / 1e9);
     m.builds.labels(result.diagnostics.length ? 'with_errors' : 'ok').inc();
     const { hash } = result.snapshot;
@@ -185,7 +186,7 @@ export class Runner {
       { hash, routes: result.snapshot.table.routes.length, problems: result.diagnostics.length },
       'built',
     );
-    this.publisher.publish(result.snapshot);
+    this.publisher.publish(result.snapshot, built);
     this.#podsChanged();
   }
 

@@ -40,6 +40,8 @@ export interface DataPlaneOptions {
   accessLogOff?: string[];
   /** Per-consumer analytics metrics with at most this many consumer labels (then "other"); 0 (default): off. */
   analyticsConsumers?: number;
+  /** A cluster worker: the primary names the analytics consumers (cluster/consumer-names.ts); absent: this process. */
+  askConsumer?: (consumer: string) => void;
   /** The environment read for OTEL_* (tracing starts only when it configures an OTLP endpoint); default process.env. */
   otelEnv?: NodeJS.ProcessEnv;
   /** Bearer token for PUT /config; a random one is generated (and logged as generated, not shown) when empty. */
@@ -144,7 +146,7 @@ export async function startDataPlane(partial: Partial<DataPlaneOptions>): Promis
   setFlagsFromString('--no-allocation-site-pretenuring');
   const o: DataPlaneOptions = { ...DEFAULTS, ...partial };
   const log = o.log ?? createLogger(o.logLevel);
-  const metrics = new Metrics({ analyticsConsumers: o.analyticsConsumers });
+  const metrics = new Metrics({ analyticsConsumers: o.analyticsConsumers, askConsumer: o.askConsumer });
   const pools = new PoolRegistry({ onCircuit: (id, state) => metrics.circuitState(id, state) });
   const lastGood = o.stateDir ? new LastGood(o.stateDir) : null;
   const stores = await openStores(o, metrics, log);

@@ -1,5 +1,6 @@
 /** `sluice controller`: watch the custom resources, build snapshots, push them to data-plane pods, write status. */
 import { createLogger } from '../../dataplane/observability/log.ts';
+import { startTracing } from '../../dataplane/observability/tracing.ts';
 import { type Command, failIn, intFlag, parseCommand } from '../lib/command.ts';
 import { ADMIN_TOKEN_FLAGS, adminToken, LOG_LEVEL_FLAG, logLevel, stopOnSignals } from '../lib/process.ts';
 
@@ -83,6 +84,9 @@ export const controller: Command<typeof flags> = {
     const log = createLogger(logLevel('controller', values));
     // Loaded here, not at the top: @kubernetes/client-node costs ~26 MB of heap and ~0.5 s to load,
     // which `sluice run` and `sluice dataplane` (the proxies) must not pay.
+    // The controller's spans go through @opentelemetry/api's global tracer (controller/tracing.ts):
+    // registered here only when OTEL_* configures an exporter; else they stay the API's no-ops.
+    const tracing = startTracing(process.env, { global: true, serviceName: 'sluice-controller' });
     const { startController } = await import('../../controller/main.ts');
     const c = await startController({
       log,
@@ -100,6 +104,9 @@ export const controller: Command<typeof flags> = {
       identity: values.identity,
       leaseSeconds: intFlag('controller', values['lease-seconds'], 'lease-seconds', 15),
     }).catch((err: Error) => failIn('controller', err.message, 1));
-    stopOnSignals(log, 'stopping: releasing the lease', () => c.close());
+    stopOnSignals(log, 'stopping: releasing the lease', async () => {
+      await c.close();
+      await tracing?.shutdown(); // exports what is pending
+    });
   },
 };

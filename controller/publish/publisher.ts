@@ -7,9 +7,11 @@
  * that answers 422 keeps its old config; its errors are kept for the status of the objects
  * they name. Every pod is asked its hash again every `resyncMs`.
  */
+import type { SpanContext } from '@opentelemetry/api';
 import { Agent, request } from 'undici';
 import type { Snapshot } from '../../dataplane/config/route-table.ts';
 import type { TableError } from '../../dataplane/config/validate.ts';
+import { endPushSpan, startPushSpan } from '../tracing.ts';
 
 export interface PodEndpoint {
   /** "address:port", unique per pod. */
@@ -41,10 +43,11 @@ export interface PublisherOptions {
   log?: (msg: string, extra?: Record<string, unknown>) => void;
 }
 
-/** A snapshot to run and its JSON. */
+/** A snapshot to run, its JSON, and the span of the build that made it (for the pushes' links). */
 interface Desired {
   snapshot: Snapshot;
   body: string;
+  built: SpanContext | null;
 }
 
 export class Publisher {
@@ -110,9 +113,10 @@ export class Publisher {
     if (changed) this.#o.onChange?.();
   }
 
-  publish(snapshot: Snapshot): void {
+  /** `built`: the span of the build that made it (controller/tracing.ts), which its pushes link to. */
+  publish(snapshot: Snapshot, built: SpanContext | null = null): void {
     if (this.#desired?.snapshot.hash === snapshot.hash) return;
-    this.#desired = { snapshot, body: JSON.stringify(snapshot) };
+    this.#desired = { snapshot, body: JSON.stringify(snapshot), built };
     if (this.#active) this.#all(false);
   }
 
@@ -166,30 +170,45 @@ export class Publisher {
     if (wanted === null) return;
     const desired = wanted.snapshot;
     if (pod.hash === desired.hash || pod.rejected?.hash === desired.hash) return;
+    const url = `${pod.endpoint.url}/config`;
+    const span = startPushSpan(pod.endpoint.name, url, desired.hash, wanted.built);
     const start = process.hrtime.bigint();
-    const res = await request(`${pod.endpoint.url}/config`, {
-      method: 'PUT',
-      headers: { authorization: `Bearer ${this.#o.token}`, 'content-type': 'application/json' },
-      body: wanted.body,
-      headersTimeout: this.#o.timeoutMs,
-      bodyTimeout: this.#o.timeoutMs,
-      dispatcher: this.#dispatcher,
-    });
-    const seconds = Number(process.hrtime.bigint() - start) / 1e9;
-    const body = (await res.body.json().catch(() => ({}))) as {
-      result?: string;
-      errors?: TableError[];
-      hash?: string;
-    };
-    if (res.statusCode === 200) {
-      this.#o.onPush?.(body.result === 'unchanged' ? 'unchanged' : 'applied', seconds);
-      this.#report(pod, desired.hash, null);
-    } else if (res.statusCode === 422) {
-      this.#o.onPush?.('rejected', seconds);
-      this.#report(pod, body.hash ?? pod.hash ?? '', { hash: desired.hash, errors: body.errors ?? [] });
-    } else {
-      this.#o.onPush?.('error', seconds);
-      throw new Error(`PUT /config answered ${res.statusCode}`);
+    let status = 0;
+    let result: 'applied' | 'unchanged' | 'rejected' | 'error' = 'error';
+    let failure: Error | undefined;
+    try {
+      const res = await request(url, {
+        method: 'PUT',
+        headers: { authorization: `Bearer ${this.#o.token}`, 'content-type': 'application/json' },
+        body: wanted.body,
+        headersTimeout: this.#o.timeoutMs,
+        bodyTimeout: this.#o.timeoutMs,
+        dispatcher: this.#dispatcher,
+      });
+      status = res.statusCode;
+      const seconds = Number(process.hrtime.bigint() - start) / 1e9;
+      const body = (await res.body.json().catch(() => ({}))) as {
+        result?: string;
+        errors?: TableError[];
+        hash?: string;
+      };
+      if (res.statusCode === 200) {
+        result = body.result === 'unchanged' ? 'unchanged' : 'applied';
+        this.#o.onPush?.(result, seconds);
+        this.#report(pod, desired.hash, null);
+      } else if (res.statusCode === 422) {
+        result = 'rejected';
+        this.#o.onPush?.('rejected', seconds);
+        this.#report(pod, body.hash ?? pod.hash ?? '', { hash: desired.hash, errors: body.errors ?? [] });
+      } else {
+        this.#o.onPush?.('error', seconds);
+        throw new Error(`PUT /config answered ${res.statusCode}`);
+      }
+    } catch (err) {
+      failure = err as Error;
+      throw err;
+    } finally {
+      endPushSpan(span, result, status, failure);
     }
   }
 

@@ -23,6 +23,8 @@ export class Member {
   #next = 0;
   readonly #pending = new Map<number, (m: FromWorker | null) => void>();
   #onStart: ((failure: string | null) => void) | null = null;
+  /** The worker asks whether a consumer may keep its analytics label (consumer-names.ts). */
+  onConsumer: ((name: string) => void) | null = null;
 
   constructor(worker: Worker) {
     this.worker = worker;
@@ -49,6 +51,7 @@ export class Member {
         this.serving = true;
         this.#onStart?.(null);
       } else if (m.sluice === 'failed') this.#onStart?.(m.message);
+      else if (m.sluice === 'consumer') this.onConsumer?.(m.name);
       else this.#pending.get(m.id)?.(m);
     });
   }

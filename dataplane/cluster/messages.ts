@@ -13,19 +13,25 @@
  *   primary → worker   purge {id, prefix}             DELETE /cache: drop its proxy-cache entries
  *   worker → primary   purged {id, count} | {id, error}
  *   primary → worker   stop                           drain (as on SIGTERM) and exit 0
+ *   worker → primary   consumer {name}                may this consumer keep its analytics label?
+ *   primary → worker   consumer {name, named, full}   the answer (consumer-names.ts)
  */
 import type { Snapshot } from '../config/route-table.ts';
 import type { DataPlaneOptions } from '../main.ts';
 import type { ApplyResult } from '../runtime/holder.ts';
 
 /** The options of one worker's data plane: plain data (no logger), sent once. */
-export type WorkerOptions = Omit<DataPlaneOptions, 'log' | 'initialSnapshot' | 'prevalidated' | 'admin'>;
+export type WorkerOptions = Omit<
+  DataPlaneOptions,
+  'log' | 'initialSnapshot' | 'prevalidated' | 'admin' | 'askConsumer'
+>;
 
 export type ToWorker =
   | { sluice: 'start'; options: WorkerOptions; snapshot: Snapshot | null }
   | { sluice: 'apply'; id: number; snapshot: Snapshot }
   | { sluice: 'metrics'; id: number }
   | { sluice: 'purge'; id: number; prefix: string }
+  | { sluice: 'consumer'; name: string; named: boolean; full: string[] | null }
   | { sluice: 'stop' };
 
 export type FromWorker =
@@ -34,7 +40,8 @@ export type FromWorker =
   | { sluice: 'failed'; message: string }
   | { sluice: 'applied'; id: number; outcome: ApplyResult }
   | { sluice: 'metrics'; id: number; metrics: object[] }
-  | { sluice: 'purged'; id: number; count: number; error?: string };
+  | { sluice: 'purged'; id: number; count: number; error?: string }
+  | { sluice: 'consumer'; name: string };
 
 export function isMessage<T extends { sluice: string }>(m: unknown): m is T {
   return typeof m === 'object' && m !== null && typeof (m as { sluice?: unknown }).sluice === 'string';

@@ -7,7 +7,8 @@
  * others go back to the previous snapshot, so workers never disagree. A worker that dies is
  * replaced, and the replacement gets the current snapshot before it listens. /readyz is 200
  * only when all N serve the current snapshot; /metrics sums the workers' registries with the
- * primary's (prom-client AggregatorRegistry; the config metrics are the primary's own).
+ * primary's (prom-client AggregatorRegistry; the config metrics are the primary's own), and the
+ * per-consumer analytics' names are the primary's (consumer-names.ts).
  */
 import cluster from 'node:cluster';
 import { extname } from 'node:path';
@@ -22,6 +23,7 @@ import { Metrics } from '../observability/metrics.ts';
 import type { ApplyResult } from '../runtime/holder.ts';
 import type { AdminState } from '../server/admin-server.ts';
 import { LastGood } from '../state/last-good.ts';
+import { ConsumerNames } from './consumer-names.ts';
 import { Member } from './member.ts';
 import type { WorkerOptions } from './messages.ts';
 
@@ -60,6 +62,7 @@ export async function startCluster(partial: Partial<DataPlaneOptions>, workers: 
     maxWebSockets: Math.ceil(o.maxWebSockets / workers),
   };
   const members = new Set<Member>();
+  const consumerNames = o.analyticsConsumers ? new ConsumerNames(o.analyticsConsumers) : null;
   const serving = () => [...members].filter((m) => m.serving);
   let phase: 'starting' | 'running' | 'stopping' = 'starting';
   let current: Snapshot | null = null;
@@ -114,6 +117,8 @@ export async function startCluster(partial: Partial<DataPlaneOptions>, workers: 
   const spawn = async (): Promise<string | null> => {
     const m = new Member(cluster.fork());
     members.add(m);
+    if (consumerNames !== null)
+      m.onConsumer = (name) => m.send({ sluice: 'consumer', name, ...consumerNames.decide(name) });
     void m.exited.then(({ code, signal }) => {
       members.delete(m);
       if (phase !== 'running') return;
@@ -178,9 +183,11 @@ export async function startCluster(partial: Partial<DataPlaneOptions>, workers: 
     ready: () => hash() !== '' && serving().length === workers,
     metrics: async () => {
       const replies = await Promise.all(serving().map((m) => m.metrics(METRICS_TIMEOUT_MS)));
-      const fromWorkers = replies.flatMap((r) =>
-        r ? [r.filter((x) => !(x as { name: string }).name.startsWith('sluice_config_'))] : [],
-      );
+      const fromWorkers = replies.flatMap((r) => {
+        if (r === null) return [];
+        const own = r.filter((x) => !(x as { name: string }).name.startsWith('sluice_config_'));
+        return [consumerNames === null ? own : consumerNames.relabel(own)];
+      });
       const own = await metrics.registry.getMetricsAsJSON();
       return AggregatorRegistry.aggregate([own, ...fromWorkers]).metrics();
     },
@@ -222,7 +229,14 @@ export async function startCluster(partial: Partial<DataPlaneOptions>, workers: 
 
 /** The options a worker needs: plain data (no logger, no snapshot, no admin flags). */
 function strip(o: DataPlaneOptions): WorkerOptions {
-  const { log: _log, initialSnapshot: _initial, prevalidated: _pre, admin: _admin, ...rest } = o;
+  const {
+    log: _log,
+    initialSnapshot: _initial,
+    prevalidated: _pre,
+    admin: _admin,
+    askConsumer: _ask,
+    ...rest
+  } = o;
   return rest;
 }
 

@@ -36,6 +36,8 @@ export function runWorker(): void {
             stateDir: null,
             admin: false,
             log,
+            // The pod's consumer analytics names are the primary's (consumer-names.ts).
+            askConsumer: (name) => send({ sluice: 'consumer', name }),
             ...(m.snapshot && { initialSnapshot: m.snapshot, prevalidated: true }),
           });
         } catch (err) {
@@ -57,6 +59,9 @@ export function runWorker(): void {
             (count) => send({ sluice: 'purged', id: m.id, count }),
             (err: Error) => send({ sluice: 'purged', id: m.id, count: 0, error: err.message }),
           );
+        return;
+      case 'consumer':
+        dp?.metrics.consumers?.decided(m.name, m.named, m.full);
         return;
       case 'stop':
         stop();

@@ -43,6 +43,8 @@ abstract class HotMetric<S> {
   }
 
   protected abstract create(): S;
+  /** Adds `from`'s counts into `into`. */
+  protected abstract add(into: S, from: S): void;
 
   /** The series of these label values (in labelNames order; at most three labels). */
   series(a: string, b?: string, c?: string): S {
@@ -89,6 +91,15 @@ abstract class HotMetric<S> {
     this.#index = new Map();
   }
 
+  /** Every series whose `label` is `from` is added into the one with `to` instead, and dropped (counts move, none is lost). */
+  relabel(label: string, from: string, to: string): void {
+    for (const [key, e] of [...this.#series]) {
+      if (e.labels[label] !== from) continue;
+      this.#series.delete(key);
+      this.add(this.series(...this.#labelNames.map((n) => (n === label ? to : e.labels[n]))), e.series);
+    }
+  }
+
   /** Drops every series whose labels fail `keep` (a route or upstream no longer in the table). */
   retain(keep: (labels: Labels) => boolean): void {
     for (const [key, e] of this.#series) if (!keep(e.labels)) this.#series.delete(key);
@@ -112,6 +123,10 @@ export class HotCounter extends HotMetric<CounterSeries> {
 
   protected create(): CounterSeries {
     return new CounterSeries();
+  }
+
+  protected add(into: CounterSeries, from: CounterSeries): void {
+    into.value += from.value;
   }
 
   get(): { name: string; help: string; type: string; aggregator: string; values: MetricValue[] } {
@@ -160,6 +175,12 @@ export class HotHistogram extends HotMetric<HistogramSeries> {
 
   protected create(): HistogramSeries {
     return new HistogramSeries(this.#bounds);
+  }
+
+  protected add(into: HistogramSeries, from: HistogramSeries): void {
+    for (let i = 0; i < from.counts.length; i++) into.counts[i] += from.counts[i];
+    into.count += from.count;
+    into.sum += from.sum;
   }
 
   get(): { name: string; help: string; type: string; aggregator: string; values: MetricValue[] } {

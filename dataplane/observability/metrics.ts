@@ -172,9 +172,16 @@ export class Metrics {
   /** Per-consumer analytics; null (the default) when off. */
   readonly consumers: ConsumerAnalytics | null;
 
-  constructor(opts: { processMetrics?: boolean; analyticsConsumers?: number } = {}) {
+  constructor(
+    opts: {
+      processMetrics?: boolean;
+      analyticsConsumers?: number;
+      /** A cluster worker: the primary names the consumers (ConsumerAnalytics's `ask`). */
+      askConsumer?: (consumer: string) => void;
+    } = {},
+  ) {
     this.consumers = opts.analyticsConsumers
-      ? new ConsumerAnalytics(this.registry, opts.analyticsConsumers)
+      ? new ConsumerAnalytics(this.registry, opts.analyticsConsumers, opts.askConsumer ?? null)
       : null;
     // Unprefixed: the standard names (process_cpu_seconds_total, nodejs_heap_size_used_bytes, …)
     // that stock Node.js dashboards query.
@@ -284,7 +291,20 @@ export class Metrics {
  * The consumer label is bounded: the first N consumers seen keep their own label for the life of
  * the process, every other one counts as `other`, and a request without a consumer as `(none)`,
  * so a credential-stuffing run of a million keys adds one series, not a million.
+ *
+ * Under --workers the pod's first N are decided by the cluster primary, not by each worker
+ * (each would name its own first N, up to N per worker, and fold into `other` requests of a
+ * consumer its sibling names). A worker counts a consumer it has not heard about under the
+ * consumer's own label and asks the primary (`ask`, once); the primary's answer (`decided`)
+ * keeps the label, or moves the counts into `other`. The primary relabels what it has not named
+ * when it sums the workers' series (cluster/consumer-names.ts), and since a worker's question
+ * goes out before any /metrics answer that shows the consumer, the scrape always sees the
+ * decided labels. At most PENDING consumers wait for an answer; past that (a burst of new
+ * consumers within one IPC round trip) a new one counts as `other` at once.
  */
+/** Consumers a cluster worker may count under their own label while the primary has not answered. */
+const PENDING = 1_000;
+
 export class ConsumerAnalytics {
   readonly #latency: HotHistogram;
   readonly #bytes: HotCounter;
@@ -292,9 +312,16 @@ export class ConsumerAnalytics {
   readonly #rateLimited: HotCounter;
   readonly #max: number;
   readonly #named = new Set<string>();
+  /** A cluster worker's question to the primary; null: this process decides. */
+  readonly #ask: ((consumer: string) => void) | null;
+  /** Asked about, not answered yet. */
+  readonly #pending = new Set<string>();
+  /** The primary named N (all in #named): every other consumer is `other`, nothing more to ask. */
+  #full = false;
 
-  constructor(registry: Registry, maxConsumers: number) {
+  constructor(registry: Registry, maxConsumers: number, ask: ((consumer: string) => void) | null = null) {
     this.#max = maxConsumers;
+    this.#ask = ask;
     this.#latency = new HotHistogram({
       name: 'sluice_consumer_request_duration_seconds',
       help:
@@ -306,7 +333,7 @@ export class ConsumerAnalytics {
     });
     this.#bytes = new HotCounter({
       name: 'sluice_consumer_bytes_total',
-      help: 'Bytes by route id, consumer and direction: in (request body), out (response, head included, HTTP/1).',
+      help: 'Bytes by route id, consumer and direction: in (request body), out (response: head and body on HTTP/1, body on h2).',
       labelNames: ['route', 'consumer', 'direction'] as const,
       registers: [registry],
     });
@@ -328,9 +355,38 @@ export class ConsumerAnalytics {
   label(consumer: string | undefined): string {
     if (consumer === undefined) return '(none)';
     if (this.#named.has(consumer)) return consumer;
+    if (this.#ask !== null) return this.#provisional(consumer);
     if (this.#named.size >= this.#max) return 'other';
     this.#named.add(consumer);
     return consumer;
+  }
+
+  /** A cluster worker: a consumer the primary has not named (yet). */
+  #provisional(consumer: string): string {
+    if (this.#pending.has(consumer)) return consumer;
+    if (this.#full || this.#pending.size >= PENDING) return 'other';
+    this.#pending.add(consumer);
+    this.#ask!(consumer);
+    return consumer;
+  }
+
+  /**
+   * The primary's answer about a consumer asked about: named, or `other` (its counts move
+   * there). `full`: the N it named, once it has (named through any worker: all keep their label
+   * here too, and every other consumer is `other` without asking).
+   */
+  decided(consumer: string, named: boolean, full: readonly string[] | null): void {
+    this.#pending.delete(consumer);
+    if (full !== null) {
+      this.#full = true;
+      for (const c of full) this.#named.add(c);
+    }
+    if (named) {
+      this.#named.add(consumer);
+      return;
+    }
+    for (const m of [this.#latency, this.#bytes, this.#idempotency, this.#rateLimited])
+      m.relabel('consumer', consumer, 'other');
   }
 
   request(

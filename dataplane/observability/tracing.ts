@@ -20,6 +20,7 @@ import {
   type Span,
   SpanKind,
   SpanStatusCode,
+  type TextMapSetter,
   trace,
   type Tracer,
 } from '@opentelemetry/api';
@@ -33,12 +34,13 @@ import {
   ATTR_HTTP_RESPONSE_STATUS_CODE,
   ATTR_HTTP_ROUTE,
   ATTR_SERVER_ADDRESS,
+  ATTR_SERVER_PORT,
   ATTR_SERVICE_NAME,
   ATTR_URL_FULL,
   ATTR_URL_PATH,
 } from '@opentelemetry/semantic-conventions';
 
-export type { Span } from '@opentelemetry/api';
+export type { Attributes, Span } from '@opentelemetry/api';
 
 export interface Tracing {
   readonly tracer: Tracer;
@@ -64,8 +66,18 @@ let propagator: W3CTraceContextPropagator | null = null;
 /** The tracer of the process's Tracing (one SDK per process): children of a server span use it. */
 let started: Tracer | null = null;
 
+export interface TracingOptions {
+  /** The service name when OTEL_SERVICE_NAME sets none (default `sluice`). */
+  serviceName?: string;
+  /**
+   * Also register the provider as @opentelemetry/api's global one, for code that may not import
+   * this module and traces through `trace.getTracer(…)` (the controller); unregistered on shutdown.
+   */
+  global?: boolean;
+}
+
 /** The SDK, when OTEL_* configures it; null otherwise (nothing loaded is used, nothing runs). */
-export function startTracing(env: NodeJS.ProcessEnv = process.env): Tracing | null {
+export function startTracing(env: NodeJS.ProcessEnv = process.env, o: TracingOptions = {}): Tracing | null {
   if (!configured(env)) return null;
   const { TracerProvider, BatchSpanProcessor } = loadSdk();
   const { resourceFromAttributes } = load(
@@ -78,18 +90,22 @@ export function startTracing(env: NodeJS.ProcessEnv = process.env): Tracing | nu
   propagator ??= new core.W3CTraceContextPropagator();
   const provider = new TracerProvider({
     resource: resourceFromAttributes({
-      [ATTR_SERVICE_NAME]: env.OTEL_SERVICE_NAME || 'sluice',
+      [ATTR_SERVICE_NAME]: env.OTEL_SERVICE_NAME || o.serviceName || 'sluice',
       ...resourceAttributes(env),
     }),
     sampler: sampler(env.OTEL_TRACES_SAMPLER, env.OTEL_TRACES_SAMPLER_ARG),
     // The exporter reads OTEL_EXPORTER_OTLP_* (endpoint, headers, timeout, compression) itself.
-    spanProcessors: [new BatchSpanProcessor({ exporter: new OTLPTraceExporter() })],
+    spanProcessors: [new BatchSpanProcessor({ exporter: new OTLPTraceExporter(), ...batchOptions(env) })],
   });
   started = provider.getTracer('sluice');
+  if (o.global) trace.setGlobalTracerProvider(provider);
   return {
     tracer: started,
     trustIncoming: env.SLUICE_TRACE_INCOMING !== 'restart',
-    shutdown: () => provider.shutdown(),
+    shutdown: async () => {
+      await provider.shutdown();
+      if (o.global) trace.disable();
+    },
   };
 }
 
@@ -97,6 +113,21 @@ function configured(env: NodeJS.ProcessEnv): boolean {
   if (env.OTEL_SDK_DISABLED === 'true') return false;
   if ((env.OTEL_TRACES_EXPORTER ?? 'otlp').split(',').every((e) => e.trim() === 'none')) return false;
   return Boolean(env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT);
+}
+
+/**
+ * OTEL_BSP_*: this SDK's BatchSpanProcessor no longer reads them itself (an unset or invalid
+ * one leaves the SDK's default: 5 s, 2048 spans, batches of 512, 30 s).
+ */
+function batchOptions(env: NodeJS.ProcessEnv) {
+  const n = (v: string | undefined) =>
+    v !== undefined && v.trim() !== '' && Number(v) >= 0 ? Number(v) : undefined;
+  return {
+    scheduledDelayMillis: n(env.OTEL_BSP_SCHEDULE_DELAY),
+    maxQueueSize: n(env.OTEL_BSP_MAX_QUEUE_SIZE),
+    maxExportBatchSize: n(env.OTEL_BSP_MAX_EXPORT_BATCH_SIZE),
+    exportTimeoutMillis: n(env.OTEL_BSP_EXPORT_TIMEOUT),
+  };
 }
 
 /** OTEL_RESOURCE_ATTRIBUTES: `k=v,k2=v2`, values percent-encoded. */
@@ -195,7 +226,30 @@ export function startAttemptSpan(
   return span;
 }
 
-/** A try's end: its status, or the error that ended it. */
+/**
+ * A fetch the gateway makes for a request that waits on it (a JWKS, a provider's metadata, a
+ * token introspection): a client span named for what it fetches, whose context goes in
+ * `headers`. The URL is recorded without its query.
+ */
+export function startFetchSpan(
+  parent: Span,
+  name: string,
+  method: string,
+  url: string,
+  headers: Record<string, string>,
+): Span {
+  const u = new URL(url);
+  const span = childSpan(parent, name, SpanKind.CLIENT, {
+    [ATTR_HTTP_REQUEST_METHOD]: method,
+    [ATTR_SERVER_ADDRESS]: u.hostname,
+    [ATTR_SERVER_PORT]: Number(u.port) || (u.protocol === 'https:' ? 443 : 80),
+    [ATTR_URL_FULL]: `${u.origin}${u.pathname}`,
+  });
+  propagator!.inject(trace.setSpan(ROOT_CONTEXT, span), headers, defaultTextMapSetter);
+  return span;
+}
+
+/** A try's (or a fetch's) end: its status, or the error that ended it. */
 export function endAttemptSpan(span: Span, status: number, err: Error | null | undefined): void {
   if (status !== 0) span.setAttribute(ATTR_HTTP_RESPONSE_STATUS_CODE, status);
   if (err) {
@@ -240,5 +294,54 @@ export function startCallSpan(parent: Span, call: string): Span {
 export function endCallSpan(span: Span, result: string): void {
   span.setAttribute('sluice.result', result);
   if (result !== 'ok') span.setStatus({ code: SpanStatusCode.ERROR, message: result });
+  span.end();
+}
+
+/**
+ * A gRPC call's attributes, computed once per bound route: the RPC conventions as OpenTelemetry's
+ * own grpc instrumentation sets them by default (rpc.system, rpc.service, rpc.method; the status
+ * as rpc.grpc.status_code), which is what trace backends read today.
+ */
+export function rpcSpanAttributes(path: string, host: string, port: number): Attributes {
+  const slash = path.lastIndexOf('/');
+  return {
+    'rpc.system': 'grpc',
+    'rpc.service': path.slice(1, slash),
+    'rpc.method': path.slice(slash + 1),
+    [ATTR_SERVER_ADDRESS]: host,
+    [ATTR_SERVER_PORT]: port,
+  };
+}
+
+/** What carries the context to a gRPC service: grpc-js's Metadata (set replaces a value). */
+export interface MetadataCarrier {
+  set(key: string, value: string): void;
+}
+const METADATA_SETTER: TextMapSetter<MetadataCarrier> = {
+  set: (carrier, key, value) => carrier.set(key, value),
+};
+
+/**
+ * One gRPC call: a client span named `<service>/<method>` whose context goes to the service in
+ * the call's metadata (`traceparent`, and the client's `tracestate`).
+ */
+export function startRpcSpan(
+  parent: Span,
+  name: string,
+  attributes: Attributes,
+  metadata: MetadataCarrier,
+): Span {
+  const span = childSpan(parent, name, SpanKind.CLIENT, attributes);
+  propagator!.inject(trace.setSpan(ROOT_CONTEXT, span), metadata, METADATA_SETTER);
+  return span;
+}
+
+/** A call's end: its status code; any code but OK is an error (the client side's reading of gRPC). */
+export function endRpcSpan(span: Span, code: number, codeName: string, message: string): void {
+  span.setAttribute('rpc.grpc.status_code', code);
+  if (code !== 0) {
+    span.setAttribute('error.type', codeName);
+    span.setStatus({ code: SpanStatusCode.ERROR, message });
+  }
   span.end();
 }

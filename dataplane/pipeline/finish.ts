@@ -39,7 +39,7 @@ export function finishRequest(ctx: RequestContext, errorCode: string | null, err
       status,
       ctx.startNs,
       bytesIn(ctx) ?? 0,
-      ctx.req.httpVersionMajor === 1 ? bytesWritten(ctx.req) - ctx.bytesOutAtStart : 0,
+      bytesOut(ctx) ?? 0,
       ctx.idempotencyOutcome,
       ctx.rateLimitResult === 'limited',
     );
@@ -68,7 +68,7 @@ function accessLine(ctx: RequestContext, status: number, errorCode: string | nul
     upstreamStatus: ctx.status || undefined,
     upstream: ctx.upstreamAddress ?? undefined,
     bytesIn: bytesIn(ctx),
-    bytesOut: req.httpVersionMajor === 1 ? bytesWritten(req) - ctx.bytesOutAtStart : undefined,
+    bytesOut: bytesOut(ctx),
     durationMs: msBetween(ctx.startNs, now),
     upstreamMs:
       ctx.upstreamHeadersNs === 0n ? undefined : msBetween(ctx.upstreamStartNs, ctx.upstreamHeadersNs),
@@ -89,11 +89,19 @@ function bytesIn(ctx: RequestContext): number | undefined {
 
 /**
  * Bytes the connection has written (status lines, headers and bodies); on HTTP/1 the difference
- * across a request is its response's size. An h2 stream shares its session's socket: the line
- * leaves bytesOut out there.
+ * across a request is its response's size.
  */
 export function bytesWritten(req: IncomingMessage): number {
   return req.socket?.bytesWritten ?? 0;
+}
+
+/** The body bytes an h2 response wrote (server/h2-response.ts): its session's socket is shared. */
+export const H2_BYTES_OUT = Symbol('sluice.h2BytesOut');
+
+/** The response's size: head and body on HTTP/1, the body on h2 (its header block is HPACK-compressed per connection). */
+function bytesOut(ctx: RequestContext): number | undefined {
+  if (ctx.req.httpVersionMajor === 1) return bytesWritten(ctx.req) - ctx.bytesOutAtStart;
+  return (ctx.res as unknown as { [H2_BYTES_OUT]?: number })[H2_BYTES_OUT];
 }
 
 /** A request refused before it had a route (bad target, headers, method, no config yet, no route). */

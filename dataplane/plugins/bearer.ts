@@ -7,6 +7,7 @@
  * 401 (or the plugin's 503) with WWW-Authenticate; a malformed token is never a 500.
  */
 import { answerProblem, refusedRepeated } from '../pipeline/answer.ts';
+import type { Span } from '../observability/tracing.ts';
 import type { Consumer, RequestContext } from '../pipeline/context.ts';
 import type { ClaimHeader } from './jwt-verify.ts';
 
@@ -32,7 +33,12 @@ export interface BearerOptions {
   header: string;
   maxBytes: number;
   claims: readonly ClaimHeader[];
-  check: (token: string) => Outcome | Promise<Outcome>;
+  /**
+   * `span`: the server span of the request that asked first (tracing on, else null): what the
+   * check fetches for it (keys, introspection) are its child spans; requests that share the
+   * check (coalesced) have none.
+   */
+  check: (token: string, span: Span | null) => Outcome | Promise<Outcome>;
   /** After a token passed (fresh or remembered): false if it answered the request itself (e.g. 403). */
   authorize?: (ctx: RequestContext, v: Verified) => boolean;
   cacheMs?: number;
@@ -94,7 +100,7 @@ export function bearerHook(o: BearerOptions): (ctx: RequestContext) => void | Pr
     }
     let pending = inflight.get(token);
     if (pending === undefined) {
-      const out = check(token);
+      const out = check(token, ctx.span);
       if (!(out instanceof Promise)) return settle(ctx, token, raw, out);
       pending = out.finally(() => inflight.delete(token));
       inflight.set(token, pending);

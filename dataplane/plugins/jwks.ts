@@ -5,6 +5,7 @@
  * are already known. Keys are selected by jose's local JWKS (kid, kty, alg matching).
  */
 import { createLocalJWKSet, type JSONWebKeySet, type JWTHeaderParameters } from 'jose';
+import type { Span } from '../observability/tracing.ts';
 import { DocumentReader, perProcess } from './provider-document.ts';
 
 export interface JwksOptions {
@@ -28,24 +29,27 @@ export class RemoteJwks {
   constructor(url: string, opts: JwksOptions = {}) {
     this.#o = { cooldownMs: 30_000, timeoutMs: 5_000, maxBytes: 1024 * 1024, ...opts };
     // A failed fetch keeps the last good keys.
-    this.#reader = new DocumentReader(url, this.#o, (doc) => {
+    this.#reader = new DocumentReader(url, { ...this.#o, spanName: 'jwks fetch' }, (doc) => {
       const jwks = doc as JSONWebKeySet;
       if (!Array.isArray(jwks.keys)) throw new Error('not a JWKS');
       this.#keys = createLocalJWKSet(jwks);
       this.#kids = new Set(jwks.keys.map((k) => k.kid).filter((k): k is string => typeof k === 'string'));
     });
-    void this.#reader.read();
+    void this.#reader.read(); // at start: no request waits for it (not traced)
   }
 
-  /** A jose key resolver: refreshes once (cooldown permitting) for an unknown kid. */
-  readonly resolve = async (header: JWTHeaderParameters, token: unknown) => {
+  /**
+   * A jose key resolver: refreshes once (cooldown permitting) for an unknown kid. `parent`: the
+   * server span of the request verifying the token (tracing on), the fetch it starts is a child.
+   */
+  readonly resolve = async (header: JWTHeaderParameters, token: unknown, parent: Span | null = null) => {
     const unknownKid = header.kid !== undefined && !this.#kids.has(header.kid);
     if (this.#keys === null || unknownKid) {
       const inflight = this.#reader.inflight;
       if (inflight) await inflight;
       else if (Date.now() - this.#lastKidFetch >= this.#o.cooldownMs) {
         this.#lastKidFetch = Date.now();
-        await this.#reader.read();
+        await this.#reader.read(parent);
       }
     }
     if (this.#keys === null) throw new Error('no keys for this issuer yet (JWKS unavailable)');

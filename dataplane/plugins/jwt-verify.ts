@@ -5,16 +5,24 @@
  * bounded clock skew, an optional maximum lifetime. The caller becomes `<iss>#<sub>`.
  */
 import { errors, type JWTPayload, type JWTVerifyGetKey, jwtVerify } from 'jose';
+import type { Span } from '../observability/tracing.ts';
 import { HEADER_VALUE } from '../config/http-grammar.ts';
 import type { Consumer } from '../pipeline/context.ts';
 import type { Outcome, Verified } from './bearer.ts';
 import { parseDuration } from '../config/duration.ts';
 
+/** A jose key resolver that may fetch keys for a request: `parent` is its server span (tracing on). */
+export type KeyResolver = (
+  header: Parameters<JWTVerifyGetKey>[0],
+  token: Parameters<JWTVerifyGetKey>[1],
+  parent?: Span | null,
+) => ReturnType<JWTVerifyGetKey>;
+
 export interface IssuerRules {
   issuer: string;
   audiences: string[];
   algorithms: string[];
-  key: JWTVerifyGetKey;
+  key: KeyResolver;
   /** 0: no limit on exp - iat. */
   maxLifetimeMs: number;
 }
@@ -28,8 +36,11 @@ export function verifyJwt(
   token: string,
   rules: IssuerRules,
   opts: { skewS: number; claims: readonly ClaimHeader[]; source: string },
+  parent: Span | null = null,
 ): Promise<Outcome> {
-  return jwtVerify(token, rules.key, {
+  // Optimization: the span reaches the resolver through a closure only when tracing is on.
+  const key: JWTVerifyGetKey = parent === null ? rules.key : (h, t) => rules.key(h, t, parent);
+  return jwtVerify(token, key, {
     issuer: rules.issuer,
     audience: rules.audiences,
     algorithms: rules.algorithms,

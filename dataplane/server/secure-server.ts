@@ -21,6 +21,7 @@ import {
 import type { Socket } from 'node:net';
 import type { SecureContext } from 'node:tls';
 import type { Observers } from '../pipeline/finish.ts';
+import { CountingResponse } from './h2-response.ts';
 import type { RuntimeHolder } from '../runtime/holder.ts';
 import { H2_MAX_CONCURRENT_STREAMS, H2_MAX_SESSION_MEMORY_MB, TLS_CONTEXT_OPTIONS } from '../tls/settings.ts';
 import {
@@ -125,6 +126,9 @@ function listenerOptions(holder: RuntimeHolder, opts: SecureProxyOptions): Secur
     ...TLS_CONTEXT_OPTIONS,
     ...(opts.defaultCertificate ?? {}),
     allowHTTP1: true,
+    // Counts each h2 response's body bytes (for bytesOut): the session's socket is shared.
+    // (Node's typing wants a class generic in its request type; the one request type is used.)
+    Http2ServerResponse: CountingResponse as unknown as SecureServerOptions['Http2ServerResponse'],
     rejectUnauthorized: false,
     SNICallback: (servername: string, cb: (err: Error | null, ctx?: SecureContext) => void) => {
       const context = holder.current?.certificates.lookup(servername);

@@ -30,6 +30,8 @@ export interface OidcProvider {
   revoke(token: string): Promise<void>;
   /** Introspection calls answered so far. */
   introspections(): number;
+  /** `METHOD path traceparent` of each request that carried a traceparent (the tracing tests). */
+  traced: string[];
   stop(): Promise<void>;
   /** Listens again on the same port, with new signing keys if given (in-memory tokens are lost). */
   start(keys?: JWK[]): Promise<void>;
@@ -46,6 +48,7 @@ export async function startOidcProvider(
   let server: Server | null = null;
   let issuer = '';
   let introspections = 0;
+  const traced: string[] = [];
   const listen = async (signing: JWK[], at: number) => {
     const srv = createServer();
     srv.listen(at, '127.0.0.1');
@@ -119,6 +122,8 @@ export async function startOidcProvider(
     const callback = provider.callback();
     srv.on('request', (req, res) => {
       if (req.url?.startsWith('/token/introspection')) introspections++;
+      const tp = req.headers.traceparent;
+      if (tp !== undefined) traced.push(`${req.method} ${req.url} ${tp}`);
       callback(req, res);
     });
     server = srv;
@@ -156,6 +161,7 @@ export async function startOidcProvider(
       if (r.statusCode !== 200) throw new Error(`revocation: ${r.statusCode}`);
     },
     introspections: () => introspections,
+    traced,
     async stop() {
       const s = server;
       server = null;

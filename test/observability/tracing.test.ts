@@ -5,15 +5,13 @@
  * traceparent, through jwt, a Redis rate limit and idempotency, retried once by the upstream
  * policy (503 then 200), must give this span tree: the server span (child of the client's span,
  * HTTP attributes, http.route the route id), under it the Redis rate-limit hit, the idempotency
- * claim and two upstream tries (the second with its resend count), and the upstream must have
- * received each try's own traceparent. The trace id is in the access-log line and in problem bodies.
+ * claim, two upstream tries (the second with its resend count) and the idempotency complete, and
+ * the upstream must have received each try's own traceparent. A keyed request whose upstream
+ * cannot be reached has its claim, its failed try and the idempotency release. The trace id is in
+ * the access-log line and in problem bodies. The receiver is test/helpers/otlp-receiver.ts.
  */
 import { randomUUID } from 'node:crypto';
-import { once } from 'node:events';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
-import protobuf from 'protobufjs';
 import { SignJWT } from 'jose';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -21,8 +19,9 @@ import type { Route } from '../../dataplane/config/route-table.ts';
 import { createLogger } from '../../dataplane/observability/log.ts';
 import { startServerSpan, startTracing } from '../../dataplane/observability/tracing.ts';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace';
+import { type OtlpReceiver, SPAN_KIND, STATUS_ERROR, startOtlpReceiver } from '../helpers/otlp-receiver.ts';
 import { sharedRedisUrl, uniquePrefix } from '../helpers/redis.ts';
-import { startTestDataPlane, startUpstream, type Upstream } from '../helpers/servers.ts';
+import { freePort, startTestDataPlane, startUpstream, type Upstream } from '../helpers/servers.ts';
 import {
   idempotencyPlugin,
   pluginInstance,
@@ -32,92 +31,28 @@ import {
   upstream,
 } from '../helpers/tables.ts';
 
-/** The part of opentelemetry-proto's trace and common messages the assertions read (field numbers as published). */
-const OTLP = protobuf
-  .parse(`
-syntax = "proto3";
-message ExportTraceServiceRequest { repeated ResourceSpans resource_spans = 1; }
-message ResourceSpans { Resource resource = 1; repeated ScopeSpans scope_spans = 2; }
-message Resource { repeated KeyValue attributes = 1; }
-message ScopeSpans { InstrumentationScope scope = 1; repeated Span spans = 2; }
-message InstrumentationScope { string name = 1; }
-message Span {
-  bytes trace_id = 1; bytes span_id = 2; bytes parent_span_id = 4; string name = 5; int32 kind = 6;
-  fixed64 start_time_unix_nano = 7; fixed64 end_time_unix_nano = 8; repeated KeyValue attributes = 9;
-  repeated Link links = 13; Status status = 15;
-}
-message Link { bytes trace_id = 1; bytes span_id = 2; }
-message Status { string message = 2; int32 code = 3; }
-message KeyValue { string key = 1; AnyValue value = 2; }
-message AnyValue { oneof value { string string_value = 1; bool bool_value = 2; int64 int_value = 3; double double_value = 4; } }
-`)
-  .root.lookupType('ExportTraceServiceRequest');
-
-interface DecodedSpan {
-  traceId: string;
-  spanId: string;
-  parentSpanId: string;
-  name: string;
-  kind: number;
-  attributes: Record<string, unknown>;
-  status: { code: number };
-  service: string;
-}
-
-const SPAN_KIND = { INTERNAL: 1, SERVER: 2, CLIENT: 3 };
 const HS_SECRET = 'tracing-shared-secret-of-32-bytes-or-more';
 
-let receiver: Server;
-const spans: DecodedSpan[] = [];
-const contentTypes: string[] = [];
+const jwt = pluginInstance('jwt', 'jwt', {
+  issuers: [
+    {
+      issuer: 'hs-issuer',
+      audiences: ['orders'],
+      algorithms: ['HS256'],
+      keys: [{ secretKeyRef: { name: 's', key: 'k' }, value: Buffer.from(HS_SECRET).toString('base64') }],
+    },
+  ],
+});
 
-function decode(body: Buffer): DecodedSpan[] {
-  const req = OTLP.toObject(OTLP.decode(body), { longs: String, bytes: Buffer, defaults: true }) as {
-    resourceSpans: {
-      resource: { attributes: { key: string; value: Record<string, unknown> }[] };
-      scopeSpans: { spans: Record<string, unknown>[] }[];
-    }[];
-  };
-  const out: DecodedSpan[] = [];
-  const attrs = (list: { key: string; value: Record<string, unknown> }[]) =>
-    Object.fromEntries(list.map((kv) => [kv.key, Object.values(kv.value ?? {})[0]]));
-  for (const rs of req.resourceSpans) {
-    const service = String(attrs(rs.resource.attributes)['service.name']);
-    for (const ss of rs.scopeSpans)
-      for (const s of ss.spans)
-        out.push({
-          traceId: (s.traceId as Buffer).toString('hex'),
-          spanId: (s.spanId as Buffer).toString('hex'),
-          parentSpanId: (s.parentSpanId as Buffer).toString('hex'),
-          name: s.name as string,
-          kind: s.kind as number,
-          attributes: attrs(s.attributes as { key: string; value: Record<string, unknown> }[]),
-          status: (s.status as { code: number }) ?? { code: 0 },
-          service,
-        });
-  }
-  return out;
-}
-
+let receiver: OtlpReceiver;
 let up: Upstream;
 let failNext = 0;
 const logged: string[] = [];
 let dp: Awaited<ReturnType<typeof startTestDataPlane>>;
 beforeAll(async () => {
-  receiver = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      contentTypes.push(`${req.method} ${req.url} ${req.headers['content-type']}`);
-      spans.push(...decode(Buffer.concat(chunks)));
-      res.writeHead(200, { 'content-type': 'application/x-protobuf' });
-      res.end();
-    });
-  });
-  receiver.listen(0, '127.0.0.1');
-  await once(receiver, 'listening');
+  receiver = await startOtlpReceiver();
   // The standard variables, as an operator sets them: the exporter reads them from the environment.
-  process.env.OTEL_EXPORTER_OTLP_ENDPOINT = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
+  process.env.OTEL_EXPORTER_OTLP_ENDPOINT = receiver.url;
   process.env.OTEL_SERVICE_NAME = 'sluice-under-test';
   process.env.OTEL_TRACES_SAMPLER = 'parentbased_always_on';
   up = await startUpstream((_req, res) => {
@@ -154,26 +89,10 @@ beforeAll(async () => {
     initialSnapshot: snapshot(
       [
         route('orders', 'u', '/orders', {
-          plugins: [
-            pluginInstance('jwt', 'jwt', {
-              issuers: [
-                {
-                  issuer: 'hs-issuer',
-                  audiences: ['orders'],
-                  algorithms: ['HS256'],
-                  keys: [
-                    {
-                      secretKeyRef: { name: 's', key: 'k' },
-                      value: Buffer.from(HS_SECRET).toString('base64'),
-                    },
-                  ],
-                },
-              ],
-            }),
-            rateLimitPlugin('rl', { minute: 1000, policy: 'redis' }),
-            idempotencyPlugin('idem'),
-          ],
+          plugins: [jwt, rateLimitPlugin('rl', { minute: 1000, policy: 'redis' }), idempotencyPlugin('idem')],
         }),
+        // Nobody listens there: a try that never reached it, so the idempotency record is released.
+        route('gone', 'gone', '/gone', { plugins: [jwt, idempotencyPlugin('idem')] }),
         {
           ...route('agg', 'u', '/agg'),
           handler: {
@@ -191,14 +110,14 @@ beforeAll(async () => {
           },
         } as Route,
       ],
-      [u],
+      [u, upstream('gone', `http://127.0.0.1:${await freePort()}`)],
     ),
   });
 });
 afterAll(async () => {
   await dp?.close();
   await up?.close();
-  receiver?.close();
+  await receiver?.close();
   delete process.env.OTEL_EXPORTER_OTLP_ENDPOINT;
 });
 
@@ -236,6 +155,21 @@ describe('tracing', () => {
     const problem = (await refused.body.json()) as { traceId: string; requestId: string };
     expect(problem.traceId).toBe(clientTrace);
 
+    // An idempotent request whose upstream cannot be reached: the record is released.
+    const goneTrace = randomUUID().replaceAll('-', '');
+    const gone = await request(`${dp.proxyUrl}/gone`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${token}`,
+        traceparent: `00-${goneTrace}-${clientSpan}-01`,
+        'idempotency-key': `key-${randomUUID()}`,
+        'content-type': 'application/json',
+      },
+      body: '{}',
+    });
+    expect(gone.statusCode).toBe(502);
+    await gone.body.dump();
+
     // An aggregate: a span per call, each the parent of its try.
     const agg = await request(`${dp.proxyUrl}/agg`, {
       headers: { traceparent: `00-${aggTrace}-${clientSpan}-01` },
@@ -244,7 +178,8 @@ describe('tracing', () => {
     await agg.body.dump();
 
     await dp.close(); // shutdown exports every pending span
-    expect(contentTypes[0]).toBe('POST /v1/traces application/x-protobuf');
+    expect(receiver.exports[0]).toBe('POST /v1/traces application/x-protobuf');
+    const spans = receiver.spans;
     const trace = spans.filter((s) => s.traceId === clientTrace);
     const servers = trace.filter((s) => s.kind === SPAN_KIND.SERVER);
     expect(servers).toHaveLength(2);
@@ -262,7 +197,15 @@ describe('tracing', () => {
     });
     const children = trace.filter((s) => s.parentSpanId === server.spanId);
     const names = children.map((c) => c.name).sort();
-    expect(names).toEqual(['POST', 'POST', 'idempotency claim', 'rate-limit hit']);
+    expect(names).toEqual(['POST', 'POST', 'idempotency claim', 'idempotency complete', 'rate-limit hit']);
+    // The record is completed (the response stored) after the last try answered.
+    const complete = children.find((c) => c.name === 'idempotency complete')!;
+    expect(complete.attributes).toMatchObject({
+      'sluice.store': 'idempotency',
+      'db.operation.name': 'complete',
+    });
+    expect(complete.kind).toBe(SPAN_KIND.CLIENT);
+    expect(complete.status.code).toBe(0);
     const tries = children.filter((c) => c.kind === SPAN_KIND.CLIENT && c.name === 'POST');
     expect(tries.map((t) => t.attributes['http.response.status_code']).sort()).toEqual(['200', '503']);
     const retry = tries.find((t) => t.attributes['http.response.status_code'] === '200')!;
@@ -284,6 +227,21 @@ describe('tracing', () => {
     const other = servers.find((s) => s !== server)!;
     expect(other.attributes['http.response.status_code']).toBe('401');
     expect(trace.filter((s) => s.parentSpanId === other.spanId)).toEqual([]);
+    // The unreachable upstream: claim, the failed try, then the release; nothing completed.
+    const goneServer = spans.find((s) => s.traceId === goneTrace && s.kind === SPAN_KIND.SERVER)!;
+    expect(goneServer.attributes['http.response.status_code']).toBe('502');
+    const goneChildren = spans.filter((s) => s.parentSpanId === goneServer.spanId);
+    expect(goneChildren.map((c) => c.name).sort()).toEqual([
+      'POST',
+      'idempotency claim',
+      'idempotency release',
+    ]);
+    const release = goneChildren.find((c) => c.name === 'idempotency release')!;
+    expect(release.attributes).toMatchObject({
+      'sluice.store': 'idempotency',
+      'db.operation.name': 'release',
+    });
+    expect(goneChildren.find((c) => c.name === 'POST')!.status.code).toBe(STATUS_ERROR);
     const aggSpans = spans.filter((s) => s.traceId === aggTrace);
     const aggServer = aggSpans.find((s) => s.kind === SPAN_KIND.SERVER)!;
     const callSpans = aggSpans.filter((s) => s.parentSpanId === aggServer.spanId);

@@ -7,6 +7,7 @@ import type { Client, Metadata, StatusObject } from '@grpc/grpc-js';
 import type { FoundMethod } from '../../config/proto-files.ts';
 import { problem } from '../../errors/problem.ts';
 import type { Metrics } from '../../observability/metrics.ts';
+import { type Attributes, endRpcSpan, type Span } from '../../observability/tracing.ts';
 import type { ResponseSink } from '../../upstream/call.ts';
 import type { UpstreamRuntime } from '../../upstream/pools.ts';
 import { deliver } from '../deliver.ts';
@@ -25,6 +26,9 @@ export interface BoundCall {
   requestHeaders: readonly string[];
   responseHeaders: readonly string[];
   metrics: Metrics;
+  /** The call's client span (tracing on): its name and attributes, computed once. */
+  spanName: string;
+  spanAttributes: Attributes;
 }
 
 /** The gateway's words for statuses grpc-js also makes itself (its text may name addresses). */
@@ -34,10 +38,11 @@ const OWN_DETAIL: Record<number, string> = {
   14: 'the gRPC service is unavailable',
 };
 
-/** The call is over (its status received): the breaker and the latency metric learn of it. */
-export function settled(b: BoundCall, s: StatusObject, startNs: bigint): void {
+/** The call is over (its status received): the breaker, the latency metric and its span (if any) learn of it. */
+export function settled(b: BoundCall, s: StatusObject, startNs: bigint, span: Span | null): void {
   b.up.breaker?.record(!BREAKER_FAILURES.has(s.code));
   b.metrics.upstreamLatency(b.up.id, startNs);
+  if (span !== null) endRpcSpan(span, s.code, httpOfGrpc(s.code).name, s.details);
 }
 
 /** A gRPC error status answered as its HTTP status, with a problem carrying grpcStatus and the service's message. */

@@ -11,6 +11,7 @@ import { Metadata } from '@grpc/grpc-js';
 import { type FoundMethod, fieldNamed, findMethod, parseProtos } from '../../config/proto-files.ts';
 import { template } from '../../config/template.ts';
 import { problem } from '../../errors/problem.ts';
+import { rpcSpanAttributes, startRpcSpan } from '../../observability/tracing.ts';
 import type { RequestContext } from '../../pipeline/context.ts';
 import { compilePathRewrite } from '../../pipeline/transform/path-rewrite.ts';
 import type { ResponseSink } from '../../upstream/call.ts';
@@ -35,6 +36,7 @@ export default defineHandler(manifest, {
         const method = findMethod(parsed.root, entry.service, entry.method) as FoundMethod;
         const up = deps.upstream(entry.upstream);
         const key = channelKey(up.origin);
+        const address = new URL(key);
         const client = acquire(key);
         keys.push(key);
         const body =
@@ -60,6 +62,8 @@ export default defineHandler(manifest, {
           requestHeaders: entry.requestHeaders,
           responseHeaders: entry.responseHeaders,
           metrics: deps.metrics,
+          spanName: method.path.slice(1),
+          spanAttributes: rpcSpanAttributes(method.path, address.hostname, Number(address.port)),
         };
         const call = (ctx: RequestContext, sink: ResponseSink) => start(bound, ctx, sink);
         return { handle: (ctx) => call(ctx, new ClientSink(ctx)), call };
@@ -105,6 +109,8 @@ function start(b: BoundCall, ctx: RequestContext, sink: ResponseSink) {
   if (up.breaker !== null && !up.breaker.allow())
     return sink.end({ code: 'SLC_ERR_UPSTREAM_CIRCUIT_OPEN', sent: false });
   const message = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  if (b.method.method.responseStream) serverStream(b, sink, message, md, ctx.requestId);
-  else unary(b, sink, message, md, ctx.requestId);
+  // One client span per call (grpc-js makes no retries here), its traceparent in the metadata.
+  const span = ctx.span === null ? null : startRpcSpan(ctx.span, b.spanName, b.spanAttributes, md);
+  if (b.method.method.responseStream) serverStream(b, sink, message, md, ctx.requestId, span);
+  else unary(b, sink, message, md, ctx.requestId, span);
 }

@@ -8,6 +8,7 @@
  */
 import type { ClientReadableStream, Metadata, StatusObject } from '@grpc/grpc-js';
 import { finished, type Writable } from 'node:stream';
+import type { Span } from '../../observability/tracing.ts';
 import type { ResponseSink } from '../../upstream/call.ts';
 import { deliver } from '../deliver.ts';
 import { asIs, type BoundCall, deliverStatus, responseHeaders, settled } from './answer.ts';
@@ -21,6 +22,7 @@ export function serverStream(
   request: Buffer,
   md: Metadata,
   requestId: string,
+  span: Span | null,
 ): void {
   const start = process.hrtime.bigint();
   const type = b.method.response;
@@ -67,7 +69,7 @@ export function serverStream(
   });
   c.on('error', () => {}); // the status event says it, with the trailers
   c.on('status', (s: StatusObject) => {
-    settled(b, s, start);
+    settled(b, s, start, span);
     if (failed) return;
     if (s.code !== 0) {
       if (out === null)

@@ -1,5 +1,6 @@
 /** A unary call: one message each way; the answer is the response message as proto3 JSON. */
 import type { Metadata, ServiceError, StatusObject } from '@grpc/grpc-js';
+import type { Span } from '../../observability/tracing.ts';
 import type { ResponseSink } from '../../upstream/call.ts';
 import { deliver } from '../deliver.ts';
 import { asIs, type BoundCall, deliverStatus, responseHeaders, settled } from './answer.ts';
@@ -11,6 +12,7 @@ export function unary(
   request: Buffer,
   md: Metadata,
   requestId: string,
+  span: Span | null,
 ): void {
   const start = process.hrtime.bigint();
   let initial: Metadata | null = null;
@@ -32,7 +34,7 @@ export function unary(
     });
   // grpc-js emits the status right after the callback, with the trailers.
   c.on('status', (s: StatusObject) => {
-    settled(b, s, start);
+    settled(b, s, start, span);
     const headers = responseHeaders(b.responseHeaders, initial, s.metadata);
     if (s.code !== 0 || answer === null) return deliverStatus(sink, s, requestId, headers);
     let doc: unknown;

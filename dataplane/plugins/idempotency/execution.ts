@@ -8,10 +8,17 @@
  *    The record stays IN_PROGRESS, the lease is no longer renewed and lapses, and the next
  *    request with the key takes over. The backend, which got the Idempotency-Key, is what can
  *    make that second execution safe (spec §2.1 rule 3).
+ * With tracing on, the store round trips of complete and release are spans under the request's
+ * server span (as the claim is); the background retries of a failed complete are not (the
+ * request they belong to was answered long before).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { IdempotencyStore, StoredResponse } from '../../stores/idempotency-store.ts';
 import type { RuntimeDeps } from '../../pipeline/route.ts';
+import { type Span, traced } from '../../observability/tracing.ts';
+
+const COMPLETE_SPAN = { 'sluice.store': 'idempotency', 'db.operation.name': 'complete' };
+const RELEASE_SPAN = { 'sluice.store': 'idempotency', 'db.operation.name': 'release' };
 
 export class Execution {
   readonly #store: IdempotencyStore;
@@ -19,6 +26,8 @@ export class Execution {
   readonly #owner: string;
   readonly #routeId: string;
   readonly #deps: RuntimeDeps;
+  /** The request's server span (tracing on), else null. */
+  readonly #span: Span | null;
   #timer: NodeJS.Timeout | null;
   #ended = false;
 
@@ -29,8 +38,10 @@ export class Execution {
     leaseMs: number,
     routeId: string,
     deps: RuntimeDeps,
+    span: Span | null,
   ) {
     this.#store = store;
+    this.#span = span;
     this.#id = id;
     this.#owner = owner;
     this.#routeId = routeId;
@@ -70,7 +81,9 @@ export class Execution {
     this.#stop();
     const store = () => this.#store.complete(this.#id, this.#owner, response);
     try {
-      if (!(await store())) this.#deps.metrics.idempotency(this.#routeId, 'lease_lost');
+      const first =
+        this.#span === null ? store() : traced(this.#span, 'idempotency complete', COMPLETE_SPAN, store());
+      if (!(await first)) this.#deps.metrics.idempotency(this.#routeId, 'lease_lost');
     } catch (err) {
       this.#deps.metrics.idempotency(this.#routeId, 'store_error');
       this.#deps.log.error(
@@ -92,11 +105,11 @@ export class Execution {
     this.#ended = true;
     this.#stop();
     if (sent) return;
-    this.#store
-      .release(this.#id, this.#owner)
-      .catch((e) =>
+    const pending = this.#store.release(this.#id, this.#owner);
+    (this.#span === null ? pending : traced(this.#span, 'idempotency release', RELEASE_SPAN, pending)).catch(
+      (e) =>
         this.#deps.log.warn({ err: e, route: this.#routeId }, 'idempotency: could not release the record'),
-      );
+    );
   }
 }
 

@@ -136,7 +136,7 @@ async function withKey(
   if (result.outcome !== 'found') {
     ctx.idempotencyOutcome = result.outcome === 'claimed' ? 'executed' : 'takeover';
     deps.metrics.idempotency(ctx.route.id, result.outcome === 'claimed' ? 'executed' : 'takeover');
-    const execution = new Execution(store, id, owner, s.leaseMs, ctx.route.id, deps);
+    const execution = new Execution(store, id, owner, s.leaseMs, ctx.route.id, deps, ctx.span);
     if (s.operationsPrefix !== null) {
       accepted(ctx, key, s.operationsPrefix, s.retryAfter);
       ctx.keyed = true;

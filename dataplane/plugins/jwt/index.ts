@@ -6,7 +6,7 @@
  * material; a malformed token is a 401, never a 500. Reading, caching and coalescing: ../bearer.ts.
  */
 import { createPublicKey, createSecretKey } from 'node:crypto';
-import { decodeJwt, errors, type JWTVerifyGetKey } from 'jose';
+import { decodeJwt, errors } from 'jose';
 import type { RuntimeDeps } from '../../pipeline/route.ts';
 import { definePlugin } from '../types.ts';
 import { bearerHook } from '../bearer.ts';
@@ -17,6 +17,7 @@ import {
   claimHeaders,
   type IssuerRules,
   invalid,
+  type KeyResolver,
   maxLifetimeMs,
   skewSeconds,
   verifyJwt,
@@ -33,7 +34,7 @@ export default definePlugin(manifest, {
       header: (config.header ?? 'authorization').toLowerCase(),
       maxBytes: config.maxTokenBytes ?? 8192,
       claims,
-      check: (token) => {
+      check: (token, span) => {
         let iss: unknown;
         try {
           iss = decodeJwt(token).iss;
@@ -42,7 +43,7 @@ export default definePlugin(manifest, {
         }
         const rules = typeof iss === 'string' ? issuers.get(iss) : undefined;
         if (rules === undefined) return invalid('the token issuer is not accepted');
-        return verifyJwt(token, rules, { skewS, claims, source: 'jwt' });
+        return verifyJwt(token, rules, { skewS, claims, source: 'jwt' }, span);
       },
     });
     const hooks = { onRequest };
@@ -69,13 +70,13 @@ function compileIssuer(config: Issuer, deps: RuntimeDeps): IssuerRules {
               ),
       })
     : null;
-  const key: JWTVerifyGetKey = async (header, token) => {
+  const key: KeyResolver = async (header, token, parent) => {
     const byKid = statics.find((s) => s.kid !== undefined && s.kid === header.kid);
     if (byKid) return byKid.key;
     // A static key without kid, when it is the only one, verifies tokens the JWKS (if any) cannot.
     const unnamed = statics.filter((s) => s.kid === undefined);
     if (unnamed.length === 1 && (header.kid === undefined || remote === null)) return unnamed[0].key;
-    if (remote) return remote.resolve(header, token);
+    if (remote) return remote.resolve(header, token, parent);
     throw new errors.JWKSNoMatchingKey();
   };
   return {

@@ -5,6 +5,7 @@
  * locks out tokens whose keys are already known. A document naming another issuer is refused
  * (§4.3). While none was ever read, a request may trigger a read at most once per cooldown.
  */
+import type { Span } from '../../observability/tracing.ts';
 import { DocumentReader, perProcess } from '../provider-document.ts';
 import { type RemoteJwks, remoteJwks } from '../jwks.ts';
 
@@ -40,34 +41,42 @@ export class Discovery {
     this.#o = { cooldownMs: 5_000, timeoutMs: 5_000, ...opts };
     const url = `${issuer.replace(/\/$/, '')}/.well-known/openid-configuration`;
     // A failed read keeps the last good metadata.
-    this.#reader = new DocumentReader(url, { ...this.#o, maxBytes: 256 * 1024 }, (doc) => this.#apply(doc));
-    this.#read();
+    this.#reader = new DocumentReader(
+      url,
+      { ...this.#o, maxBytes: 256 * 1024, spanName: 'oidc discovery' },
+      (doc) => this.#apply(doc),
+    );
+    this.#read(null);
   }
 
-  /** The last good metadata and its JWKS (null while none was ever read); refreshes in the background when due. */
-  current(): { metadata: ProviderMetadata; jwks: RemoteJwks } | null {
+  /**
+   * The last good metadata and its JWKS (null while none was ever read); refreshes in the
+   * background when due. `parent`: the server span of the request asking (tracing on); only a
+   * read it will wait for (no metadata yet) is its child span: a refresh runs for no request.
+   */
+  current(parent: Span | null = null): { metadata: ProviderMetadata; jwks: RemoteJwks } | null {
     const now = Date.now();
     if (
       this.#reader.inflight === null &&
       now - this.#triedAt >= this.#o.cooldownMs &&
       (this.#metadata === null || now - this.#readAt >= this.#o.refreshMs)
     )
-      this.#read();
+      this.#read(this.#metadata === null ? parent : null);
     return this.#metadata === null ? null : { metadata: this.#metadata, jwks: this.#jwks! };
   }
 
   /** current(), after waiting for a read under way (the first one, or the one a request triggered). */
-  async ready(): Promise<{ metadata: ProviderMetadata; jwks: RemoteJwks } | null> {
-    const now = this.current();
+  async ready(parent: Span | null = null): Promise<{ metadata: ProviderMetadata; jwks: RemoteJwks } | null> {
+    const now = this.current(parent);
     const inflight = this.#reader.inflight;
     if (now !== null || inflight === null) return now;
     await inflight;
     return this.current();
   }
 
-  #read(): void {
+  #read(parent: Span | null): void {
     this.#triedAt = Date.now();
-    void this.#reader.read();
+    void this.#reader.read(parent);
   }
 
   #apply(raw: unknown): void {

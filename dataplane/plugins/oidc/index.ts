@@ -9,6 +9,7 @@
  */
 import { parseDuration } from '../../config/duration.ts';
 import { decodeJwt, type JWTPayload } from 'jose';
+import type { Span } from '../../observability/tracing.ts';
 import type { RequestContext } from '../../pipeline/context.ts';
 import { definePlugin } from '../types.ts';
 import { bearerHook, type Outcome, refuseScope, type Verified } from '../bearer.ts';
@@ -55,7 +56,9 @@ export default definePlugin(manifest, {
     const failed = (detail: string) =>
       intro?.onError === 'unauthorized' ? invalid(detail) : unavailable(detail);
 
-    const checkJwt = async (token: string): Promise<Outcome> => {
+    // `span`: the server span of the request that asked (tracing on): provider reads and
+    // introspection done for it are its child spans.
+    const checkJwt = async (token: string, span: Span | null): Promise<Outcome> => {
       // Another issuer's token is refused before any key lookup: its unknown kid must not
       // spend the JWKS refresh cooldown that a real rotation needs.
       let iss: unknown;
@@ -65,7 +68,7 @@ export default definePlugin(manifest, {
         return invalid('the token is malformed');
       }
       if (iss !== config.issuer) return invalid('the token issuer is not accepted');
-      const p = await provider.ready();
+      const p = await provider.ready(span);
       if (p === null) return unavailable('the identity provider metadata is not available');
       return verifyJwt(
         token,
@@ -77,16 +80,17 @@ export default definePlugin(manifest, {
           maxLifetimeMs: lifetimeMs,
         },
         { skewS, claims, source: 'oidc' },
+        span,
       );
     };
-    const checkOpaque = async (token: string): Promise<Outcome> => {
+    const checkOpaque = async (token: string, span: Span | null): Promise<Outcome> => {
       if (client === undefined) return invalid('the token is not a JWT and introspection is not configured');
-      const p = await provider.ready();
+      const p = await provider.ready(span);
       const endpoint = p?.metadata.introspectionEndpoint;
       if (endpoint == null) return failed('the identity provider has no introspection endpoint available');
       let answer: Record<string, unknown>;
       try {
-        answer = await introspect(endpoint, client, token);
+        answer = await introspect(endpoint, client, token, span);
       } catch (err) {
         deps.log.warn({ issuer: config.issuer, error: (err as Error).message }, 'oidc: introspection failed');
         return failed('the identity provider could not check the token');
@@ -116,7 +120,8 @@ export default definePlugin(manifest, {
       cacheMs,
       cacheEntries: intro?.cacheEntries,
       // A JWS compact token has three dot-separated parts; anything else is opaque.
-      check: (token) => (token.split('.').length === 3 ? checkJwt(token) : checkOpaque(token)),
+      check: (token, span) =>
+        token.split('.').length === 3 ? checkJwt(token, span) : checkOpaque(token, span),
       authorize:
         required.length === 0
           ? undefined

@@ -14,6 +14,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { CompactEncrypt, compactDecrypt, decodeJwt, jwtVerify } from 'jose';
 import { parseDuration } from '../../config/duration.ts';
 import { answered, answerProblem } from '../../pipeline/answer.ts';
+import type { Span } from '../../observability/tracing.ts';
 import type { RequestContext } from '../../pipeline/context.ts';
 import type { RuntimeDeps } from '../../pipeline/route.ts';
 import { refuseScope } from '../bearer.ts';
@@ -100,14 +101,14 @@ export function loginHook(
     ctx.res.writeHead(302, { location, 'cache-control': 'no-store', 'set-cookie': cookies });
     ctx.res.end();
   };
-  const endpoints = async () => (await provider.ready())?.metadata ?? null;
+  const endpoints = async (ctx: RequestContext) => (await provider.ready(ctx.span))?.metadata ?? null;
 
   const startLogin = async (ctx: RequestContext) => {
     if (ctx.method !== 'GET' && ctx.method !== 'HEAD')
       return answerProblem(ctx, 'SLC_ERR_CREDENTIALS_MISSING', {
         detail: 'a session or a bearer token is required',
       });
-    const m = await endpoints();
+    const m = await endpoints(ctx);
     if (m?.authorizationEndpoint == null)
       return answerProblem(ctx, 'SLC_ERR_AUTH_UNAVAILABLE', {
         detail: 'the identity provider metadata is not available',
@@ -140,21 +141,27 @@ export function loginHook(
     const code = q.get('code');
     if (code === null)
       return answerProblem(ctx, 'SLC_ERR_CREDENTIALS_INVALID', { detail: 'the provider refused the login' });
-    const m = await endpoints();
+    const m = await endpoints(ctx);
     let tokens: Record<string, unknown>;
     try {
       if (m?.tokenEndpoint == null) throw new Error('no token endpoint');
-      tokens = await postForm(m.tokenEndpoint, client, {
-        grant_type: 'authorization_code',
-        code,
-        redirect_uri: config.redirectUri,
-        code_verifier: state.v,
-      });
+      tokens = await postForm(
+        m.tokenEndpoint,
+        client,
+        {
+          grant_type: 'authorization_code',
+          code,
+          redirect_uri: config.redirectUri,
+          code_verifier: state.v,
+        },
+        ctx.span,
+        'oidc token',
+      );
     } catch (err) {
       deps.log.warn({ issuer: o.issuer, error: (err as Error).message }, 'oidc: code exchange failed');
       return answerProblem(ctx, 'SLC_ERR_AUTH_UNAVAILABLE', { detail: 'the login could not be completed' });
     }
-    const session = await sessionOf(tokens, null);
+    const session = await sessionOf(tokens, null, ctx.span);
     if (typeof session === 'string')
       return answerProblem(ctx, 'SLC_ERR_CREDENTIALS_INVALID', { detail: session });
     const idNonce = decodeJwt(session.it).nonce;
@@ -170,15 +177,17 @@ export function loginHook(
   const sessionOf = async (
     t: Record<string, unknown>,
     previous: Session | null,
+    span: Span | null,
   ): Promise<Session | string> => {
     const it = typeof t.id_token === 'string' ? t.id_token : previous?.it;
     if (typeof t.access_token !== 'string' || it === undefined) return 'the provider sent no tokens';
     // A new ID token is verified; one kept from the login was verified then.
     if (it !== previous?.it) {
-      const meta = await provider.ready();
+      const meta = await provider.ready(span);
       if (meta === null) return 'the identity provider metadata is not available';
+      const jwks = meta.jwks;
       try {
-        await jwtVerify(it, meta.jwks.resolve, {
+        await jwtVerify(it, span === null ? jwks.resolve : (h, tk) => jwks.resolve(h, tk, span), {
           issuer: o.issuer,
           audience: config.clientId,
           algorithms: o.algorithms,
@@ -200,7 +209,7 @@ export function loginHook(
   };
 
   const logout = async (ctx: RequestContext, session: Session | null) => {
-    const m = await endpoints();
+    const m = await endpoints(ctx);
     const clear = [cookie(name, '', 0)];
     if (session !== null && m?.endSessionEndpoint != null) {
       const q = new URLSearchParams({ id_token_hint: session.it, client_id: config.clientId });
@@ -217,16 +226,20 @@ export function loginHook(
     let session = await open<Session>(cookies.get(name));
     if (ctx.path === config.logoutPath) return logout(ctx, session);
     if (session !== null && session.ate - o.skewS <= nowS()) {
-      const m = await endpoints();
+      const m = await endpoints(ctx);
       let refreshed: Session | string = 'no refresh token';
       if (session.rt !== undefined && m?.tokenEndpoint != null) {
         try {
           refreshed = await sessionOf(
-            await postForm(m.tokenEndpoint, client, {
-              grant_type: 'refresh_token',
-              refresh_token: session.rt,
-            }),
+            await postForm(
+              m.tokenEndpoint,
+              client,
+              { grant_type: 'refresh_token', refresh_token: session.rt },
+              ctx.span,
+              'oidc token',
+            ),
             session,
+            ctx.span,
           );
         } catch (err) {
           refreshed = (err as Error).message;
