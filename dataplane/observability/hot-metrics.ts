@@ -96,7 +96,8 @@ abstract class HotMetric<S> {
     for (const [key, e] of [...this.#series]) {
       if (e.labels[label] !== from) continue;
       this.#series.delete(key);
-      this.add(this.series(...this.#labelNames.map((n) => (n === label ? to : e.labels[n]))), e.series);
+      this.#index = new Map();
+      this.add(this.#lookup(this.#labelNames.map((n) => (n === label ? to : e.labels[n]))), e.series);
     }
   }
 

@@ -100,6 +100,13 @@ describe('hot metrics', () => {
     expect(hot.series('a', 'GET', '2xx')).not.toBe(a);
     expect(hot.series('b', 'GET', '2xx')).toBe(b);
     expect(await reg.metrics()).toContain('z_total{route="b",method="GET",class="2xx"} 0');
+    // relabel moves counts: the old label values then name a new, empty series.
+    const c = hot.series('c', 'GET', '2xx');
+    c.inc();
+    hot.relabel('route', 'c', 'other');
+    expect(hot.series('other', 'GET', '2xx').value).toBe(1);
+    expect(hot.series('c', 'GET', '2xx')).not.toBe(c);
+    expect(hot.series('c', 'GET', '2xx').value).toBe(0);
     expect(
       () => new HotCounter({ name: 'w', help: 'h', labelNames: ['a', 'b', 'c', 'd'], registers: [] }),
     ).toThrow(/one to three labels/);
