@@ -8,7 +8,8 @@
  * claim, two upstream tries (the second with its resend count) and the idempotency complete, and
  * the upstream must have received each try's own traceparent. A keyed request whose upstream
  * cannot be reached has its claim, its failed try and the idempotency release. The trace id is in
- * the access-log line and in problem bodies. The receiver is test/helpers/otlp-receiver.ts.
+ * the access-log line and in problem bodies, also of requests refused before any route (their
+ * server span is named by the method alone). The receiver is test/helpers/otlp-receiver.ts.
  */
 import { randomUUID } from 'node:crypto';
 import { Writable } from 'node:stream';
@@ -170,6 +171,23 @@ describe('tracing', () => {
     expect(gone.statusCode).toBe(502);
     await gone.body.dump();
 
+    // Refused before any route (no route; a method never proxied): a server span named by the
+    // method alone, in the client's trace, whose id the problem and the log line carry.
+    const earlyTrace = randomUUID().replaceAll('-', '');
+    const early: { requestId: string; traceId: string }[] = [];
+    for (const [method, status] of [
+      ['GET', 404],
+      ['PROPFIND', 405],
+    ] as const) {
+      const r = await request(`${dp.proxyUrl}/nowhere?token=secret`, {
+        method,
+        headers: { traceparent: `00-${earlyTrace}-${clientSpan}-01` },
+      });
+      expect(r.statusCode).toBe(status);
+      early.push((await r.body.json()) as { requestId: string; traceId: string });
+    }
+    expect(early.map((p) => p.traceId)).toEqual([earlyTrace, earlyTrace]);
+
     // An aggregate: a span per call, each the parent of its try.
     const agg = await request(`${dp.proxyUrl}/agg`, {
       headers: { traceparent: `00-${aggTrace}-${clientSpan}-01` },
@@ -260,6 +278,21 @@ describe('tracing', () => {
       .filter(Boolean)
       .map((l) => JSON.parse(l));
     const line = lines.find((l) => l.requestId === problem.requestId);
+    for (const p of early) expect(lines.find((l) => l.requestId === p.requestId).traceId).toBe(earlyTrace);
+    const earlySpans = spans.filter((s) => s.traceId === earlyTrace);
+    expect(
+      earlySpans
+        .map((s) => [s.name, s.kind, s.parentSpanId, s.attributes['http.response.status_code']])
+        .sort(),
+    ).toEqual([
+      ['GET', SPAN_KIND.SERVER, clientSpan, '404'],
+      ['PROPFIND', SPAN_KIND.SERVER, clientSpan, '405'],
+    ]);
+    for (const s of earlySpans) {
+      expect(s.attributes['http.route']).toBeUndefined();
+      expect(s.attributes['url.path']).toBe('/nowhere');
+      expect(s.attributes['error.type']).toMatch(/^SLC_ERR_(ROUTE_NOT_FOUND|METHOD_NOT_ALLOWED)$/);
+    }
     expect(line.traceId).toBe(clientTrace);
   });
 });
