@@ -188,6 +188,23 @@ describe('tracing', () => {
     }
     expect(early.map((p) => p.traceId)).toEqual([earlyTrace, earlyTrace]);
 
+    // A trace the client did not sample (flags 00; the sampler follows the parent): nothing is
+    // recorded, and the upstream still gets the trace, unsampled.
+    const quietTrace = randomUUID().replaceAll('-', '');
+    const quiet = await request(`${dp.proxyUrl}/orders`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${token}`,
+        traceparent: `00-${quietTrace}-${clientSpan}-00`,
+        'idempotency-key': `key-${randomUUID()}`,
+        'content-type': 'application/json',
+      },
+      body: '{}',
+    });
+    expect(quiet.statusCode).toBe(200);
+    await quiet.body.dump();
+    expect(up.seen.at(-1)!.headers.traceparent).toMatch(new RegExp(`^00-${quietTrace}-[0-9a-f]{16}-00$`));
+
     // An aggregate: a span per call, each the parent of its try.
     const agg = await request(`${dp.proxyUrl}/agg`, {
       headers: { traceparent: `00-${aggTrace}-${clientSpan}-01` },
@@ -233,12 +250,15 @@ describe('tracing', () => {
     // The upstream saw each try's own span as its parent, in the client's trace, with its tracestate.
     const sent = up.seen
       .slice(seenBefore)
-      .filter((s) => s.method === 'POST')
+      .filter((s) => s.method === 'POST' && String(s.headers.traceparent).includes(clientTrace))
       .map((s) => s.headers.traceparent);
     expect(sent).toEqual(
       [tries.find((t) => t !== retry)!, retry].map((t) => `00-${clientTrace}-${t.spanId}-01`),
     );
-    expect(up.seen.findLast((s) => s.method === 'POST')!.headers.tracestate).toBe('vendor=opaque');
+    expect(
+      up.seen.findLast((s) => s.method === 'POST' && String(s.headers.traceparent).includes(clientTrace))!
+        .headers.tracestate,
+    ).toBe('vendor=opaque');
     const hit = children.find((c) => c.name === 'rate-limit hit')!;
     expect(hit.attributes['db.system.name']).toBe('redis');
     // The 401's server span is in the same trace, with no upstream try.
@@ -279,6 +299,7 @@ describe('tracing', () => {
       .map((l) => JSON.parse(l));
     const line = lines.find((l) => l.requestId === problem.requestId);
     for (const p of early) expect(lines.find((l) => l.requestId === p.requestId).traceId).toBe(earlyTrace);
+    expect(spans.filter((s) => s.traceId === quietTrace)).toEqual([]);
     const earlySpans = spans.filter((s) => s.traceId === earlyTrace);
     expect(
       earlySpans
