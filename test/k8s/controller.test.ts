@@ -3,7 +3,9 @@
  * elsewhere): `sluice controller` processes, three `sluice dataplane` processes on 127.0.0.1,
  * .2 and .3 (same ports, as pods would have), an upstream on loopback, and objects applied with
  * kubectl. kapi runs no EndpointSlice controller, so the test writes the data plane's
- * EndpointSlice itself, as Kubernetes would for a headless Service.
+ * EndpointSlice itself, as Kubernetes would for a headless Service. The first controller
+ * exports its spans (OTEL_* in its environment) to an OTLP receiver on loopback: its build and
+ * pushes are traced with the hash every pod then runs.
  *
  * Figures (apply-to-all-pods latency) are printed, not asserted beyond a generous bound.
  */
@@ -14,6 +16,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ok } from '../helpers/kubectl.ts';
+import { type OtlpReceiver, startOtlpReceiver } from '../helpers/otlp-receiver.ts';
 import { type LaunchedProcess, launch, metricValue, stopAllSluice } from '../helpers/processes.ts';
 import { freePort, startUpstream, type Upstream } from '../helpers/servers.ts';
 
@@ -24,6 +27,7 @@ const ROOT = join(import.meta.dirname, '..', '..');
 const LAST_EDIT = 51;
 
 let up: Upstream;
+let receiver: OtlpReceiver;
 let proxyPort: number;
 let adminPort: number;
 const planes = new Map<string, LaunchedProcess>();
@@ -62,6 +66,7 @@ function startPlane(host: string): Promise<LaunchedProcess> {
 async function startController(
   identity: string,
   logLevel = 'warn',
+  env: NodeJS.ProcessEnv = {},
 ): Promise<{ proc: LaunchedProcess; metrics: string }> {
   const port = await freePort();
   const proc = await launch(
@@ -84,7 +89,7 @@ async function startController(
     ],
     `http://127.0.0.1:${port}/readyz`,
     null,
-    { what: `sluice controller ${identity}`, readyTimeoutMs: 30_000 },
+    { what: `sluice controller ${identity}`, readyTimeoutMs: 30_000, env },
   );
   return { proc, metrics: `http://127.0.0.1:${port}` };
 }
@@ -202,6 +207,7 @@ ${HOSTS.map((h, i) => `  - { addresses: ["${h}"], conditions: { ready: false }, 
 afterAll(async () => {
   await stopAllSluice();
   await up?.close();
+  await receiver?.close();
   await ok(['delete', 'gatewayroutes,gatewayplugins', '--all', '-n', NS, '--ignore-not-found']).catch(
     () => {},
   );
@@ -210,8 +216,13 @@ afterAll(async () => {
 describe('sluice controller on a real API server', () => {
   let leader: { proc: LaunchedProcess; metrics: string };
 
-  it('applied objects reach all three data planes; every object says Programmed, 3 of 3', async () => {
-    leader = await startController('ctl-a');
+  it('applied objects reach all three data planes; every object says Programmed, 3 of 3; the build and its pushes are traced with the hash the pods run', async () => {
+    // The first controller exports its spans to a receiver, configured as an operator would.
+    receiver = await startOtlpReceiver();
+    leader = await startController('ctl-a', 'warn', {
+      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+      OTEL_BSP_SCHEDULE_DELAY: '50',
+    });
     const t0 = Date.now();
     await apply(`${transformer('version', 'v1')}---${route('orders', '/e2e/orders', ['version'])}`);
     await until(
@@ -236,6 +247,32 @@ describe('sluice controller on a real API server', () => {
     }
     console.log(`[controller-e2e] kubectl apply → traffic on 3 of 3 pods in ${ms} ms`);
     expect(ms).toBeLessThan(10_000);
+
+    // What every pod runs, and the spans of the build that made it and of its three pushes.
+    const running = await Promise.all(
+      HOSTS.map(async (h) => {
+        const text = await (await fetch(`http://${h}:${adminPort}/metrics`)).text();
+        return /sluice_config_info\{hash="([0-9a-f]+)"\} 1/.exec(text)?.[1];
+      }),
+    );
+    const hash = running[0]!;
+    expect(running).toEqual([hash, hash, hash]);
+    const pushes = await until(
+      'push spans for the 3 pods',
+      async () =>
+        receiver.spans.filter(
+          (s) => s.name === 'controller push' && s.attributes['sluice.snapshot.hash'] === hash,
+        ),
+      (p) => new Set(p.map((s) => s.attributes['sluice.pod'])).size === 3,
+    );
+    const build = receiver.spans.find(
+      (s) => s.name === 'controller build' && s.attributes['sluice.snapshot.hash'] === hash,
+    );
+    expect(build).toMatchObject({ service: 'sluice-controller' });
+    // Each pod applied it (a later push of the same snapshot would say unchanged).
+    const applied = pushes.filter((p) => p.attributes['sluice.push.result'] === 'applied');
+    expect(new Set(applied.map((p) => p.attributes['sluice.pod'])).size).toBe(3);
+    expect(pushes.every((p) => p.links.some((l) => l.spanId === build!.spanId))).toBe(true);
   }, 40_000);
 
   it('an edit changes behaviour on every pod; the figures of 50 edits', async () => {
