@@ -68,7 +68,8 @@ export abstract class UpstreamTry extends Expiring implements Dispatcher.Dispatc
     // An 'error' is reported by the 'close' after it: this only keeps it from being unhandled.
     out.on('error', noop);
     // Closed already (the client went away while the upstream answered): no 'close' is to come.
-    if (out.closed) queueMicrotask(() => this.#closed(out));
+    // (node:http2's compatibility response has no `closed`: a reset stream reads as finished.)
+    if (out.closed || out.writableFinished) queueMicrotask(() => this.#closed(out));
     else if (out.writableNeedDrain) this.#pauseUntilDrain(controller, out);
   }
 

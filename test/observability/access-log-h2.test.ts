@@ -24,6 +24,10 @@ beforeAll(async () => {
   pki = makePki();
   // /size/N answers N bytes, chunked, with a little delay so the streams overlap.
   up = await startUpstream((req, res) => {
+    if (req.url === '/size/late') {
+      setTimeout(() => res.end('late'), 200);
+      return true;
+    }
     const n = Number(/^\/size\/(\d+)/.exec(req.url ?? '')?.[1] ?? 0);
     res.writeHead(200, { 'content-type': 'application/octet-stream' });
     setTimeout(() => {
@@ -130,5 +134,23 @@ describe('access log bytesOut on h2', () => {
     }
     const bytesOut = lines('h1-').get('h1-size-x')?.bytesOut as number;
     expect(bytesOut).toBeGreaterThan(300 + 'HTTP/1.1 200 OK\r\n'.length);
+  });
+
+  it('a stream the client cancels before the upstream answers still gets its line, and the gateway goes on', async () => {
+    const session = connect(dp.httpsUrl, { ca: pki.ca, servername: HOST });
+    try {
+      const s = session.request({ ':path': '/size/late', 'x-request-id': 'h2-cancel-x' });
+      s.on('error', () => {});
+      s.end();
+      await new Promise((r) => setTimeout(r, 50));
+      s.close(); // RST_STREAM (CANCEL) while the gateway waits on the upstream
+      const deadline = Date.now() + 2_000;
+      while (!lines('h2-cancel-').has('h2-cancel-x') && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 20));
+      expect(lines('h2-cancel-').has('h2-cancel-x')).toBe(true);
+      expect(await h2get(session, '/size/10', 'h2-after-x')).toEqual({ status: 200, length: 10 });
+    } finally {
+      session.close();
+    }
   });
 });
