@@ -7,6 +7,7 @@
  * by the files' text, so the door's check and the bind of one snapshot (and the next snapshots
  * with the same files) parse once.
  */
+import { parseTemplate } from './http-template.ts';
 import protobuf from 'protobufjs';
 import type { ConfigProblem } from './config-problem.ts';
 
@@ -113,9 +114,9 @@ export interface HttpRule {
 const VERBS = ['get', 'put', 'post', 'delete', 'patch'] as const;
 
 /**
- * The method's google.api.http option as an HttpRule, or why it cannot be one: additional
- * bindings and custom verbs are ignored; a template segment must be a literal or one {field}
- * ({field=*} is the same), since the route's pattern captures one segment per parameter.
+ * The method's google.api.http option as an HttpRule, or why it cannot be one. Its path is a
+ * template (config/http-template.ts: multi-segment and nested-field variables, "*", "**", a
+ * custom verb); additional bindings are not read (a route serves one binding).
  */
 export function annotationOf(m: protobuf.Method): HttpRule | string {
   const opt = (m.parsedOptions as Record<string, unknown>[] | undefined)?.find(
@@ -125,19 +126,10 @@ export function annotationOf(m: protobuf.Method): HttpRule | string {
   const verb = VERBS.find((v) => typeof opt[v] === 'string');
   if (verb === undefined) return `${m.name}'s google.api.http option has no get, put, post, delete or patch`;
   const path = opt[verb] as string;
-  const wide = /\{[^}]*=(?!\*\})[^}]*\}/.exec(path);
-  if (wide !== null)
-    return `${m.name}'s google.api.http path variable ${wide[0]} spans more than one segment (only {field} or {field=*})`;
-  const segments: string[] = [];
-  for (const seg of path.split('/').slice(1)) {
-    const param = /^\{([A-Za-z_][A-Za-z0-9_]*)(?:=\*)?\}$/.exec(seg);
-    if (param !== null) segments.push(`{${param[1]}}`);
-    else if (/[{}*]/.test(seg) || seg.includes(':'))
-      return `${m.name}'s google.api.http path segment "${seg}" is not a literal or one {field}`;
-    else segments.push(seg);
-  }
+  const t = parseTemplate(path);
+  if ('error' in t) return `${m.name}'s google.api.http path ${JSON.stringify(path)}: ${t.error}`;
   const body = typeof opt.body === 'string' && opt.body !== '' ? opt.body : undefined;
-  return { verb: verb.toUpperCase(), pattern: `/${segments.join('/')}`, ...(body && { body }) };
+  return { verb: verb.toUpperCase(), pattern: path, ...(body && { body }) };
 }
 
 /** The field named `name` (as written in the proto, or its lowerCamelCase JSON name). */

@@ -1,8 +1,8 @@
 /**
  * The grpc handler in a real data plane, its routes compiled by the real controller, answered by
  * a real @grpc/grpc-js server on loopback (server.ts): proto3 JSON both ways (nested messages,
- * enums, int64, bytes, repeated, maps), path + query + body mapping, the google.api.http
- * annotation, every gRPC status mapped, the deadline, bad bodies refused with no call made,
+ * enums, int64, bytes, repeated, maps), path + query + body mapping, path templates (variables
+ * over several segments, nested fields, "**", custom verbs), the google.api.http annotation, every gRPC status mapped, the deadline, bad bodies refused with no call made,
  * metadata both ways, an unreachable service.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -33,6 +33,9 @@ beforeAll(async () => {
         rule('event', '/event', 'EchoEvent', { body: '*' }),
         rule('annotated', '/v1/items', 'GetItem', { annotation: true }),
         rule('annotated-create', '/v1/shelves', 'CreateItem', { annotation: true }),
+        rule('names', '/v2', 'Echo', { pattern: '/v2/{item_id=shelves/*/books/*}' }),
+        rule('nested', '/v3', 'Echo', { pattern: '/v3/{item_id}/pages/{page.token}' }),
+        rule('verb', '/v4', 'Echo', { pattern: '/v4/{item_id=**}:watch' }),
         rule('fail', '/fail', 'Fail', { body: '*' }),
         rule('slow', '/slow', 'Slow', { body: '*', timeout: '1s' }),
       ]),
@@ -129,6 +132,20 @@ describe('grpc: JSON ↔ protobuf', () => {
     // Another verb than the annotation's, or a path outside its template.
     expect((await get('/v1/items/42', { method: 'DELETE' })).status).toBe(405);
     expect((await get('/v1/items/42/more')).status).toBe(404);
+  });
+
+  it('path templates: a variable over several segments, a nested field, "**" and a custom verb', async () => {
+    const names = await get('/v2/shelves/s1/books/b%201');
+    expect(names.status).toBe(200);
+    expect(names.json).toEqual({ itemId: 'shelves/s1/books/b 1' });
+    expect((await get('/v2/shelves/s1')).status).toBe(404);
+    expect((await get('/v2/racks/s1/books/b1')).status).toBe(404);
+    // The path sets page.token; the query sets page.size beside it.
+    const nested = await get('/v3/i/pages/tok?page.size=3');
+    expect(nested.json).toEqual({ itemId: 'i', page: { size: 3, token: 'tok' } });
+    const verb = await get('/v4/a/b/c:watch');
+    expect(verb.json).toEqual({ itemId: 'a/b/c' });
+    expect((await get('/v4/a/b/c')).status).toBe(404);
   });
 });
 

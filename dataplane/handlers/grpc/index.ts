@@ -9,11 +9,10 @@
  */
 import { Metadata } from '@grpc/grpc-js';
 import { type FoundMethod, fieldNamed, findMethod, parseProtos } from '../../config/proto-files.ts';
-import { template } from '../../config/template.ts';
+import { type HttpTemplate, parseTemplate } from '../../config/http-template.ts';
 import { problem } from '../../errors/problem.ts';
 import { rpcSpanAttributes, startRpcSpan } from '../../observability/tracing.ts';
 import type { RequestContext } from '../../pipeline/context.ts';
-import { compilePathRewrite } from '../../pipeline/transform/path-rewrite.ts';
 import type { ResponseSink } from '../../upstream/call.ts';
 import { ClientSink } from '../client-sink.ts';
 import { deliver } from '../deliver.ts';
@@ -51,10 +50,7 @@ export default defineHandler(manifest, {
           method,
           mapping: {
             request: method.request,
-            pattern:
-              entry.pattern === undefined
-                ? null
-                : compilePathRewrite({ pattern: entry.pattern, rewrite: '/' }, template),
+            pattern: entry.pattern === undefined ? null : (parseTemplate(entry.pattern) as HttpTemplate), // checked at the door
             body,
           },
           verb: entry.verb ?? null,

@@ -8,10 +8,11 @@
  * The upstream is the service (service.url or backendRef): https is a TLS channel.
  */
 import { type Static, Type } from '@sinclair/typebox';
+import type protobuf from 'protobufjs';
 import type { ConfigProblem } from '../../config/config-problem.ts';
 import { DURATION_PATTERN, MAX_TIMEOUT_MS, parseDuration } from '../../config/duration.ts';
 import { handlerManifest } from '../../config/manifest.ts';
-import { PATH_PATTERN, patternParams } from '../../config/transform-schema.ts';
+import { GRPC_TEMPLATE, parseTemplate, spansSegments, templateFields } from '../../config/http-template.ts';
 import {
   annotationOf,
   fieldNamed,
@@ -76,10 +77,12 @@ const Method = Type.String({
 });
 const Pattern = Type.String({
   maxLength: 2048,
-  pattern: PATH_PATTERN,
+  pattern: GRPC_TEMPLATE,
   description:
-    'The request path, a "{field}" for each segment that sets a field of the request message, e.g. ' +
-    '"/v1/items/{item_id}"; a request that does not fit it gets 404. Absent: any path of the route, no parameters.',
+    'The request path as a google.api.http template: literals, "*", "**", and "{field}" (one segment) or ' +
+    '"{field=shelves/*}" (several) setting a field of the request message (dotted for a nested one), an ' +
+    'optional ":verb", e.g. "/v1/items/{item_id}" or "/v1/{name=shelves/*/books/*}"; a request that does not ' +
+    'fit it gets 404. Absent: any path of the route, no parameters.',
 });
 const Body = Type.String({
   pattern: `^(\\*|${IDENT})$`,
@@ -142,7 +145,7 @@ export const GrpcHandler = Type.Object(
     protos: Type.Array(ProtoFile, { minItems: 1 }),
     service: Service,
     method: Method,
-    pattern: Type.Optional(Type.String({ pattern: PATH_PATTERN })),
+    pattern: Type.Optional(Type.String({ pattern: GRPC_TEMPLATE })),
     body: Type.Optional(Body),
     /** The only HTTP method served (from the annotation); absent: those the route matches. */
     verb: Type.Optional(Type.String({ pattern: '^[A-Z]+$' })),
@@ -179,21 +182,25 @@ function checkMapping(
   if (!('method' in found)) return [found];
   const problems: ConfigProblem[] = [];
   if (rule.pattern !== undefined) {
-    const params = patternParams(rule.pattern);
-    if ('error' in params)
-      problems.push({ field: ruleField('pattern'), message: `the pattern ${params.error}` });
+    const t = parseTemplate(rule.pattern);
+    if ('error' in t) problems.push({ field: ruleField('pattern'), message: `the pattern ${t.error}` });
     else
-      for (const name of params) {
-        const f = fieldNamed(found.request, name);
-        if (f === undefined)
+      for (const name of templateFields(t)) {
+        const f = fieldAt(found.request, name);
+        if (typeof f === 'string')
           problems.push({
             field: ruleField('pattern'),
-            message: `{${name}} is not a field of ${found.request.name}`,
+            message: name.includes('.') ? `{${name}}: ${f}` : `{${name}} ${f.slice(name.length + 1)}`,
           });
         else if (f.repeated || f.map || (f.resolvedType !== null && 'fieldsArray' in f.resolvedType))
           problems.push({
             field: ruleField('pattern'),
             message: `{${name}} must be a single scalar or enum field`,
+          });
+        else if (spansSegments(t, name) && f.type !== 'string')
+          problems.push({
+            field: ruleField('pattern'),
+            message: `{${name}} spans segments: it must be a string field`,
           });
       }
   }
@@ -279,3 +286,18 @@ export const manifest = handlerManifest({
   },
   load: (): Promise<{ default: unknown }> => import('./index.ts'),
 });
+
+/** The field at a dotted path of `type` (through singular message fields), or why there is none. */
+function fieldAt(type: protobuf.Type, path: string): protobuf.Field | string {
+  let t = type;
+  const names = path.split('.');
+  for (let i = 0; ; i++) {
+    const f = fieldNamed(t, names[i]);
+    if (f === undefined) return `${names[i]} is not a field of ${t.name}`;
+    if (i === names.length - 1) return f;
+    const rt = f.resolvedType;
+    if (rt === null || !('fieldsArray' in rt) || f.repeated || f.map)
+      return `${names[i]} is not a message field to select in`;
+    t = rt as protobuf.Type;
+  }
+}

@@ -1,21 +1,22 @@
 /**
  * The gRPC request message of one HTTP request, by the route's mapping (google.api.http's
- * rules): the body is the whole message ("*") or one field of it, the path's {parameters} and
+ * rules): the body is the whole message ("*") or one field of it, the path template's variables
+ * (config/http-template.ts: one segment or several, a dotted name setting a nested field) and
  * (unless the body is the whole message) the query's parameters set fields, a query name being a
  * field path ("page.size", proto or JSON names). Later sources win: body, then query, then path.
  * Everything goes through the strict JSON check (json.ts), so a value from the URL is held to
  * its field's type like one from the body.
  */
 import type protobuf from 'protobufjs';
-import { captureParams, type PathRewrite } from '../../pipeline/transform/path-rewrite.ts';
+import { type HttpTemplate, matchTemplate } from '../../config/http-template.ts';
 import { fromJson } from './json.ts';
 import { JsonMismatch } from './json-mismatch.ts';
 import { fieldNamed } from '../../config/proto-files.ts';
 
 export interface BoundMapping {
   request: protobuf.Type;
-  /** The request path's pattern ("/v1/items/{item_id}"); null: any path of the route, no parameters. */
-  pattern: PathRewrite | null;
+  /** The request path's template ("/v1/items/{item_id}"); null: any path of the route, no parameters. */
+  pattern: HttpTemplate | null;
   /** "*": the body is the message; a field: the body is that field; null: no body. */
   body: '*' | protobuf.Field | null;
 }
@@ -34,7 +35,7 @@ export function requestObject(
 ): Obj | typeof NO_MATCH {
   let params: Record<string, string> | null = null;
   if (m.pattern !== null) {
-    params = captureParams(m.pattern, path);
+    params = matchTemplate(m.pattern, path);
     if (params === null) return NO_MATCH;
   }
   let out: Obj = {};
@@ -54,8 +55,23 @@ export function requestObject(
     Object.assign(out, fromJson(m.request, queryObject(m.request, query)));
   }
   if (params !== null) {
+    // A dotted name ("book.name") sets a field of a nested message, over what body and query set.
     const given: Obj = {};
-    for (const name in params) given[name] = paramValue(fieldNamed(m.request, name)!, params[name]);
+    for (const name in params) {
+      const names = name.split('.');
+      let t = m.request;
+      let obj = given;
+      let from: Obj | undefined = out; // what body and query set at this level, kept
+      for (let i = 0; i < names.length - 1; i++) {
+        const f = fieldNamed(t, names[i])!;
+        const had: unknown = from?.[f.name] ?? from?.[names[i]];
+        from = had !== null && typeof had === 'object' ? (had as Obj) : undefined;
+        obj[names[i]] ??= { ...from };
+        obj = obj[names[i]] as Obj;
+        t = f.resolvedType as protobuf.Type;
+      }
+      obj[names[names.length - 1]] = paramValue(fieldNamed(t, names[names.length - 1])!, params[name]);
+    }
     Object.assign(out, fromJson(m.request, given));
   }
   return out;
