@@ -114,22 +114,32 @@ export interface HttpRule {
 const VERBS = ['get', 'put', 'post', 'delete', 'patch'] as const;
 
 /**
- * The method's google.api.http option as an HttpRule, or why it cannot be one. Its path is a
- * template (config/http-template.ts: multi-segment and nested-field variables, "*", "**", a
- * custom verb); additional bindings are not read (a route serves one binding).
+ * The method's google.api.http option as its HTTP bindings, the option's own first and then its
+ * additional_bindings in order, or why it cannot be read. A path is a template
+ * (config/http-template.ts: multi-segment and nested-field variables, "*", "**", a custom verb).
  */
-export function annotationOf(m: protobuf.Method): HttpRule | string {
+export function annotationOf(m: protobuf.Method): HttpRule[] | string {
   const opt = (m.parsedOptions as Record<string, unknown>[] | undefined)?.find(
     (o) => '(google.api.http)' in o,
   )?.['(google.api.http)'] as Record<string, unknown> | undefined;
   if (opt === undefined) return `${m.name} has no google.api.http option`;
-  const verb = VERBS.find((v) => typeof opt[v] === 'string');
-  if (verb === undefined) return `${m.name}'s google.api.http option has no get, put, post, delete or patch`;
-  const path = opt[verb] as string;
-  const t = parseTemplate(path);
-  if ('error' in t) return `${m.name}'s google.api.http path ${JSON.stringify(path)}: ${t.error}`;
-  const body = typeof opt.body === 'string' && opt.body !== '' ? opt.body : undefined;
-  return { verb: verb.toUpperCase(), pattern: path, ...(body && { body }) };
+  const more = opt.additional_bindings;
+  const all = [opt, ...(more === undefined ? [] : Array.isArray(more) ? more : [more])] as Record<
+    string,
+    unknown
+  >[];
+  const rules: HttpRule[] = [];
+  for (const [i, o] of all.entries()) {
+    const which = i === 0 ? `${m.name}'s google.api.http option` : `${m.name}'s additional binding ${i}`;
+    const verb = VERBS.find((v) => typeof o[v] === 'string');
+    if (verb === undefined) return `${which} has no get, put, post, delete or patch`;
+    const path = o[verb] as string;
+    const t = parseTemplate(path);
+    if ('error' in t) return `${which}: the path ${JSON.stringify(path)} ${t.error}`;
+    const body = typeof o.body === 'string' && o.body !== '' ? o.body : undefined;
+    rules.push({ verb: verb.toUpperCase(), pattern: path, ...(body && { body }) });
+  }
+  return rules;
 }
 
 /** The field named `name` (as written in the proto, or its lowerCamelCase JSON name). */

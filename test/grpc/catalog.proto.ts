@@ -88,6 +88,13 @@ service Catalog {
     option (google.api.http) = { post: "/v1/shelves/{shelf}/items" body: "item" };
   }
   rpc Echo(GetItemRequest) returns (GetItemRequest);
+  rpc Lookup(GetItemRequest) returns (GetItemRequest) {
+    option (google.api.http) = {
+      get: "/v5/items/{item_id}"
+      additional_bindings { get: "/v5/{item_id=shelves/*/items/*}" }
+      additional_bindings { post: "/v5/items:lookup" body: "*" }
+    };
+  }
   rpc Fail(FailRequest) returns (Empty);
   rpc Slow(SlowRequest) returns (Empty);
   rpc Watch(GetItemRequest) returns (stream Item);

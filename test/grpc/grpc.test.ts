@@ -34,6 +34,7 @@ beforeAll(async () => {
         rule('annotated', '/v1/items', 'GetItem', { annotation: true }),
         rule('annotated-create', '/v1/shelves', 'CreateItem', { annotation: true }),
         rule('names', '/v2', 'Echo', { pattern: '/v2/{item_id=shelves/*/books/*}' }),
+        rule('bindings', '/v5', 'Lookup', { annotation: true }),
         rule('nested', '/v3', 'Echo', { pattern: '/v3/{item_id}/pages/{page.token}' }),
         rule('verb', '/v4', 'Echo', { pattern: '/v4/{item_id=**}:watch' }),
         rule('fail', '/fail', 'Fail', { body: '*' }),
@@ -146,6 +147,20 @@ describe('grpc: JSON ↔ protobuf', () => {
     const verb = await get('/v4/a/b/c:watch');
     expect(verb.json).toEqual({ itemId: 'a/b/c' });
     expect((await get('/v4/a/b/c')).status).toBe(404);
+  });
+
+  it("the annotation's additional bindings: each its own method, path and body, tried in order", async () => {
+    expect((await get('/v5/items/7')).json).toEqual({ itemId: '7' });
+    expect((await get('/v5/shelves/s/items/7')).json).toEqual({ itemId: 'shelves/s/items/7' });
+    const post = await get('/v5/items:lookup', {
+      method: 'POST',
+      body: JSON.stringify({ itemId: 'x', version: '3' }),
+    });
+    expect(post.json).toEqual({ itemId: 'x', version: '3' });
+    // A path one binding fits, with another method: 405; a path none fits: 404.
+    expect((await get('/v5/items:lookup')).status).toBe(405);
+    expect((await get('/v5/shelves/s/items/7', { method: 'POST', body: '{}' })).status).toBe(405);
+    expect((await get('/v5/other')).status).toBe(404);
   });
 });
 

@@ -93,6 +93,7 @@ export async function startGrpcServer(
       done(null, call.request, trailer);
     }),
     EchoEvent: counted('EchoEvent', (call, done) => done(null, call.request)),
+    Lookup: counted('Lookup', (call, done) => done(null, call.request)),
     Fail: counted('Fail', (call, done) => {
       const r = call.request as { code?: number; message?: string };
       done({ code: r.code ?? 0, details: r.message ?? '' });

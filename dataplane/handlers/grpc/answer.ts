@@ -14,14 +14,19 @@ import { deliver } from '../deliver.ts';
 import type { BoundMapping } from './request-message.ts';
 import { BREAKER_FAILURES, httpOfGrpc } from './status.ts';
 
+/** One HTTP binding of the method: the HTTP method it serves (null: any the route matches) and its mapping. */
+export interface Binding {
+  verb: string | null;
+  mapping: BoundMapping;
+}
+
 /** A route's call, bound once per snapshot. */
 export interface BoundCall {
   client: Client;
   up: UpstreamRuntime;
   method: FoundMethod;
-  mapping: BoundMapping;
-  /** The only HTTP method served (an annotation's verb), or null. */
-  verb: string | null;
+  /** How a request becomes the message: one binding, or an annotation's bindings in order. */
+  bindings: readonly Binding[];
   deadlineMs: number;
   requestHeaders: readonly string[];
   responseHeaders: readonly string[];

@@ -9,7 +9,7 @@
  */
 import { Metadata } from '@grpc/grpc-js';
 import { type FoundMethod, fieldNamed, findMethod, parseProtos } from '../../config/proto-files.ts';
-import { type HttpTemplate, parseTemplate } from '../../config/http-template.ts';
+import { type HttpTemplate, matchTemplate, parseTemplate } from '../../config/http-template.ts';
 import { problem } from '../../errors/problem.ts';
 import { rpcSpanAttributes, startRpcSpan } from '../../observability/tracing.ts';
 import type { RequestContext } from '../../pipeline/context.ts';
@@ -17,7 +17,7 @@ import type { ResponseSink } from '../../upstream/call.ts';
 import { ClientSink } from '../client-sink.ts';
 import { deliver } from '../deliver.ts';
 import { defineHandler } from '../types.ts';
-import type { BoundCall } from './answer.ts';
+import type { Binding, BoundCall } from './answer.ts';
 import { acquire, channelKey, release } from './channels.ts';
 import { JsonMismatch } from './json-mismatch.ts';
 import { manifest } from './manifest.ts';
@@ -38,22 +38,24 @@ export default defineHandler(manifest, {
         const address = new URL(key);
         const client = acquire(key);
         keys.push(key);
-        const body =
-          entry.body === undefined
-            ? null
-            : entry.body === '*'
-              ? '*'
-              : fieldNamed(method.request, entry.body)!;
+        const binding = (rule: { pattern?: string; body?: string; verb?: string }): Binding => ({
+          verb: rule.verb ?? null,
+          mapping: {
+            request: method.request,
+            pattern: rule.pattern === undefined ? null : (parseTemplate(rule.pattern) as HttpTemplate), // checked at the door
+            body:
+              rule.body === undefined
+                ? null
+                : rule.body === '*'
+                  ? '*'
+                  : fieldNamed(method.request, rule.body)!,
+          },
+        });
         const bound: BoundCall = {
           client,
           up,
           method,
-          mapping: {
-            request: method.request,
-            pattern: entry.pattern === undefined ? null : (parseTemplate(entry.pattern) as HttpTemplate), // checked at the door
-            body,
-          },
-          verb: entry.verb ?? null,
+          bindings: [entry, ...(entry.additionalBindings ?? [])].map(binding),
           deadlineMs: up.requestMs || up.headersTimeout,
           requestHeaders: entry.requestHeaders,
           responseHeaders: entry.responseHeaders,
@@ -73,24 +75,36 @@ export default defineHandler(manifest, {
 
 // Returns what sink.end or deliver return (nothing): `return sink.end(…)` ends a branch.
 function start(b: BoundCall, ctx: RequestContext, sink: ResponseSink) {
-  if (b.verb !== null && ctx.method !== b.verb)
-    return sink.end({ code: 'SLC_ERR_METHOD_NOT_ALLOWED', sent: false });
   const request = b.method.request;
-  let bytes: Uint8Array;
-  try {
-    const obj = requestObject(b.mapping, ctx.path, ctx.query, ctx.body);
-    if (obj === NO_MATCH) return sink.end({ code: 'SLC_ERR_ROUTE_NOT_FOUND', sent: false });
-    bytes = request.encode(request.fromObject(obj)).finish();
-  } catch (err) {
-    if (!(err instanceof JsonMismatch)) throw err;
-    const doc = problem('SLC_ERR_BAD_REQUEST', err.message, { field: err.field, requestId: ctx.requestId });
-    return deliver(
-      sink,
-      400,
-      { 'content-type': 'application/problem+json' },
-      Buffer.from(JSON.stringify(doc)),
-    );
+  let bytes: Uint8Array | null = null;
+  // The first binding whose method and path fit; one whose path fits another method's: 405.
+  let otherMethod = false;
+  for (const { verb, mapping } of b.bindings) {
+    try {
+      if (verb !== null && ctx.method !== verb) {
+        otherMethod ||= mapping.pattern === null || matchTemplate(mapping.pattern, ctx.path) !== null;
+        continue;
+      }
+      const obj = requestObject(mapping, ctx.path, ctx.query, ctx.body);
+      if (obj === NO_MATCH) continue;
+      bytes = request.encode(request.fromObject(obj)).finish();
+      break;
+    } catch (err) {
+      if (!(err instanceof JsonMismatch)) throw err;
+      const doc = problem('SLC_ERR_BAD_REQUEST', err.message, { field: err.field, requestId: ctx.requestId });
+      return deliver(
+        sink,
+        400,
+        { 'content-type': 'application/problem+json' },
+        Buffer.from(JSON.stringify(doc)),
+      );
+    }
   }
+  if (bytes === null)
+    return sink.end({
+      code: otherMethod ? 'SLC_ERR_METHOD_NOT_ALLOWED' : 'SLC_ERR_ROUTE_NOT_FOUND',
+      sent: false,
+    });
   const md = new Metadata();
   try {
     for (const name of b.requestHeaders) {

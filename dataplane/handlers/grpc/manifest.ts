@@ -22,6 +22,7 @@ import {
 } from '../../config/proto-files.ts';
 
 const IDENT = '[A-Za-z_][A-Za-z0-9_]*';
+const VERB = '^[A-Z]+$';
 const HEADER_NAME = '^[a-z0-9][a-z0-9._-]*$';
 const MAX_PROTO_BYTES = 256 * 1024;
 
@@ -148,7 +149,21 @@ export const GrpcHandler = Type.Object(
     pattern: Type.Optional(Type.String({ pattern: GRPC_TEMPLATE })),
     body: Type.Optional(Body),
     /** The only HTTP method served (from the annotation); absent: those the route matches. */
-    verb: Type.Optional(Type.String({ pattern: '^[A-Z]+$' })),
+    verb: Type.Optional(Type.String({ pattern: VERB })),
+    /** The annotation's additional_bindings, tried in order after the binding above. */
+    additionalBindings: Type.Optional(
+      Type.Array(
+        Type.Object(
+          {
+            verb: Type.String({ pattern: VERB }),
+            pattern: Type.String({ pattern: GRPC_TEMPLATE }),
+            body: Type.Optional(Body),
+          },
+          { additionalProperties: false },
+        ),
+        { minItems: 1, maxItems: 32 },
+      ),
+    ),
     requestHeaders: Type.Array(Type.String({ pattern: HEADER_NAME })),
     responseHeaders: Type.Array(Type.String({ pattern: HEADER_NAME })),
   },
@@ -212,15 +227,15 @@ function checkMapping(
   return problems;
 }
 
-/** The HTTP rule of a user's config: its annotation's, or pattern and body as written. */
-function ruleOf(c: GrpcSpec): HttpRule | Partial<HttpRule> | ConfigProblem {
-  if (c.annotation !== true) return { pattern: c.pattern, body: c.body };
+/** The HTTP rules of a user's config: its annotation's bindings, or pattern and body as written. */
+function rulesOf(c: GrpcSpec): Partial<HttpRule>[] | ConfigProblem {
+  if (c.annotation !== true) return [{ pattern: c.pattern, body: c.body }];
   const parsed = parseProtos(c.protos);
   if ('problem' in parsed) return parsed.problem;
   const found = findMethod(parsed.root, c.service, c.method);
   if (!('method' in found)) return found;
-  const rule = annotationOf(found.method);
-  return typeof rule === 'string' ? { field: 'annotation', message: rule } : rule;
+  const rules = annotationOf(found.method);
+  return typeof rules === 'string' ? { field: 'annotation', message: rules } : rules;
 }
 
 function checkSpec(c: GrpcSpec): ConfigProblem[] {
@@ -241,17 +256,21 @@ function checkSpec(c: GrpcSpec): ConfigProblem[] {
       field: 'annotation',
       message: 'annotation takes pattern and body from the proto: set neither',
     });
-  const rule = ruleOf(c);
-  if ('message' in rule) return [...problems, rule];
+  const rules = rulesOf(c);
+  if ('message' in rules) return [...problems, rules];
   // From the annotation, a mismatch is the method's (its option), not a field the user wrote.
-  return [...problems, ...checkMapping(c, rule, (f) => (c.annotation ? 'annotation' : f))];
+  for (const rule of rules) problems.push(...checkMapping(c, rule, (f) => (c.annotation ? 'annotation' : f)));
+  return problems;
 }
 
 function checkEntry(h: GrpcHandler): ConfigProblem[] {
   const problems: ConfigProblem[] = [];
   checkHeaders('requestHeaders', h.requestHeaders, problems);
   checkHeaders('responseHeaders', h.responseHeaders, problems);
-  return [...problems, ...checkMapping(h, h, (f) => f)];
+  problems.push(...checkMapping(h, h, (f) => f));
+  for (const [i, b] of (h.additionalBindings ?? []).entries())
+    problems.push(...checkMapping(h, b, (f) => `additionalBindings[${i}].${f}`));
+  return problems;
 }
 
 export const manifest = handlerManifest({
@@ -269,7 +288,7 @@ export const manifest = handlerManifest({
       { url: serviceUrl, ...(c.timeout !== undefined && { requestMs: parseDuration(c.timeout) }) },
     ],
     entry: (c, ids) => {
-      const rule = ruleOf(c) as Partial<HttpRule>; // checked: not a problem
+      const [rule, ...more] = rulesOf(c) as Partial<HttpRule>[]; // checked: not a problem
       return {
         type: 'grpc' as const,
         upstream: ids[0],
@@ -279,6 +298,7 @@ export const manifest = handlerManifest({
         ...(rule.pattern !== undefined && { pattern: rule.pattern }),
         ...(rule.body !== undefined && { body: rule.body }),
         ...(rule.verb !== undefined && { verb: rule.verb }),
+        ...(more.length > 0 && { additionalBindings: more as HttpRule[] }),
         requestHeaders: c.requestHeaders ?? [],
         responseHeaders: c.responseHeaders ?? [],
       };
