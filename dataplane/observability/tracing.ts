@@ -234,13 +234,15 @@ export function startAttemptSpan(
   attempt: number,
   headers: Record<string, string>,
 ): Span {
-  const span = parent.isRecording()
-    ? childSpan(parent, method, SpanKind.CLIENT, {
+  // The attributes are built only for a span that will record them (childSpan).
+  const attributes = parent.isRecording()
+    ? {
         [ATTR_HTTP_REQUEST_METHOD]: method,
         [ATTR_SERVER_ADDRESS]: origin,
         [ATTR_URL_FULL]: `${origin}${pathWithoutQuery(path)}`,
-      })
-    : childSpan(parent, method, SpanKind.CLIENT);
+      }
+    : undefined;
+  const span = childSpan(parent, method, SpanKind.CLIENT, attributes);
   if (attempt > 0) span.setAttribute(ATTR_HTTP_REQUEST_RESEND_COUNT, attempt);
   propagator!.inject(trace.setSpan(ROOT_CONTEXT, span), headers, defaultTextMapSetter);
   return span;
