@@ -7,7 +7,7 @@
 import type { Condition } from '../api/common.ts';
 import type { ComputedCondition } from '../build.ts';
 import type { Kube } from '../source/kube.ts';
-import { emitEvents, transitions } from './events.ts';
+import { EventRecorder, transitions } from './events.ts';
 
 export interface Wanted {
   /** "Kind/namespace/name" */
@@ -33,6 +33,7 @@ export class StatusWriter {
   readonly #current: (key: string) => Current | undefined;
   readonly #now: () => Date;
   readonly #onWrite: (ok: boolean, key: string, status: unknown) => void;
+  readonly #events: EventRecorder;
   readonly #pending = new Map<string, Wanted>();
   readonly #writing = new Set<string>();
   /**
@@ -52,6 +53,7 @@ export class StatusWriter {
     this.#current = current;
     this.#now = opts.now ?? (() => new Date());
     this.#onWrite = opts.onWrite ?? (() => {});
+    this.#events = new EventRecorder(kube, this.#now);
   }
 
   setActive(active: boolean): void {
@@ -118,12 +120,7 @@ export class StatusWriter {
           this.#onWrite(true, key, status);
           const changes = transitions(current.status?.conditions, status.conditions ?? []);
           if (changes.length)
-            emitEvents(
-              this.#kube,
-              { kind, namespace: ns, name, uid: cached.metadata?.uid },
-              changes,
-              this.#now(),
-            ).catch(() => {});
+            void this.#events.record({ kind, namespace: ns, name, uid: cached.metadata?.uid }, changes);
         },
         () => {
           this.#onWrite(false, key, status);
