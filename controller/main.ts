@@ -30,6 +30,8 @@ export interface ControllerOptions {
   identity?: string;
   leaseSeconds?: number;
   holdoffMs?: number;
+  /** This installation's class (label sluice.dev/class of its routes and plugins); absent: unlabelled ones. */
+  className?: string;
   /** How often the leader asks each pod which snapshot it runs. */
   resyncMs?: number;
   /** Where routes, plugins, Secrets and Services are watched; absent or empty: every namespace. */
@@ -65,6 +67,7 @@ export async function startController(o: ControllerOptions): Promise<Controller>
     adminToken: o.adminToken,
     holdoffMs: o.holdoffMs,
     resyncMs: o.resyncMs,
+    className: o.className || null,
     watchNamespaces: o.watchNamespaces?.length ? o.watchNamespaces : null,
     informer: o.informer,
   });
