@@ -98,5 +98,13 @@ export const handlerManifest = <S extends TSchema, const K extends string, U ext
 
 // biome-ignore lint/suspicious/noExplicitAny: the catalog holds manifests of every config type
 export type AnyPluginManifest = PluginManifest<any>;
+
+/**
+ * The field the controller writes beside each secretKeyRef of a plugin's config (`secrets`,
+ * default sha256): the one definition both its resolution and the redaction of GET
+ * /debug/config read, so a value from a Secret is redacted wherever it was put.
+ */
+export const resolvedSecretField = (m: AnyPluginManifest | undefined): 'sha256' | 'value' =>
+  m?.secrets ?? 'sha256';
 // biome-ignore lint/suspicious/noExplicitAny: likewise for every handler entry type
 export type AnyHandlerManifest = HandlerManifest<any, string, any>;
