@@ -20,6 +20,17 @@ export interface PluginNeeds {
   clientCertificate?: boolean;
 }
 
+/** A path prefix a plugin answers itself: GET <path>/… on a route carrying it. */
+export interface OwnPath {
+  /** The last segment of the added route's id: route/<ns>/<name>/<route-name>/<name>. */
+  name: string;
+  /** The prefix, as the config says it (the controller normalizes it). */
+  path: string;
+  methods: readonly string[];
+  /** The config field that sets it, for messages. */
+  field: string;
+}
+
 export interface PluginManifest<S extends TSchema = TSchema, N extends string = string> {
   name: N;
   /** Where its hooks run (phases.ts). */
@@ -34,6 +45,12 @@ export interface PluginManifest<S extends TSchema = TSchema, N extends string = 
    */
   secrets?: 'sha256' | 'value';
   needs?: PluginNeeds;
+  /**
+   * Paths the plugin answers itself, on the routes that carry it (e.g. idempotency's operation
+   * lookup): the controller adds a route for each one no route carrying the plugin matches
+   * (controller/compile/plugin-paths.ts), so users do not write that plumbing.
+   */
+  ownPaths?: (config: Static<S>) => OwnPath[];
   /** The runtime (the folder's index.ts): loaded by the data plane only. */
   load: () => Promise<{ default: unknown }>;
 }
