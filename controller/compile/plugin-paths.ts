@@ -27,6 +27,7 @@ import { normalizeRoutePath } from '../../dataplane/config/path-grammar.ts';
 import { phaseIndex } from '../../dataplane/config/phases.ts';
 import type { PluginInstance, RouteMatch } from '../../dataplane/config/route-table.ts';
 import { type Diagnostic, invalid } from '../validate/diagnostic.ts';
+import type { ModelRoute } from '../validate/model.ts';
 import { type Draft, type Pass, pathField, rejectObjects } from './draft.ts';
 import { comparePrecedence } from './precedence.ts';
 
@@ -36,6 +37,24 @@ export const addPluginPaths: Pass = (state) => {
   const errors: Diagnostic[] = [];
   /** The added route by what it is (match and plugins), and the drafts that send callers to it. */
   const wanted = new Map<string, { draft: Draft; by: Draft[] }>();
+  const ofObject = new Map<ModelRoute, Draft[]>();
+  for (const d of state.drafts) {
+    const list = ofObject.get(d.route);
+    if (list === undefined) ofObject.set(d.route, [d]);
+    else list.push(d);
+  }
+  // Optimization: routes sharing a plugin and hosts ask the same question; scanning every draft
+  // for each of 5,000 such routes would be 25 M checks.
+  const served = new Map<string, boolean>();
+  const isServed = (p: PluginInstance, path: string, hosts: readonly string[] | undefined): boolean => {
+    const key = `${p.id}\n${path}\n${hosts?.join(',') ?? ''}`;
+    let answer = served.get(key);
+    if (answer === undefined) {
+      answer = state.drafts.some((x) => carries(x, p) && covers(x.match, path, hosts));
+      served.set(key, answer);
+    }
+    return answer;
+  };
   for (const d of state.drafts) {
     for (const p of d.plugins) {
       for (const own of pluginManifest(p.name)?.ownPaths?.(p.config) ?? []) {
@@ -44,10 +63,10 @@ export const addPluginPaths: Pass = (state) => {
           errors.push(invalid(d.route.ref, referenceField(d, p), `${fieldOf(p, own)}: ${path.error}`));
           continue;
         }
-        if (state.drafts.some((x) => carries(x, p) && covers(x.match, path, d.match.hosts))) continue;
-        const taken = state.drafts.find(
-          (x) => x.route === d.route && !carries(x, p) && takesPrefix(x.match, path, d.match.hosts),
-        );
+        if (isServed(p, path, d.match.hosts)) continue;
+        const taken = ofObject
+          .get(d.route)!
+          .find((x) => x.route === d.route && !carries(x, p) && takesPrefix(x.match, path, d.match.hosts));
         if (taken) {
           errors.push(
             invalid(
@@ -72,7 +91,11 @@ export const addPluginPaths: Pass = (state) => {
   }
   const needs = new Map<Draft, string[]>();
   for (const { draft, by } of wanted.values())
-    for (const d of by) needs.set(d, [...(needs.get(d) ?? []), draft.id]);
+    for (const d of by) {
+      const list = needs.get(d);
+      if (list === undefined) needs.set(d, [draft.id]);
+      else list.push(draft.id);
+    }
   const drafts = [
     ...state.drafts.map((d) => (needs.has(d) ? { ...d, needs: needs.get(d) } : d)),
     ...uniqueIds([...wanted.values()].map((w) => w.draft)),
