@@ -66,7 +66,7 @@ export const addPluginPaths: Pass = (state) => {
         if (isServed(p, path, d.match.hosts)) continue;
         const taken = ofObject
           .get(d.route)!
-          .find((x) => x.route === d.route && !carries(x, p) && takesPrefix(x.match, path, d.match.hosts));
+          .find((x) => !carries(x, p) && takesPrefix(x.match, path, d.match.hosts));
         if (taken) {
           errors.push(
             invalid(
@@ -78,28 +78,29 @@ export const addPluginPaths: Pass = (state) => {
           );
           continue;
         }
-        const added = ownPathDraft(d, p, own, path);
-        const key = canonicalJson([added.match, added.plugins.map((x) => x.id)]);
+        const route = ownPathDraft(d, p, own, path);
+        const key = canonicalJson([route.match, route.plugins.map((x) => x.id)]);
         const found = wanted.get(key);
-        if (found === undefined) wanted.set(key, { draft: added, by: [d] });
+        if (found === undefined) wanted.set(key, { draft: route, by: [d] });
         else {
           found.by.push(d);
-          if (comparePrecedence(added, found.draft) < 0) found.draft = added;
+          if (comparePrecedence(route, found.draft) < 0) found.draft = route;
         }
       }
     }
   }
+  // In precedence order, so which of two same-named routes gets "-2" never depends on input order.
+  const entries = [...wanted.values()].sort((a, b) => comparePrecedence(a.draft, b.draft));
+  const added = uniqueIds(entries.map((w) => w.draft));
   const needs = new Map<Draft, string[]>();
-  for (const { draft, by } of wanted.values())
+  entries.forEach(({ by }, i) => {
     for (const d of by) {
       const list = needs.get(d);
-      if (list === undefined) needs.set(d, [draft.id]);
-      else list.push(draft.id);
+      if (list === undefined) needs.set(d, [added[i].id]);
+      else list.push(added[i].id);
     }
-  const drafts = [
-    ...state.drafts.map((d) => (needs.has(d) ? { ...d, needs: needs.get(d) } : d)),
-    ...uniqueIds([...wanted.values()].map((w) => w.draft)),
-  ];
+  });
+  const drafts = [...state.drafts.map((d) => (needs.has(d) ? { ...d, needs: needs.get(d) } : d)), ...added];
   return rejectObjects({ ...state, drafts }, errors);
 };
 
