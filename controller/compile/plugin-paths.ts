@@ -4,10 +4,11 @@
  * for it: idempotency with async.enabled answers 202 with `Location: <operationsPath>/<key>`,
  * and only a route carrying the same plugin, for the same caller, can answer that GET. For each
  * route carrying such a plugin:
- *   - a route carrying the same GatewayPlugin already matches GET <path>/<key> on the route's
- *     hosts (any GatewayRoute's, with no header match): nothing is added;
- *   - a route of the same GatewayRoute without the plugin has the Prefix <path> itself and
- *     takes GET: the user routes that path elsewhere, so the object is refused (Accepted=False,
+ *   - a route of the same GatewayRoute carrying the same GatewayPlugin and the same
+ *     authentication plugins already matches GET <path>/<key> on the route's hosts (with no
+ *     header match): nothing is added;
+ *   - a route of the same GatewayRoute without them has the Prefix <path> itself and takes
+ *     GET: the user routes that path elsewhere, so the object is refused (Accepted=False,
  *     naming that path and the plugin's field) rather than have its traffic taken over;
  *   - else a route is added: Prefix <path>, the plugin's methods, the route's hosts, id
  *     route/<ns>/<name>/<route-name>/<own-path name>, and the route's plugins that establish
@@ -26,6 +27,7 @@ import type { OwnPath } from '../../dataplane/config/manifest.ts';
 import { normalizeRoutePath } from '../../dataplane/config/path-grammar.ts';
 import { phaseIndex } from '../../dataplane/config/phases.ts';
 import type { PluginInstance, RouteMatch } from '../../dataplane/config/route-table.ts';
+import { refKey } from '../source/resource-set.ts';
 import { type Diagnostic, invalid } from '../validate/diagnostic.ts';
 import type { ModelRoute } from '../validate/model.ts';
 import { type Draft, type Pass, pathField, rejectObjects } from './draft.ts';
@@ -35,26 +37,15 @@ const LOOKUP_PHASES_BEFORE = phaseIndex('transform-request');
 
 export const addPluginPaths: Pass = (state) => {
   const errors: Diagnostic[] = [];
-  /** The added route by what it is (match and plugins), and the drafts that send callers to it. */
-  const wanted = new Map<string, { draft: Draft; by: Draft[] }>();
   const ofObject = new Map<ModelRoute, Draft[]>();
   for (const d of state.drafts) {
     const list = ofObject.get(d.route);
     if (list === undefined) ofObject.set(d.route, [d]);
     else list.push(d);
   }
-  // Optimization: routes sharing a plugin and hosts ask the same question; scanning every draft
-  // for each of 5,000 such routes would be 25 M checks.
-  const served = new Map<string, boolean>();
-  const isServed = (p: PluginInstance, path: string, hosts: readonly string[] | undefined): boolean => {
-    const key = `${p.id}\n${path}\n${hosts?.join(',') ?? ''}`;
-    let answer = served.get(key);
-    if (answer === undefined) {
-      answer = state.drafts.some((x) => carries(x, p) && covers(x.match, path, hosts));
-      served.set(key, answer);
-    }
-    return answer;
-  };
+  // First what each GatewayRoute lacks or refuses, looking only at its own routes: so whether
+  // one object is refused never depends on another, and a refused one shares nothing below.
+  const lacking: { d: Draft; p: PluginInstance; own: OwnPath; path: string }[] = [];
   for (const d of state.drafts) {
     for (const p of d.plugins) {
       for (const own of pluginManifest(p.name)?.ownPaths?.(p.config) ?? []) {
@@ -63,30 +54,35 @@ export const addPluginPaths: Pass = (state) => {
           errors.push(invalid(d.route.ref, referenceField(d, p), `${fieldOf(p, own)}: ${path.error}`));
           continue;
         }
-        if (isServed(p, path, d.match.hosts)) continue;
-        const taken = ofObject
-          .get(d.route)!
-          .find((x) => !carries(x, p) && takesPrefix(x.match, path, d.match.hosts));
-        if (taken) {
+        const mine = ofObject.get(d.route)!;
+        if (mine.some((x) => answersFor(x, d, p) && covers(x.match, path, d.match.hosts))) continue;
+        const taken = mine.find((x) => !answersFor(x, d, p) && takesPrefix(x.match, path, d.match.hosts));
+        if (taken === undefined) lacking.push({ d, p, own, path });
+        else
           errors.push(
             invalid(
               d.route.ref,
               pathField(taken),
               `routes GET ${path}/… here, where ${fieldOf(p, own)} sends the callers of ${d.id}, but does not ` +
-                `carry that plugin: add it to this route, or give ${own.field} a path of its own`,
+                `carry that plugin and the same authentication (${identity(d) || 'none'}): add them to this route, ` +
+                `or give ${own.field} a path of its own`,
             ),
           );
-          continue;
-        }
-        const route = ownPathDraft(d, p, own, path);
-        const key = canonicalJson([route.match, route.plugins.map((x) => x.id)]);
-        const found = wanted.get(key);
-        if (found === undefined) wanted.set(key, { draft: route, by: [d] });
-        else {
-          found.by.push(d);
-          if (comparePrecedence(route, found.draft) < 0) found.draft = route;
-        }
       }
+    }
+  }
+  const refused = new Set(errors.map((e) => refKey(e.object)));
+  /** The added route by what it is (match and plugins), and the drafts that send callers to it. */
+  const wanted = new Map<string, { draft: Draft; by: Draft[] }>();
+  for (const { d, p, own, path } of lacking) {
+    if (refused.has(refKey(d.route.ref))) continue;
+    const route = ownPathDraft(d, p, own, path);
+    const key = canonicalJson([route.match, route.plugins.map((x) => x.id)]);
+    const found = wanted.get(key);
+    if (found === undefined) wanted.set(key, { draft: route, by: [d] });
+    else {
+      found.by.push(d);
+      if (comparePrecedence(route, found.draft) < 0) found.draft = route;
     }
   }
   // In precedence order, so which of two same-named routes gets "-2" never depends on input order.
@@ -162,6 +158,19 @@ function uniqueIds(added: Draft[]): Draft[] {
 }
 
 const carries = (d: Draft, p: PluginInstance): boolean => d.plugins.some((x) => x.id === p.id);
+
+/** The plugins that say who the caller is (the authenticate phase): records belong to the caller. */
+function identity(d: Draft): string {
+  return d.plugins
+    .filter((x) => pluginManifest(x.name)!.phase === 'authenticate')
+    .map((x) => x.id)
+    .sort()
+    .join(', ');
+}
+
+/** Whether route x can answer d's callers on p's own path: it carries p and knows callers as d does. */
+const answersFor = (x: Draft, d: Draft, p: PluginInstance): boolean =>
+  carries(x, p) && identity(x) === identity(d);
 
 /** Whether a match takes every GET <path>/<key> on these hosts (undefined: any host). */
 function covers(m: RouteMatch, path: string, hosts: readonly string[] | undefined): boolean {
