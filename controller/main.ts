@@ -7,6 +7,7 @@ import { createServer, type Server } from 'node:http';
 import { hostname } from 'node:os';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
+import { serveDebugConfig } from './debug.ts';
 import { LeaderElector } from './leader.ts';
 import { ControllerMetrics } from './metrics.ts';
 import { Runner } from './runner.ts';
@@ -79,6 +80,8 @@ export async function startController(o: ControllerOptions): Promise<Controller>
         res.end(text);
       });
     } else if (req.url === '/healthz') res.end('ok');
+    else if (req.url === '/debug/config')
+      serveDebugConfig(req, res, o.adminToken, runner.lastBuild?.snapshot ?? null);
     else if (req.url === '/readyz') {
       res.writeHead(ready ? 200 : 503);
       res.end(ready ? 'ready' : 'not synced yet');
