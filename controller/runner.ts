@@ -88,7 +88,11 @@ export class Runner {
       ...o.informer,
       onError: (err, attempt) => {
         m.watchErrors.labels(resource).inc();
-        o.log.warn({ resource, attempt, err: (err as Error).message }, 'list/watch failed: retrying');
+        // Once when it starts failing (the metric counts every attempt), not once per retry.
+        o.log[attempt === 1 ? 'warn' : 'debug'](
+          { resource, attempt, err: (err as Error).message },
+          'list/watch failed: retrying with backoff',
+        );
       },
       onList: () => m.relists.labels(resource).inc(),
     });

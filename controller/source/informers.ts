@@ -129,7 +129,9 @@ export class Informer<T extends KubeObject> {
         }
         attempt++;
         this.#onError(err, attempt);
-        await this.#delay(Math.min(this.#backoff.base * 2 ** (attempt - 1), this.#backoff.max));
+        // Equal jitter: controllers restarted together do not retry in step.
+        const step = Math.min(this.#backoff.base * 2 ** (attempt - 1), this.#backoff.max);
+        await this.#delay(step / 2 + (step / 2) * Math.random());
       }
     }
   }
