@@ -10,6 +10,7 @@
  */
 import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { request } from 'node:https';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -50,6 +51,8 @@ export interface PrivateKapi {
   kubeconfig: string;
   /** kubectl as admin on this server (retried while transient); throws with kubectl's message. */
   kubectl(args: string[], input?: string): Promise<string>;
+  /** GET `path` as admin, parsed: cheaper than kubectl for a test that polls. Throws on a status >= 400. */
+  get<T>(path: string): Promise<T>;
   /**
    * A kubeconfig file for a ServiceAccount, as its token would authenticate it: user
    * system:serviceaccount:NS:NAME, groups system:serviceaccounts and system:serviceaccounts:NS.
@@ -147,6 +150,8 @@ export async function startPrivateKapi(o: PrivateKapiOptions = {}): Promise<Priv
     throw e;
   }
   const kubeconfig = join(run, 'kubeconfig');
+  const pki = (f: string) => readFileSync(join(run, 'pki', f));
+  const tls = { ca: pki('ca.crt'), cert: pki('admin.crt'), key: pki('admin.key') };
   return {
     run,
     kubeconfig,
@@ -154,6 +159,24 @@ export async function startPrivateKapi(o: PrivateKapiOptions = {}): Promise<Priv
       const r = await kubectl(['--kubeconfig', kubeconfig, ...args], input);
       if (r.code !== 0) throw new Error(`kubectl ${args.join(' ')} failed (${r.code}):\n${r.stderr}`);
       return r.stdout;
+    },
+    get<T>(path: string): Promise<T> {
+      return new Promise((res, rej) => {
+        const req = request({ host: '127.0.0.1', port: api, path, ...tls, timeout: 10_000 }, (r) => {
+          let body = '';
+          r.setEncoding('utf8')
+            .on('data', (d: string) => {
+              body += d;
+            })
+            .on('end', () =>
+              (r.statusCode ?? 500) >= 400
+                ? rej(new Error(`GET ${path}: ${r.statusCode} ${body}`))
+                : res(JSON.parse(body) as T),
+            );
+        });
+        req.on('timeout', () => req.destroy(new Error(`GET ${path}: timed out`))).on('error', rej);
+        req.end();
+      });
     },
     async serviceAccount(namespace, name) {
       const file = join(run, `sa-${namespace}-${name}.kubeconfig`);

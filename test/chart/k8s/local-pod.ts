@@ -48,6 +48,8 @@ export interface LocalPodOptions {
   kubectl?: (args: string[]) => Promise<string>;
   /** More environment, e.g. KUBECONFIG with the pod's ServiceAccount identity (a token would give it). */
   env?: Record<string, string>;
+  /** Bound on the wait for the probe (default 30 s). */
+  readyTimeoutMs?: number;
 }
 
 async function objectData(
@@ -136,7 +138,7 @@ export async function startLocalPod(
   if (!probe) throw new Error(`${name}: no ${waitFor}`);
   const process = await launch(args, url(probe.port, probe.path), dir, {
     what: name,
-    readyTimeoutMs: 30_000,
+    readyTimeoutMs: opts.readyTimeoutMs ?? 30_000,
     env: { ...env, ...opts.env },
   });
   return { name, process, ports, url, args, env };
