@@ -80,10 +80,14 @@ function portFree(port: number): Promise<boolean> {
   });
 }
 
+// In Linux's ephemeral range (32768-60999), away from the fixed ports people give kapi and
+// etcd (16443, 23790…); a port checked free here is not handed out by the kernel once kapi binds it.
+const randomPort = () => 40_000 + Math.floor(Math.random() * 20_000);
+
 /** A port p with p, p+10 and p+20 free (etcd's client, peer and metrics ports). */
 async function etcdPorts(avoid: number): Promise<number> {
   for (let i = 0; i < 200; i++) {
-    const p = 20_000 + Math.floor(Math.random() * 20_000);
+    const p = randomPort();
     if ([p, p + 10, p + 20].includes(avoid)) continue;
     if ((await portFree(p)) && (await portFree(p + 10)) && (await portFree(p + 20))) return p;
   }
@@ -92,7 +96,7 @@ async function etcdPorts(avoid: number): Promise<number> {
 
 async function apiPort(): Promise<number> {
   for (;;) {
-    const p = 20_000 + Math.floor(Math.random() * 20_000);
+    const p = randomPort();
     if (await portFree(p)) return p;
   }
 }
