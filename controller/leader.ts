@@ -7,6 +7,7 @@
  * leader empties holderIdentity, so a standby takes over at once.
  */
 import { type Kube, KubeError } from './source/kube.ts';
+import { withDefaults } from '../dataplane/config/defaults.ts';
 
 interface Lease {
   metadata: { name: string; namespace: string; resourceVersion?: string };
@@ -41,7 +42,7 @@ export class LeaderElector {
 
   constructor(kube: Kube, opts: LeaderOptions) {
     this.#kube = kube;
-    this.#o = { leaseSeconds: 15, retryMs: 2_000, ...opts };
+    this.#o = withDefaults({ leaseSeconds: 15, retryMs: 2_000 }, opts);
   }
 
   get leading(): boolean {

@@ -30,6 +30,8 @@ export interface ControllerOptions {
   identity?: string;
   leaseSeconds?: number;
   holdoffMs?: number;
+  /** How often the leader asks each pod which snapshot it runs. */
+  resyncMs?: number;
   /** Where routes, plugins, Secrets and Services are watched; absent or empty: every namespace. */
   watchNamespaces?: string[];
   informer?: InformerOptions;
@@ -62,6 +64,7 @@ export async function startController(o: ControllerOptions): Promise<Controller>
     },
     adminToken: o.adminToken,
     holdoffMs: o.holdoffMs,
+    resyncMs: o.resyncMs,
     watchNamespaces: o.watchNamespaces?.length ? o.watchNamespaces : null,
     informer: o.informer,
   });

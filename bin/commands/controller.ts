@@ -42,6 +42,11 @@ const flags = {
   'lease-name': { type: 'string', arg: 'NAME', help: 'the Lease (default sluice-controller)' },
   'lease-seconds': { type: 'string', arg: 'N', help: 'how long a dead leader blocks a standby (default 15)' },
   identity: { type: 'string', arg: 'ID', help: "this replica's name in the Lease (default hostname-pid)" },
+  'resync-seconds': {
+    type: 'string',
+    arg: 'N',
+    help: 'the leader asks each pod which snapshot it runs every N seconds (default 10)',
+  },
   ...LOG_LEVEL_FLAG,
 } as const;
 
@@ -103,6 +108,7 @@ export const controller: Command<typeof flags> = {
       leaseName: values['lease-name'] ?? 'sluice-controller',
       identity: values.identity,
       leaseSeconds: intFlag('controller', values['lease-seconds'], 'lease-seconds', 15),
+      resyncMs: 1000 * Math.max(1, intFlag('controller', values['resync-seconds'], 'resync-seconds', 10)),
     }).catch((err: Error) => failIn('controller', err.message, 1));
     stopOnSignals(log, 'stopping: releasing the lease', async () => {
       await c.close();

@@ -29,6 +29,8 @@ export interface AdminState {
   readonly metricsContentType: string;
   /** DELETE /cache: removes the proxy-cache entries whose key starts with the prefix; how many. Absent: not here. */
   purgeCache?(prefix: string): Promise<number>;
+  /** Counts one answered admin request (sluice_admin_requests_total). */
+  counted(method: string, route: string, status: number): void;
 }
 
 export function holderAdminState(holder: RuntimeHolder, metrics: Metrics, cache?: CacheStores): AdminState {
@@ -42,6 +44,7 @@ export function holderAdminState(holder: RuntimeHolder, metrics: Metrics, cache?
     metrics: () => metrics.registry.metrics(),
     metricsContentType: metrics.registry.contentType,
     ...(cache ? { purgeCache: (prefix: string) => cache.purge(prefix) } : {}),
+    counted: (method, route, status) => metrics.adminRequests.labels(method, route, String(status)).inc(),
   };
 }
 
@@ -75,6 +78,10 @@ export function createAdminServer(state: AdminState, opts: AdminOptions): Fastif
     if (status === 413) return sendError(reply, 'SLC_ERR_BODY_TOO_LARGE', err.message);
     if (status >= 400 && status < 500) return sendError(reply, 'SLC_ERR_BAD_REQUEST', err.message);
     return sendError(reply, 'SLC_ERR_INTERNAL');
+  });
+
+  app.addHook('onResponse', async (request, reply) => {
+    state.counted(request.method, request.routeOptions.url ?? 'other', reply.statusCode);
   });
 
   app.put('/config', async (request, reply) => {
