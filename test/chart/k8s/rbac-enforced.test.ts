@@ -91,24 +91,35 @@ spec:
   routes: [{ name: main, paths: ["/rbac/${name}"] }]
 `;
 
-/** A route naming a plugin that does not exist: ResolvedRefs=False and a Warning Event, then deleted. */
+/**
+ * A route naming a plugin that does not exist: ResolvedRefs=False and a Warning Event; the
+ * plugin created, then deleted: the same Warning again, which raises the Event's count (a
+ * PATCH). The route is deleted at the end.
+ */
 async function brokenRoute(inst: ChartInstall, ns: string): Promise<void> {
+  const warnings = async () =>
+    (
+      await kapi.get<{
+        items: { involvedObject: { name: string }; type: string; reason: string; count: number }[];
+      }>(`/api/v1/namespaces/${ns}/events`)
+    ).items.filter((e) => e.involvedObject.name === 'broken' && e.reason === 'PluginNotFound');
   await apply(ns, route('broken', '/rbac/broken', ['nope']));
   const c = await until(
     `ResolvedRefs=False on ${ns}/broken`,
     () => inst.conditions('gatewayroutes', ns, 'broken'),
     (c) => c.ResolvedRefs?.status === 'False',
   );
+  expect(c.ResolvedRefs.reason).toBe('PluginNotFound');
   expect(c.ResolvedRefs.message).toContain('spec.plugins[0].name');
+  const [first] = await until(`a Warning Event on ${ns}/broken`, warnings, (e) => e.length > 0);
+  expect(first).toMatchObject({ type: 'Warning', count: 1 });
+  await apply(ns, transformer.replace('version', 'nope'));
+  await inst.programmed('gatewayroutes', ns, 'broken');
+  await kapi.kubectl(['delete', 'gatewayplugin', 'nope', '-n', ns]);
   await until(
-    `a Warning Event on ${ns}/broken`,
-    async () =>
-      (
-        await kapi.get<{ items: { involvedObject: { name: string }; type: string }[] }>(
-          `/api/v1/namespaces/${ns}/events`,
-        )
-      ).items.filter((e) => e.involvedObject.name === 'broken' && e.type === 'Warning'),
-    (events) => events.length > 0,
+    `the same Warning again on ${ns}/broken, counted`,
+    warnings,
+    (e) => e.length === 1 && e[0].count === 2,
   );
   await kapi.kubectl(['delete', 'gwr', 'broken', '-n', ns]);
 }
@@ -188,7 +199,7 @@ describe.skipIf(!RUN)('watchNamespaces [] (a ClusterRole): the controller under 
     );
   }, 30_000);
 
-  it('a broken reference: ResolvedRefs=False and a Warning Event, both written by the controller', async () => {
+  it('a broken reference: ResolvedRefs=False and a Warning Event, written by the controller; the same fault again counts on that Event', async () => {
     await brokenRoute(inst, APP);
   }, 30_000);
 
