@@ -75,21 +75,23 @@ export class ChartInstall {
    */
   async install(namespaces: string[] = []): Promise<void> {
     this.manifests = await render({ release: RELEASE, namespace: this.ns, values: this.values });
-    await this.kapi.kubectl(
-      ['apply', '-f', '-'],
-      [this.ns, ...namespaces]
-        .map((n) => `apiVersion: v1\nkind: Namespace\nmetadata: { name: ${n} }\n`)
-        .join('---\n'),
-    );
-    // Each where the chart puts it: the release namespace unless it names another (Roles).
-    const rest = this.manifests
-      .filter((m) => m.kind !== 'Deployment')
-      .map((m) =>
-        m.kind.startsWith('Cluster') ? m : { ...m, metadata: { namespace: this.ns, ...m.metadata } },
-      );
+    // The namespaces first, then each object where the chart puts it: the release namespace
+    // unless it names another (Roles). One kubectl, in that order.
+    const objects = [
+      ...[this.ns, ...namespaces].map((name) => ({
+        apiVersion: 'v1',
+        kind: 'Namespace',
+        metadata: { name },
+      })),
+      ...this.manifests
+        .filter((m) => m.kind !== 'Deployment')
+        .map((m) =>
+          m.kind.startsWith('Cluster') ? m : { ...m, metadata: { namespace: this.ns, ...m.metadata } },
+        ),
+    ];
     const sa = (c: string) => this.kapi.serviceAccount(this.ns, `${RELEASE}-sluice-${c}`);
     const [, controller, dataplane] = await Promise.all([
-      this.kapi.kubectl(['apply', '-f', '-'], rest.map((m) => stringify(m)).join('---\n')),
+      this.kapi.kubectl(['apply', '-f', '-'], objects.map((m) => stringify(m)).join('---\n')),
       sa('controller'),
       sa('dataplane'),
     ]);

@@ -5,18 +5,19 @@
  * chart's ServiceAccounts (chart-on-kapi.ts: the rendered Deployments run as local processes).
  *
  * What the controller does all goes through RBAC: lists and watches of every kind (objects
- * that exist before it starts, and changes), status patches, Events, the Lease (two
- * replicas, the leader killed). Then assertLeastPrivilege(): nothing denied, no request from
- * the data plane's identity, nothing allowed by anything but the chart, no grant unused.
- * Not exercised: the relist after 410 Gone, which needs no other verb than the first list.
+ * that exist before it starts, and changes), status patches, Events created and counted
+ * again, the Lease (two replicas, the leader killed). Then assertLeastPrivilege(): nothing
+ * denied, no request from the data plane's identity, nothing allowed by anything but the
+ * chart, no grant unused. Not exercised: the relist after 410 Gone, which needs no other verb
+ * than the first list.
  *
  * Twice: watchNamespaces [] (a ClusterRole for the watched kinds; the objects in a namespace
  * other than the release's) and watchNamespaces [two namespaces] (Roles only). The default
  * (the release namespace only) is the second case with one namespace.
  *
- * A feature that makes the controller call the API differently (a new kind watched, Events
- * patched) fails here until api-access.ts and the chart's RBAC say so, and needs a step here
- * that makes the controller use it.
+ * A feature that makes the controller call the API differently (a new kind watched, a new
+ * verb) fails here until api-access.ts and the chart's RBAC say so, and needs a step here that
+ * makes the controller use it (else its grant is unused).
  *
  * The kapi runs with its watch cache, as a real cluster does: list items then carry no `kind`
  * (CI's shared kapi runs without it, and its list items have one).
@@ -142,9 +143,9 @@ afterAll(async () => {
   await Promise.all([kapi?.stop(), up?.close()]);
 }, 30_000);
 
-// Tests marked [issue 22, item 0] fail while list items carry no `kind`: a Secret or Service
-// listed at the controller's start is then "not found", and the routes using it stay
-// unprogrammed until the object is touched.
+// Tests marked [issue 22, item 0] failed while list items carried no `kind`: a Secret or
+// Service listed at the controller's start was then "not found", and the routes using it stayed
+// unprogrammed until the object was touched.
 
 describe.skipIf(!RUN)('watchNamespaces [] (a ClusterRole): the controller under the chart RBAC', () => {
   const APP = `shop-${id}`;
