@@ -256,4 +256,7 @@ export function assertLeastPrivilege(inst: ChartInstall): void {
     granted.filter((g) => !used.includes(g)),
     'grants of the chart the controller never used',
   ).toEqual([]);
+  console.log(
+    `[rbac] ${inst.ns}: ${granted.length} grants, each used; no denial; no request from the data plane`,
+  );
 }

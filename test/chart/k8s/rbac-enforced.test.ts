@@ -104,7 +104,7 @@ async function brokenRoute(inst: ChartInstall, ns: string): Promise<void> {
         items: { involvedObject: { name: string }; type: string; reason: string; count: number }[];
       }>(`/api/v1/namespaces/${ns}/events`)
     ).items.filter((e) => e.involvedObject.name === 'broken' && e.reason === 'PluginNotFound');
-  await apply(ns, route('broken', '/rbac/broken', ['nope']));
+  await apply(ns, route('broken', `/rbac/broken/${ns}`, ['nope']));
   const c = await until(
     `ResolvedRefs=False on ${ns}/broken`,
     () => inst.conditions('gatewayroutes', ns, 'broken'),
