@@ -43,11 +43,24 @@ export interface RunnerOptions {
   adminToken: string;
   /** Where routes, plugins and the Secrets and Services they name are watched; null or absent: everywhere. */
   watchNamespaces?: WatchNamespaces;
+  /**
+   * The installation's class: it serves the GatewayRoutes and GatewayPlugins labelled
+   * `sluice.dev/class: <class>`; without one, those with no such label. So two installations
+   * in one cluster never serve (nor write the status of) the same object.
+   */
+  className?: string | null;
   holdoffMs?: number;
   maxHoldoffMs?: number;
   resyncMs?: number;
   informer?: InformerOptions;
   clock?: Clock;
+}
+
+export const CLASS_LABEL = 'sluice.dev/class';
+
+/** The label selector of an installation's objects: its class, or (none) the unlabelled ones. */
+export function classSelector(className: string | null): string {
+  return className ? `${CLASS_LABEL}=${className}` : `!${CLASS_LABEL}`;
 }
 
 export class Runner {
@@ -82,7 +95,17 @@ export class Runner {
     const watched = <T extends KubeObject>(
       resource: 'gatewayroutes' | 'gatewayplugins' | 'secrets' | 'services',
       onChange: ConstructorParameters<typeof Watched<T>>[3],
-    ) => new Watched<T>(o.kube, resource, o.watchNamespaces ?? null, onChange, informerOptions(resource));
+    ) =>
+      new Watched<T>(
+        o.kube,
+        resource,
+        o.watchNamespaces ?? null,
+        onChange,
+        informerOptions(resource),
+        resource === 'gatewayroutes' || resource === 'gatewayplugins'
+          ? classSelector(o.className ?? null)
+          : null,
+      );
     const changed = () => this.#holdoff.changed();
     this.#routes = watched('gatewayroutes', (t, obj, old) => {
       if (specChanged(t, obj, old)) changed();

@@ -31,6 +31,13 @@ const flags = {
     arg: 'NS,NS',
     help: 'watch routes, plugins, Secrets and Services only in these namespaces (default: all)',
   },
+  class: {
+    type: 'string',
+    arg: 'NAME',
+    help:
+      'serve only GatewayRoutes and GatewayPlugins labelled sluice.dev/class=NAME (default: those without\n' +
+      'the label), so that two installations in one cluster never serve the same objects',
+  },
   ...ADMIN_TOKEN_FLAGS,
   'metrics-port': { type: 'string', arg: 'N', help: '/metrics, /healthz, /readyz (default 9902)' },
   'metrics-host': { type: 'string', arg: 'ADDR', help: 'address of the metrics port (default 0.0.0.0)' },
@@ -86,6 +93,12 @@ export const controller: Command<typeof flags> = {
       .filter(Boolean);
     const badNs = watchNamespaces.find((ns) => !/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(ns));
     if (badNs !== undefined) failIn('controller', `--watch-namespaces: ${badNs} is not a namespace name`);
+    const className = values.class;
+    if (className !== undefined && !/^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/.test(className))
+      failIn(
+        'controller',
+        `--class: ${JSON.stringify(className)} is not a label value (63 letters, digits, - _ . at most)`,
+      );
     const log = createLogger(logLevel('controller', values));
     // Loaded here, not at the top: @kubernetes/client-node costs ~26 MB of heap and ~0.5 s to load,
     // which `sluice run` and `sluice dataplane` (the proxies) must not pay.
@@ -100,6 +113,7 @@ export const controller: Command<typeof flags> = {
       adminScheme: scheme,
       adminToken: token,
       watchNamespaces,
+      className,
       adminCaFile: values['admin-ca-file'],
       adminTlsServerName: values['admin-tls-server-name'],
       metricsHost: values['metrics-host'] ?? '0.0.0.0',

@@ -26,24 +26,26 @@ export function endpointSlicesPath(namespace: string, service: string): string {
   return `/apis/discovery.k8s.io/v1/namespaces/${namespace}/endpointslices?labelSelector=${selector}`;
 }
 
+/**
+ * A malformed slice (no port, a port out of range, no address) adds nothing; a pod listed by two
+ * slices (as during a slice's replacement) is listed once.
+ */
 export function podEndpoints(slices: Iterable<EndpointSlice>, o: DiscoveryOptions = {}): PodEndpoint[] {
-  const out: PodEndpoint[] = [];
+  const out = new Map<string, PodEndpoint>();
   const scheme = o.scheme ?? 'http';
   const portName = o.portName ?? 'admin';
   for (const slice of slices) {
     const ports = slice.ports ?? [];
     const port = (ports.find((p) => p.name === portName) ?? ports[0])?.port;
-    if (port === undefined) continue;
+    if (port === undefined || !Number.isInteger(port) || port < 1 || port > 65_535) continue;
     for (const e of slice.endpoints ?? []) {
       const address = e.addresses?.[0];
-      if (!address || e.conditions?.terminating) continue;
+      if (typeof address !== 'string' || address === '' || e.conditions?.terminating) continue;
       const host = address.includes(':') ? `[${address}]` : address;
-      out.push({
-        key: `${host}:${port}`,
-        name: e.targetRef?.name ?? `${host}:${port}`,
-        url: `${scheme}://${host}:${port}`,
-      });
+      const key = `${host}:${port}`;
+      if (!out.has(key))
+        out.set(key, { key, name: e.targetRef?.name ?? key, url: `${scheme}://${host}:${port}` });
     }
   }
-  return out;
+  return [...out.values()];
 }

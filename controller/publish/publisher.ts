@@ -296,7 +296,11 @@ export class Publisher {
       await res.body.dump();
       throw new Error(`GET /config answered ${res.statusCode}`);
     }
-    return ((await res.body.json()) as { hash: string }).hash;
+    // Whatever answers on the pod's address must say which snapshot it runs; anything else
+    // (not JSON, no hash) is a failure like a refused connection, never a hash of undefined.
+    const body = (await res.body.json().catch(() => null)) as { hash?: unknown } | null;
+    if (typeof body?.hash !== 'string') throw new Error('GET /config answered no hash');
+    return body.hash;
   }
 
   #report(pod: PodState, hash: string, rejected: PodState['rejected'] | undefined = undefined): void {

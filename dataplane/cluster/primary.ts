@@ -180,6 +180,7 @@ export async function startCluster(partial: Partial<DataPlaneOptions>, workers: 
       hash: hash(),
       workers: [...members].map((m) => ({ pid: m.pid, hash: m.hash, serving: m.serving })),
     }),
+    snapshot: () => current,
     ready: () => hash() !== '' && serving().length === workers,
     metrics: async () => {
       const replies = await Promise.all(serving().map((m) => m.metrics(METRICS_TIMEOUT_MS)));

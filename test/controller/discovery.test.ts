@@ -51,6 +51,25 @@ describe('podEndpoints', () => {
     expect(podEndpoints([slice(null, endpoints), slice([], endpoints)])).toEqual([]);
   });
 
+  it('a malformed slice adds nothing; a pod in two slices is listed once', () => {
+    const endpoints = [{ addresses: ['10.0.0.1'] }];
+    expect(
+      podEndpoints([
+        slice([{ name: 'admin', port: 0 }], endpoints),
+        slice([{ name: 'admin', port: 70_000 }], endpoints),
+        slice([{ name: 'admin', port: 9.5 }], endpoints),
+        slice([{ name: 'admin' }], endpoints),
+        slice([{ name: 'admin', port: 9901 }], null as unknown as EndpointSlice['endpoints']),
+        slice([{ name: 'admin', port: 9901 }], [{ addresses: null as unknown as string[] }]),
+      ]),
+    ).toEqual([]);
+    const twice = slice(
+      [{ name: 'admin', port: 9901 }],
+      [{ addresses: ['10.0.0.1'], targetRef: { name: 'a' } }],
+    );
+    expect(podEndpoints([twice, { ...twice, metadata: { name: 'other' } }])).toHaveLength(1);
+  });
+
   it('brackets IPv6 addresses, names a pod without targetRef by its address, and uses the scheme', () => {
     const pods = podEndpoints(
       [slice([{ name: 'admin', port: 9901 }], [{ addresses: ['fd00::1'] }, { addresses: [] }])],

@@ -158,6 +158,36 @@ describe('Publisher, idle and failing pods', () => {
     p.stop();
   });
 
+  it('a pod answering garbage or too slowly is a failing pod, never a crash or a pod "in sync"', async () => {
+    const { createServer } = await import('node:http');
+    const garbage = createServer((_req, res) => res.end('<html>not a data plane</html>')).listen(
+      0,
+      '127.0.0.1',
+    );
+    const slow = createServer(() => {}).listen(0, '127.0.0.1'); // never answers
+    await Promise.all([garbage, slow].map((s) => new Promise((r) => s.once('listening', r))));
+    const url = (s: typeof slow) => `http://127.0.0.1:${(s.address() as { port: number }).port}`;
+    const p = new Publisher({
+      token: 'test-admin-token',
+      resyncMs: 3_600_000,
+      timeoutMs: 200,
+      backoffMs: { base: 50, max: 100 },
+    });
+    p.setPods([
+      { key: 'g', name: 'garbage', url: url(garbage) },
+      { key: 's', name: 'slow', url: url(slow) },
+    ]);
+    p.publish(v(11));
+    p.setActive(true);
+    await until(() => [...p.pods.values()].every((x) => x.failures >= 1), 3_000);
+    const [g, s] = [p.pods.get('g')!, p.pods.get('s')!];
+    expect([g.hash, g.lastError]).toEqual([null, 'GET /config answered no hash']);
+    expect([s.hash, s.lastError]).toEqual([null, 'timed out']);
+    p.stop();
+    slow.closeAllConnections();
+    await Promise.all([garbage, slow].map((x) => new Promise((r) => x.close(r))));
+  });
+
   it('a pod that comes back is pushed to, logged once as answering again, and counted in sync', async () => {
     const port = await freePort();
     const logs: string[] = [];
