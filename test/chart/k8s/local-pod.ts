@@ -43,8 +43,22 @@ export interface LocalPod {
   env: Record<string, string>;
 }
 
-async function objectData(kind: 'secret' | 'configmap', namespace: string, name: string) {
-  const o = JSON.parse(await ok(['get', kind, name, '-n', namespace, '-o', 'json'])) as {
+export interface LocalPodOptions {
+  /** kubectl on the API server that holds the pod's Secrets (default: KUBECONFIG's, as admin). */
+  kubectl?: (args: string[]) => Promise<string>;
+  /** More environment, e.g. KUBECONFIG with the pod's ServiceAccount identity (a token would give it). */
+  env?: Record<string, string>;
+  /** Bound on the wait for the probe (default 30 s). */
+  readyTimeoutMs?: number;
+}
+
+async function objectData(
+  kubectl: (args: string[]) => Promise<string>,
+  kind: 'secret' | 'configmap',
+  namespace: string,
+  name: string,
+) {
+  const o = JSON.parse(await kubectl(['get', kind, name, '-n', namespace, '-o', 'json'])) as {
     data?: Record<string, string>;
   };
   const data = o.data ?? {};
@@ -62,7 +76,9 @@ export async function startLocalPod(
   namespace: string,
   index: number,
   waitFor: 'readinessProbe' | 'livenessProbe',
+  opts: LocalPodOptions = {},
 ): Promise<LocalPod> {
+  const kubectl = opts.kubectl ?? ((args: string[]) => ok(args));
   const spec = deployment.spec.template.spec as { containers: Container[]; volumes?: Volume[] };
   if (spec.containers.length !== 1) throw new Error('one container per pod expected');
   const c = spec.containers[0];
@@ -77,8 +93,8 @@ export async function startLocalPod(
     mkdirSync(local, { recursive: true });
     if (v?.secret || v?.configMap) {
       const data = v.secret
-        ? await objectData('secret', namespace, v.secret.secretName)
-        : await objectData('configmap', namespace, v.configMap!.name);
+        ? await objectData(kubectl, 'secret', namespace, v.secret.secretName)
+        : await objectData(kubectl, 'configmap', namespace, v.configMap!.name);
       const items = v.secret?.items ?? Object.keys(data).map((key) => ({ key, path: key }));
       for (const { key, path } of items) {
         if (data[key] === undefined) throw new Error(`${name}: volume ${m.name} has no key ${key}`);
@@ -111,7 +127,7 @@ export async function startLocalPod(
     if (e.value !== undefined) env[e.name] = e.value;
     else if (e.valueFrom?.secretKeyRef) {
       const { name: secret, key } = e.valueFrom.secretKeyRef;
-      const value = (await objectData('secret', namespace, secret))[key];
+      const value = (await objectData(kubectl, 'secret', namespace, secret))[key];
       if (value === undefined) throw new Error(`${name}: env ${e.name}: Secret ${secret} has no key ${key}`);
       env[e.name] = value;
     } else throw new Error(`${name}: env ${e.name} has a source the test does not map`);
@@ -122,8 +138,8 @@ export async function startLocalPod(
   if (!probe) throw new Error(`${name}: no ${waitFor}`);
   const process = await launch(args, url(probe.port, probe.path), dir, {
     what: name,
-    readyTimeoutMs: 30_000,
-    env,
+    readyTimeoutMs: opts.readyTimeoutMs ?? 30_000,
+    env: { ...env, ...opts.env },
   });
   return { name, process, ports, url, args, env };
 }
