@@ -118,7 +118,13 @@ export const GatewayPluginSpec = Type.Object(
     'x-kubernetes-validations': UNION_RULES,
   },
 );
-export type GatewayPluginSpec = Static<typeof GatewayPluginSpec>;
+/** rate-limiting → rateLimiting, as configField does. */
+type Camel<S extends string> = S extends `${infer H}-${infer T}` ? `${H}${Capitalize<Camel<T>>}` : S;
+type Manifest = (typeof PLUGIN_MANIFESTS)[number];
+/** The schema built from a list reads as an index signature: the type names each field with its config. */
+export type GatewayPluginSpec = { plugin: PluginName; config?: Record<string, unknown> } & {
+  [M in Manifest as Camel<M['name']>]?: Static<M['schema']>;
+};
 
 /** The spec's plugin configuration and the field it was written in (typed, or the deprecated `config`). */
 export function pluginConfigOf(spec: { plugin: string } & Record<string, unknown>): {

@@ -13,7 +13,7 @@ import { parse } from 'yaml';
 
 const SLUICE = ['--disable-warning=ExperimentalWarning', 'bin/sluice.ts'];
 const VERSION = (JSON.parse(await readFile('package.json', 'utf8')) as { version: string }).version;
-const COMMANDS = ['run', 'validate', 'dataplane', 'controller'];
+const COMMANDS = ['run', 'validate', 'dataplane', 'controller', 'migrate'];
 
 interface Result {
   code: number | null;
@@ -118,6 +118,10 @@ describe('help', () => {
       controller: [
         ['--dataplane-service', '--lease-name', '--admin-ca-file'],
         ['--port ', '--state-dir'],
+      ],
+      migrate: [
+        ['--file', '--write', 'FILE|DIR|-'],
+        ['--output', '--watch', '--state-dir'],
       ],
     };
     const texts: Record<string, string> = {};
