@@ -217,3 +217,45 @@ describe('sluice validate', () => {
     expect(other.stderr).toContain('-o must be json or yaml');
   });
 });
+
+describe('sluice migrate', () => {
+  const oldPlugin = (name: string) =>
+    `apiVersion: sluice.dev/v1alpha1\nkind: GatewayPlugin\nmetadata: { name: ${name}, namespace: default }\nspec:\n  plugin: rate-limiting\n  config: # per minute\n    minute: 100\n`;
+
+  it('prints the file with spec.config moved to the typed field, naming what it moved', async () => {
+    const r = await sluice(['migrate', '-f', '-'], `${deployment}---\n${oldPlugin('limit')}`);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toBe(`${deployment}---\n${oldPlugin('limit').replace('config:', 'rateLimiting:')}`);
+    expect(r.stderr).toBe('sluice migrate: <stdin>: 1 GatewayPlugin(s): default/limit\n');
+    // The result is what sluice validate (standalone mode) reads.
+    const v = await sluice(['validate', '-f', '-'], `${r.stdout}---\n${route('a', '/a')}`);
+    expect(v.code, v.stderr).toBe(0);
+  });
+
+  it('-w rewrites the files of a directory in place; what it cannot rewrite exits 1 naming file and line', async () => {
+    const conf = join(dir, 'migrate');
+    await mkdir(conf);
+    await writeFile(join(conf, 'a.yaml'), oldPlugin('a'));
+    await writeFile(join(conf, 'b.yml'), route('b', '/b'));
+    const w = await sluice(['migrate', '-w', '-f', conf]);
+    expect(w.code, w.stderr).toBe(0);
+    expect(w.stdout).toBe('');
+    expect(await readFile(join(conf, 'a.yaml'), 'utf8')).toBe(
+      oldPlugin('a').replace('config:', 'rateLimiting:'),
+    );
+    expect(await readFile(join(conf, 'b.yml'), 'utf8')).toBe(route('b', '/b'));
+
+    const unknown = oldPlugin('c').replace('rate-limiting', 'rate-limit');
+    await writeFile(join(conf, 'c.yaml'), unknown);
+    const bad = await sluice(['migrate', '-w', '-f', join(conf, 'c.yaml')]);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain(
+      `${join(conf, 'c.yaml')}:6: GatewayPlugin default/c: spec.plugin "rate-limit"`,
+    );
+    expect(await readFile(join(conf, 'c.yaml'), 'utf8')).toBe(unknown);
+
+    const stdin = await sluice(['migrate', '-w', '-f', '-'], oldPlugin('d'));
+    expect(stdin.code).toBe(2);
+    expect(stdin.stderr).toContain('sluice migrate: -w rewrites files; it cannot rewrite -');
+  });
+});
