@@ -62,10 +62,13 @@ export function toStructural(schema: TSchema | Schema, at: string): Schema {
       out[key] = props;
     } else if (key === 'items') out[key] = toStructural(value as Schema, `${at}[*]`);
     // Unique scalars are what a CRD calls a set (the API server refuses duplicates); unique
-    // objects have no equivalent, and fail below.
-    else if (key === 'uniqueItems' && value === true && !('x-kubernetes-list-type' in schema))
+    // objects or lists have no equivalent.
+    else if (key === 'uniqueItems' && value === true) {
+      const items = (schema as Schema).items as Schema | undefined;
+      if (items?.type === 'object' || items?.type === 'array')
+        throw new Error(`${at}: "uniqueItems" of ${items.type}s has no equivalent in a CRD schema`);
       out['x-kubernetes-list-type'] = 'set';
-    else if (SAME.has(key) || key.startsWith('x-kubernetes-')) out[key] = value;
+    } else if (SAME.has(key) || key.startsWith('x-kubernetes-')) out[key] = value;
     else throw new Error(`${at}: "${key}" has no equivalent in a CRD schema`);
   }
   return out;
