@@ -24,11 +24,17 @@ import { checkMetadata } from './metadata.ts';
 import type { ModelPlugin } from './model.ts';
 import { compileSchema, schemaErrors } from './schema-errors.ts';
 
-// GatewayPluginSpec.config is a Type.Unsafe (for the CRD's x-kubernetes-preserve-unknown-fields),
-// which TypeCompiler cannot compile: here it is checked as "an object", then against its plugin's schema.
+// The spec's shape with every config field as "an object": each plugin's schema is compiled once
+// (below) and checks the one field its plugin reads. (GatewayPluginSpec.config is a Type.Unsafe,
+// for the CRD's x-kubernetes-preserve-unknown-fields, which TypeCompiler cannot compile anyway.)
+const AnObject = Type.Optional(Type.Record(Type.String(), Type.Unknown()));
 const checkSpec = compileSchema(
   Type.Object(
-    { ...GatewayPluginSpec.properties, config: Type.Optional(Type.Record(Type.String(), Type.Unknown())) },
+    {
+      plugin: GatewayPluginSpec.properties.plugin,
+      ...Object.fromEntries(PLUGIN_FIELDS.map((f) => [f.field, AnObject])),
+      config: AnObject,
+    },
     { additionalProperties: false },
   ),
 );
@@ -67,8 +73,7 @@ export function validatePlugin(obj: GatewayPlugin): { plugin?: ModelPlugin; diag
   // The typed field names its plugin; the deprecated `config` does not, so its messages do.
   const say = field === 'config' ? (m: string) => `${plugin}: ${m}` : (m: string) => m;
   const { schema, checks } = checkConfig.get(plugin)!;
-  // The typed field's schema was checked with the spec; `config` is checked here.
-  const configErrors = field === 'config' ? schemaErrors(schema, config, ['spec', 'config']) : [];
+  const configErrors = schemaErrors(schema, config, ['spec', field]);
   diagnostics.push(...configErrors.map((e) => invalid(ref, e.field, say(e.message))));
   if (!configErrors.length)
     for (const e of checks?.(config) ?? [])
