@@ -77,6 +77,14 @@ spec:
     const old = await load('old.yaml', doc('config', 100));
     expect(typed.problems).toEqual([]);
     expect(old.problems).toEqual([]);
+    // A note (stderr of sluice run / validate), not a problem.
+    expect(typed.notes).toEqual([]);
+    expect(old.notes).toMatchObject([
+      {
+        field: 'spec.config',
+        message: expect.stringContaining('`sluice migrate -f FILE` moves it to spec.rateLimiting'),
+      },
+    ]);
     expect(old.snapshot.hash).toBe(typed.snapshot.hash);
     expect(typed.snapshot.table.routes[0].plugins.map((p) => p.config)).toEqual([{ minute: 100 }]);
 
