@@ -92,8 +92,9 @@ describe('flags', () => {
   });
 
   it('--version and <command> --version print the package.json version', async () => {
-    for (const args of [['--version'], ...COMMANDS.map((c) => [c, '--version'])]) {
-      const r = await sluice(args);
+    // One process per command, started together: each is independent, and this machine has few cores.
+    const args = [['--version'], ...COMMANDS.map((c) => [c, '--version'])];
+    for (const r of await Promise.all(args.map((a) => sluice(a)))) {
       expect(r.code).toBe(0);
       expect(r.stdout).toBe(`${VERSION}\n`);
     }
@@ -125,8 +126,9 @@ describe('help', () => {
       ],
     };
     const texts: Record<string, string> = {};
-    for (const cmd of COMMANDS) {
-      const r = await sluice([cmd, '--help']);
+    const helps = await Promise.all(COMMANDS.map((cmd) => sluice([cmd, '--help'])));
+    for (const [i, cmd] of COMMANDS.entries()) {
+      const r = helps[i];
       expect(r.code, `${cmd} --help`).toBe(0);
       texts[cmd] = r.stdout;
       expect(r.stdout).toMatch(new RegExp(`^sluice ${cmd} — `));
