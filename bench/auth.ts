@@ -62,7 +62,7 @@ kind: GatewayPlugin
 metadata: { name: oidc, namespace: default }
 spec:
   plugin: oidc
-  config:
+  oidc:
     issuer: ${provider.issuer}
     audiences: ["urn:orders:opaque"]
     algorithms: [RS256]
@@ -75,7 +75,7 @@ kind: GatewayPlugin
 metadata: { name: mtls, namespace: default }
 spec:
   plugin: mtls-auth
-  config: { caBundle: { secretKeyRef: { name: auth, key: ca.pem } } }
+  mtlsAuth: { caBundle: { secretKeyRef: { name: auth, key: ca.pem } } }
 ---
 apiVersion: sluice.dev/v1alpha1
 kind: GatewayRoute

@@ -39,7 +39,7 @@ function plugins(): GatewayPlugin[] {
     apiVersion: 'sluice.dev/v1alpha1',
     kind: 'GatewayPlugin',
     metadata: { name, namespace: NS },
-    spec: { plugin: 'request-transformer', config },
+    spec: { plugin: 'request-transformer', requestTransformer: config },
   });
   return [
     plugin('gateway-version', { add: { headers: ['X-Gateway-Version:v1'] } }),

@@ -5,11 +5,12 @@
  */
 import { controller } from './commands/controller.ts';
 import { dataplane } from './commands/dataplane.ts';
+import { migrate } from './commands/migrate.ts';
 import { run } from './commands/run.ts';
 import { validate } from './commands/validate.ts';
 import { type Command, fail, helpText, version } from './lib/command.ts';
 
-const COMMANDS: readonly Command[] = [run, validate, dataplane, controller];
+const COMMANDS: readonly Command[] = [run, validate, dataplane, controller, migrate];
 
 const HELP = `sluice — a Kubernetes-native API gateway
 
@@ -19,7 +20,7 @@ ${COMMANDS.map((c) => `  ${c.usage}\n      ${c.summary}`).join('\n')}
   sluice --version
 
 Shared by several commands:
-  -f FILE|DIR (run, validate), --state-dir DIR and --workers N|auto (run, dataplane), --log-level LEVEL,
+  -f FILE|DIR (run, validate, migrate), --state-dir DIR and --workers N|auto (run, dataplane), --log-level LEVEL,
   --admin-token TOKEN / --admin-token-file FILE / env SLUICE_ADMIN_TOKEN (the admin API's bearer token)
 `;
 

@@ -10,6 +10,7 @@ import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { text as readStream } from 'node:stream/consumers';
 import { LineCounter, parseAllDocuments } from 'yaml';
+import { configField } from '../api/gateway-plugin.ts';
 import type { Resource } from '../api/index.ts';
 import {
   DEFAULT_NAMESPACE,
@@ -28,7 +29,8 @@ export type LoadReason =
   | 'UnknownKind'
   | 'MissingName'
   | 'InvalidMetadata'
-  | 'Duplicate';
+  | 'Duplicate'
+  | 'Deprecated';
 
 /** A problem reading a file. The message does not repeat the file (callers print it) but says the line. */
 export interface LoadDiagnostic {
@@ -41,7 +43,10 @@ export interface LoadDiagnostic {
   field?: string;
   reason: LoadReason;
   message: string;
-  /** An object of a kind Sluice does not own (apps/v1 Deployment…): skipped, and not an error. */
+  /**
+   * A note, not an error: an object of a kind Sluice does not own (apps/v1 Deployment…), skipped;
+   * or a deprecated form that still loads (a GatewayPlugin's untyped spec.config).
+   */
   ignored?: true;
 }
 
@@ -106,11 +111,32 @@ export function parseYaml(
       return;
     }
     objects.push({ object: checked.object, ...at, line });
+    const deprecated = deprecation(checked.object);
+    if (deprecated)
+      diagnostics.push({
+        ...at,
+        line,
+        object: refOf(checked.object),
+        field: deprecated.field,
+        reason: 'Deprecated',
+        message: `line ${line} (document ${document}): ${deprecated.message}`,
+        ignored: true,
+      });
   });
   return { objects, diagnostics };
 }
 
 type Problem = { reason: LoadReason; field?: string; message: string; ignored?: true };
+
+/** A form that still loads but will not forever: the untyped spec.config of a GatewayPlugin. */
+function deprecation(o: Resource): { field: string; message: string } | null {
+  if (o.kind !== 'GatewayPlugin' || (o.spec as { config?: unknown } | undefined)?.config === undefined)
+    return null;
+  return {
+    field: 'spec.config',
+    message: `spec.config is deprecated; \`sluice migrate -f FILE\` moves it to spec.${configField(String(o.spec.plugin))}`,
+  };
+}
 
 const OWN_KINDS = new Set(['GatewayRoute', 'GatewayPlugin']);
 

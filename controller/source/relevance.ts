@@ -66,7 +66,8 @@ export function referencedSecrets(plugins: Iterable<GatewayPlugin>): Set<string>
       }
     }
   };
-  for (const p of plugins) walk(p.metadata.namespace ?? 'default', p.spec?.config);
+  // The whole spec: the config is in the field named after the plugin, or the deprecated `config`.
+  for (const p of plugins) walk(p.metadata.namespace ?? 'default', p.spec);
   return out;
 }
 

@@ -1,10 +1,21 @@
 /**
- * A GatewayPlugin is accepted when its spec fits GatewayPluginSpec and its config fits the
- * schema of its plugin (its manifest in the catalog, the same one the data plane checks at the door).
+ * A GatewayPlugin is accepted when its spec fits GatewayPluginSpec (the plugin's field typed by
+ * its manifest's schema, the same one the data plane checks at the door), the union's rules
+ * hold (the API server's CEL, UNION_RULES, said again here for objects it never saw: standalone
+ * files, or objects stored before the CRD checked them), and the manifest's checks across fields
+ * pass. The deprecated untyped `config` is checked against the same schema.
  */
 import { type TSchema, Type } from '@sinclair/typebox';
 import type { TypeCheck } from '@sinclair/typebox/compiler';
-import { type GatewayPlugin, GatewayPluginSpec } from '../api/gateway-plugin.ts';
+import {
+  CONFIG_BESIDE_TYPED,
+  type GatewayPlugin,
+  GatewayPluginSpec,
+  onlyWith,
+  PLUGIN_FIELDS,
+  pluginConfigOf,
+  requiredWith,
+} from '../api/gateway-plugin.ts';
 import { PLUGIN_MANIFESTS } from '../../dataplane/config/catalog.ts';
 import type { ConfigProblem } from '../../dataplane/config/config-problem.ts';
 import { refOf } from '../source/resource-set.ts';
@@ -13,11 +24,17 @@ import { checkMetadata } from './metadata.ts';
 import type { ModelPlugin } from './model.ts';
 import { compileSchema, schemaErrors } from './schema-errors.ts';
 
-// GatewayPluginSpec.config is a Type.Unsafe (for the CRD's x-kubernetes-preserve-unknown-fields),
-// which TypeCompiler cannot compile: here it is checked as "an object", then against its plugin's schema.
+// The spec's shape with every config field as "an object": each plugin's schema is compiled once
+// (below) and checks the one field its plugin reads. (GatewayPluginSpec.config is a Type.Unsafe,
+// for the CRD's x-kubernetes-preserve-unknown-fields, which TypeCompiler cannot compile anyway.)
+const AnObject = Type.Optional(Type.Record(Type.String(), Type.Unknown()));
 const checkSpec = compileSchema(
   Type.Object(
-    { ...GatewayPluginSpec.properties, config: Type.Optional(Type.Record(Type.String(), Type.Unknown())) },
+    {
+      plugin: GatewayPluginSpec.properties.plugin,
+      ...Object.fromEntries(PLUGIN_FIELDS.map((f) => [f.field, AnObject])),
+      config: AnObject,
+    },
     { additionalProperties: false },
   ),
 );
@@ -39,15 +56,32 @@ export function validatePlugin(obj: GatewayPlugin): { plugin?: ModelPlugin; diag
   const specErrors = schemaErrors(checkSpec, spec, ['spec']);
   diagnostics.push(...specErrors.map((e) => invalid(ref, e.field, e.message)));
   if (specErrors.length) return { diagnostics };
-  const { plugin, config = {} } = spec as GatewayPlugin['spec'];
-  const configErrors = schemaErrors(checkConfig.get(plugin)!.schema, config, ['spec', 'config']);
-  diagnostics.push(...configErrors.map((e) => invalid(ref, e.field, `${plugin}: ${e.message}`)));
+  const s = spec as GatewayPlugin['spec'] & Record<string, unknown>;
+  const { plugin } = s;
+  for (const f of PLUGIN_FIELDS) {
+    if (f.plugin !== plugin && s[f.field] !== undefined)
+      diagnostics.push(invalid(ref, `spec.${f.field}`, onlyWith(f.plugin)));
+    else if (f.plugin === plugin && s[f.field] !== undefined && s.config !== undefined)
+      diagnostics.push(invalid(ref, 'spec.config', CONFIG_BESIDE_TYPED));
+    else if (f.plugin === plugin && s[f.field] === undefined && s.config === undefined && f.required)
+      diagnostics.push(invalid(ref, `spec.${f.field}`, requiredWith(f.plugin)));
+  }
+  if (diagnostics.length) return { diagnostics };
+
+  const { field, config = {} } = pluginConfigOf(s);
+  const at = `spec.${field}`;
+  // The typed field names its plugin; the deprecated `config` does not, so its messages do.
+  const say = field === 'config' ? (m: string) => `${plugin}: ${m}` : (m: string) => m;
+  const { schema, checks } = checkConfig.get(plugin)!;
+  const configErrors = schemaErrors(schema, config, ['spec', field]);
+  diagnostics.push(...configErrors.map((e) => invalid(ref, e.field, say(e.message))));
   if (!configErrors.length)
-    for (const e of checkConfig.get(plugin)!.checks?.(config) ?? [])
-      diagnostics.push(
-        invalid(ref, e.field ? `spec.config.${e.field}` : 'spec.config', `${plugin}: ${e.message}`),
-      );
+    for (const e of checks?.(config) ?? [])
+      diagnostics.push(invalid(ref, e.field ? `${at}.${e.field}` : at, say(e.message)));
   if (diagnostics.length) return { diagnostics };
   // A copy: the table must not share objects with the informer cache (or a file loader) it came from.
-  return { plugin: { ref, source: meta.source, plugin, config: structuredClone(config) }, diagnostics };
+  return {
+    plugin: { ref, source: meta.source, plugin, field: at, config: structuredClone(config) },
+    diagnostics,
+  };
 }

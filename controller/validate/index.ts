@@ -29,7 +29,8 @@ export function validate(resources: ResourceSet): Validated {
     const result = guarded(obj, () => validatePlugin(obj));
     if (result.plugin) {
       const as = resolvedSecretField(pluginManifest(result.plugin.plugin));
-      result.diagnostics.push(...resolveSecretRefs(refOf(obj), result.plugin.config, resources.secrets, as));
+      const { config, field } = result.plugin;
+      result.diagnostics.push(...resolveSecretRefs(refOf(obj), config, resources.secrets, as, field));
     }
     if (result.diagnostics.length) result.plugin = undefined;
     diagnostics.push(...result.diagnostics);

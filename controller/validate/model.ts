@@ -14,7 +14,9 @@ export interface ModelPlugin {
   ref: ObjectRef;
   source: SourceRef;
   plugin: PluginName;
-  /** Checked against PLUGIN_SCHEMAS[plugin]; {} when the object has none. */
+  /** Where the config is written: "spec.<the plugin's field>", or the deprecated "spec.config". */
+  field: string;
+  /** Checked against its manifest's schema; {} when the object has none. */
   config: Record<string, unknown>;
 }
 

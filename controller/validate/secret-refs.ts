@@ -16,6 +16,8 @@ export function resolveSecretRefs(
   config: Record<string, unknown>,
   secrets: ReadonlyMap<string, Secret>,
   as: 'sha256' | 'value' = 'sha256',
+  /** Where the config is in the object, for messages (e.g. "spec.keyAuth"). */
+  at = 'spec.config',
 ): Diagnostic[] {
   const diagnostics: Diagnostic[] = [];
   const walk = (v: unknown, at: string): void => {
@@ -43,7 +45,7 @@ export function resolveSecretRefs(
       for (const [k, x] of Object.entries(obj)) if (k !== 'secretKeyRef') walk(x, `${at}.${k}`);
     }
   };
-  walk(config, 'spec.config');
+  walk(config, at);
   return diagnostics;
 }
 

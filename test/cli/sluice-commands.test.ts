@@ -13,7 +13,7 @@ import { parse } from 'yaml';
 
 const SLUICE = ['--disable-warning=ExperimentalWarning', 'bin/sluice.ts'];
 const VERSION = (JSON.parse(await readFile('package.json', 'utf8')) as { version: string }).version;
-const COMMANDS = ['run', 'validate', 'dataplane', 'controller'];
+const COMMANDS = ['run', 'validate', 'dataplane', 'controller', 'migrate'];
 
 interface Result {
   code: number | null;
@@ -92,8 +92,9 @@ describe('flags', () => {
   });
 
   it('--version and <command> --version print the package.json version', async () => {
-    for (const args of [['--version'], ...COMMANDS.map((c) => [c, '--version'])]) {
-      const r = await sluice(args);
+    // One process per command, started together: each is independent, and this machine has few cores.
+    const args = [['--version'], ...COMMANDS.map((c) => [c, '--version'])];
+    for (const r of await Promise.all(args.map((a) => sluice(a)))) {
       expect(r.code).toBe(0);
       expect(r.stdout).toBe(`${VERSION}\n`);
     }
@@ -119,10 +120,15 @@ describe('help', () => {
         ['--dataplane-service', '--lease-name', '--admin-ca-file'],
         ['--port ', '--state-dir'],
       ],
+      migrate: [
+        ['--file', '--write', 'FILE|DIR|-'],
+        ['--output', '--watch', '--state-dir'],
+      ],
     };
     const texts: Record<string, string> = {};
-    for (const cmd of COMMANDS) {
-      const r = await sluice([cmd, '--help']);
+    const helps = await Promise.all(COMMANDS.map((cmd) => sluice([cmd, '--help'])));
+    for (const [i, cmd] of COMMANDS.entries()) {
+      const r = helps[i];
       expect(r.code, `${cmd} --help`).toBe(0);
       texts[cmd] = r.stdout;
       expect(r.stdout).toMatch(new RegExp(`^sluice ${cmd} — `));
@@ -211,5 +217,47 @@ describe('sluice validate', () => {
     const other = await sluice(['validate', '-f', '-', '-o', 'xml'], route('a', '/a'));
     expect(other.code).toBe(2);
     expect(other.stderr).toContain('-o must be json or yaml');
+  });
+});
+
+describe('sluice migrate', () => {
+  const oldPlugin = (name: string) =>
+    `apiVersion: sluice.dev/v1alpha1\nkind: GatewayPlugin\nmetadata: { name: ${name}, namespace: default }\nspec:\n  plugin: rate-limiting\n  config: # per minute\n    minute: 100\n`;
+
+  it('prints the file with spec.config moved to the typed field, naming what it moved', async () => {
+    const r = await sluice(['migrate', '-f', '-'], `${deployment}---\n${oldPlugin('limit')}`);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toBe(`${deployment}---\n${oldPlugin('limit').replace('config:', 'rateLimiting:')}`);
+    expect(r.stderr).toBe('sluice migrate: <stdin>: 1 GatewayPlugin(s): default/limit\n');
+    // The result is what sluice validate (standalone mode) reads.
+    const v = await sluice(['validate', '-f', '-'], `${r.stdout}---\n${route('a', '/a')}`);
+    expect(v.code, v.stderr).toBe(0);
+  });
+
+  it('-w rewrites the files of a directory in place; what it cannot rewrite exits 1 naming file and line', async () => {
+    const conf = join(dir, 'migrate');
+    await mkdir(conf);
+    await writeFile(join(conf, 'a.yaml'), oldPlugin('a'));
+    await writeFile(join(conf, 'b.yml'), route('b', '/b'));
+    const w = await sluice(['migrate', '-w', '-f', conf]);
+    expect(w.code, w.stderr).toBe(0);
+    expect(w.stdout).toBe('');
+    expect(await readFile(join(conf, 'a.yaml'), 'utf8')).toBe(
+      oldPlugin('a').replace('config:', 'rateLimiting:'),
+    );
+    expect(await readFile(join(conf, 'b.yml'), 'utf8')).toBe(route('b', '/b'));
+
+    const unknown = oldPlugin('c').replace('rate-limiting', 'rate-limit');
+    await writeFile(join(conf, 'c.yaml'), unknown);
+    const bad = await sluice(['migrate', '-w', '-f', join(conf, 'c.yaml')]);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain(
+      `${join(conf, 'c.yaml')}:6: GatewayPlugin default/c: spec.plugin "rate-limit"`,
+    );
+    expect(await readFile(join(conf, 'c.yaml'), 'utf8')).toBe(unknown);
+
+    const stdin = await sluice(['migrate', '-w', '-f', '-'], oldPlugin('d'));
+    expect(stdin.code).toBe(2);
+    expect(stdin.stderr).toContain('sluice migrate: -w rewrites files; it cannot rewrite -');
   });
 });

@@ -225,7 +225,7 @@ describe('sluice run --workers 2 with proxy-cache', () => {
     });
     const plugin =
       'apiVersion: sluice.dev/v1alpha1\nkind: GatewayPlugin\nmetadata: { name: cache, namespace: default }\n' +
-      'spec: { plugin: proxy-cache, config: {} }\n---\n';
+      'spec: { plugin: proxy-cache, proxyCache: {} }\n---\n';
     const yaml =
       plugin +
       route('c', '/c')

@@ -74,7 +74,7 @@ describe('build', () => {
         apiVersion: 'sluice.dev/v1alpha1',
         kind: 'GatewayPlugin',
         metadata: { name: 'e' },
-        spec: { plugin: 'request-transformer', config: null },
+        spec: { plugin: 'request-transformer', requestTransformer: null },
       },
       {
         apiVersion: 'sluice.dev/v1alpha1',

@@ -147,12 +147,12 @@ describe('StatusWriter.next', () => {
 
 describe('referencedSecrets', () => {
   it('finds every secretKeyRef in plugin configs, in the plugin namespace', () => {
-    const p = (ns: string, config: unknown) =>
+    const p = (ns: string, config: unknown, field = 'keyAuth') =>
       ({
         apiVersion: 'sluice.dev/v1alpha1',
         kind: 'GatewayPlugin',
         metadata: { name: 'p', namespace: ns },
-        spec: { plugin: 'request-transformer', config },
+        spec: { plugin: 'key-auth', [field]: config },
       }) as unknown as GatewayPlugin;
     const refs = referencedSecrets([
       p('a', {
@@ -161,8 +161,9 @@ describe('referencedSecrets', () => {
       }),
       p('b', { secretKeyRef: { name: 's1', key: 'k' } }),
       p('c', { add: { headers: ['X:1'] } }),
+      p('d', { secretKeyRef: { name: 's3', key: 'k' } }, 'config'), // the deprecated untyped field
     ]);
-    expect([...refs].sort()).toEqual(['a/s1', 'a/s2', 'b/s1']);
+    expect([...refs].sort()).toEqual(['a/s1', 'a/s2', 'b/s1', 'd/s3']);
   });
 });
 

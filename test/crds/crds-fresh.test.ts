@@ -9,7 +9,8 @@ import { Type } from '@sinclair/typebox';
 import { parse } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import { CRD_DIRS, renderCrds, toStructural } from '../../controller/api/crds.ts';
-import { PLUGIN_NAMES } from '../../dataplane/config/catalog.ts';
+import { configField } from '../../controller/api/gateway-plugin.ts';
+import { PLUGIN_MANIFESTS, PLUGIN_NAMES } from '../../dataplane/config/catalog.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const files = renderCrds();
@@ -82,10 +83,36 @@ describe('generated CRDs', () => {
     expect(plugin).toMatchObject({ type: 'string', enum: PLUGIN_NAMES });
   });
 
+  it("types each plugin's field with its manifest's schema (one source for the CRD, the controller and the data plane)", () => {
+    const spec = (schemaOf('gatewayplugins').properties as Record<string, Node>).spec;
+    const fields = spec.properties as Record<string, Node>;
+    for (const m of PLUGIN_MANIFESTS) {
+      const { description, ...field } = fields[configField(m.name)];
+      const { description: own, ...schema } = toStructural(m.schema, m.name);
+      expect(field, m.name).toEqual(schema);
+      expect(description, m.name).toContain(`Configuration of the ${m.name} plugin.`);
+      if (own) expect(description, m.name).toContain(own as string);
+    }
+  });
+
+  it.each(Object.keys(files))('%s stays well under what client-side apply can annotate (256 KiB)', (rel) => {
+    // `kubectl apply` without --server-side copies the whole object into an annotation, and
+    // annotations are limited to 256 KiB in all: half of that leaves room to grow.
+    expect(JSON.stringify(parse(files[rel])).length).toBeLessThan(128 * 1024);
+  });
+
   it('turns unions of literals into enums and refuses what a CRD cannot say', () => {
     const union = Type.Union([Type.Literal('a'), Type.Literal('b')], { description: 'd' });
     expect(toStructural(union, 'x')).toEqual({ type: 'string', enum: ['a', 'b'], description: 'd' });
     expect(() => toStructural(Type.Union([Type.String(), Type.Integer()]), 'x')).toThrow(/x: only unions/);
     expect(() => toStructural(Type.Number({ exclusiveMinimum: 0 }), 'x')).toThrow(/exclusiveMinimum/);
+    expect(toStructural(Type.Array(Type.String(), { uniqueItems: true }), 'x')).toEqual({
+      type: 'array',
+      items: { type: 'string' },
+      'x-kubernetes-list-type': 'set',
+    });
+    expect(() => toStructural(Type.Array(Type.Object({}), { uniqueItems: true }), 'x')).toThrow(
+      /x: "uniqueItems" of objects/,
+    );
   });
 });

@@ -25,7 +25,7 @@ kind: GatewayPlugin
 metadata: { name: api-key }
 spec:
   plugin: key-auth
-  config:
+  keyAuth:
     consumers:
       - { name: alice, secretKeyRef: { name: api-keys, key: alice } }
       - { name: bob, secretKeyRef: { name: api-keys, key: bob } }
@@ -35,7 +35,7 @@ kind: GatewayPlugin
 metadata: { name: async-orders }
 spec:
   plugin: idempotency
-  config: { async: { enabled: true } }
+  idempotency: { async: { enabled: true } }
 ---
 apiVersion: sluice.dev/v1alpha1
 kind: GatewayRoute

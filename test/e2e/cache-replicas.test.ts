@@ -24,7 +24,7 @@ kind: GatewayPlugin
 metadata: { name: cache, namespace: default }
 spec:
   plugin: proxy-cache
-  config: { store: redis }
+  proxyCache: { store: redis }
 ---
 apiVersion: sluice.dev/v1alpha1
 kind: GatewayRoute

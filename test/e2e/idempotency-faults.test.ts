@@ -36,7 +36,7 @@ kind: GatewayPlugin
 metadata: { name: idem, namespace: default }
 spec:
   plugin: idempotency
-  config: { lease: ${lease}, ttl: 1h }
+  idempotency: { lease: ${lease}, ttl: 1h }
 ---
 apiVersion: sluice.dev/v1alpha1
 kind: GatewayRoute

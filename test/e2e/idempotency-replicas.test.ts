@@ -23,7 +23,7 @@ kind: GatewayPlugin
 metadata: { name: idem, namespace: default }
 spec:
   plugin: idempotency
-  config: { lease: 5s, ttl: 1h }
+  idempotency: { lease: 5s, ttl: 1h }
 ---
 apiVersion: sluice.dev/v1alpha1
 kind: GatewayRoute

@@ -27,24 +27,24 @@ kind: GatewayPlugin
 metadata: { name: keys }
 spec:
   plugin: key-auth
-  config:
+  keyAuth:
     consumers:
 ${CONSUMERS.map((c) => `      - { name: ${c}, secretKeyRef: { name: api-keys, key: ${c} } }`).join('\n')}
 ---
 apiVersion: sluice.dev/v1alpha1
 kind: GatewayPlugin
 metadata: { name: exact }
-spec: { plugin: rate-limiting, config: { day: 100, policy: redis, limitBy: consumer } }
+spec: { plugin: rate-limiting, rateLimiting: { day: 100, policy: redis, limitBy: consumer } }
 ---
 apiVersion: sluice.dev/v1alpha1
 kind: GatewayPlugin
 metadata: { name: open }
-spec: { plugin: rate-limiting, config: { day: 1000000, policy: redis, failMode: open } }
+spec: { plugin: rate-limiting, rateLimiting: { day: 1000000, policy: redis, failMode: open } }
 ---
 apiVersion: sluice.dev/v1alpha1
 kind: GatewayPlugin
 metadata: { name: closed }
-spec: { plugin: rate-limiting, config: { day: 1000000, policy: redis, failMode: closed } }
+spec: { plugin: rate-limiting, rateLimiting: { day: 1000000, policy: redis, failMode: closed } }
 ---
 apiVersion: sluice.dev/v1alpha1
 kind: GatewayRoute

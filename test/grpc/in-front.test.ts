@@ -25,7 +25,7 @@ const plugins = [
     apiVersion: 'sluice.dev/v1alpha1',
     kind: 'GatewayPlugin',
     metadata: { name: 'idem', namespace: 'test', generation: 1 },
-    spec: { plugin: 'idempotency', config: {} },
+    spec: { plugin: 'idempotency', idempotency: {} },
   },
 ];
 

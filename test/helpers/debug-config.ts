@@ -46,7 +46,7 @@ kind: GatewayPlugin
 metadata: { name: keys${ns} }
 spec:
   plugin: key-auth
-  config:
+  keyAuth:
     consumers: [{ name: alice, secretKeyRef: { name: creds, key: api-key } }]
 ---
 apiVersion: sluice.dev/v1alpha1
@@ -54,7 +54,7 @@ kind: GatewayPlugin
 metadata: { name: tokens${ns} }
 spec:
   plugin: jwt
-  config:
+  jwt:
     issuers:
       - issuer: https://issuer.debug.test
         audiences: [debug]
@@ -66,7 +66,7 @@ kind: GatewayPlugin
 metadata: { name: login${ns} }
 spec:
   plugin: oidc
-  config:
+  oidc:
     issuer: https://idp.debug.test
     audiences: [debug]
     algorithms: [RS256]

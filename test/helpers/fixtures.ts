@@ -1,5 +1,5 @@
 /** Fluent builders of custom resources for controller tests: `gatewayRoute('charges').url(…).route(…).build()`. */
-import type { GatewayPlugin } from '../../controller/api/gateway-plugin.ts';
+import { configField, type GatewayPlugin } from '../../controller/api/gateway-plugin.ts';
 import type { GatewayRoute, RouteRule } from '../../controller/api/gateway-route.ts';
 import type { PluginName } from '../../dataplane/config/catalog.ts';
 
@@ -72,7 +72,7 @@ export function gatewayPlugin(
     apiVersion: 'sluice.dev/v1alpha1',
     kind: 'GatewayPlugin',
     metadata: { name, namespace },
-    spec: { plugin, config },
+    spec: { plugin, [configField(plugin)]: config },
   };
 }
 

@@ -23,7 +23,7 @@ export function hsJwtResources(namespace: string, audience: string): unknown[] {
       metadata: { name: 'jwt', namespace, generation: 1 },
       spec: {
         plugin: 'jwt',
-        config: {
+        jwt: {
           issuers: [
             {
               issuer: ISSUER,

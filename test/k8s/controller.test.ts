@@ -156,7 +156,7 @@ const transformer = (name: string, value: string) => `
 apiVersion: sluice.dev/v1alpha1
 kind: GatewayPlugin
 metadata: { name: ${name} }
-spec: { plugin: request-transformer, config: { add: { headers: ["X-E2E:${value}"] } } }
+spec: { plugin: request-transformer, requestTransformer: { add: { headers: ["X-E2E:${value}"] } } }
 `;
 
 /** The X-E2E header each data plane forwards on GET path. */

@@ -91,7 +91,7 @@ kind: GatewayPlugin
 metadata: { name: keys }
 spec:
   plugin: key-auth
-  config: { consumers: [{ name: alice, secretKeyRef: { name: api-keys, key: alice } }] }
+  keyAuth: { consumers: [{ name: alice, secretKeyRef: { name: api-keys, key: alice } }] }
 `,
     ...planes.map(
       (p, i) => `apiVersion: discovery.k8s.io/v1

@@ -18,7 +18,7 @@ const plugin = (name: string, value: string) => `
 apiVersion: sluice.dev/v1alpha1
 kind: GatewayPlugin
 metadata: { name: ${name} }
-spec: { plugin: request-transformer, config: { add: { headers: ["X-V:${value}"] } } }
+spec: { plugin: request-transformer, requestTransformer: { add: { headers: ["X-V:${value}"] } } }
 `;
 
 let kube: Kube;
@@ -42,7 +42,7 @@ it('after 410 Gone it re-lists and reports every change made while it was away',
   // The backoff delay is the test's gate: while it is closed, the informer stays away.
   let open!: () => void;
   let gate: Promise<void> | null = null;
-  const informer = new Informer<KubeObject & { spec: { config: unknown } }>(
+  const informer = new Informer<KubeObject & { spec: { requestTransformer: unknown } }>(
     kube,
     PATH,
     (type, obj) => events.push([type, obj.metadata.name]),
@@ -101,7 +101,7 @@ it('after 410 Gone it re-lists and reports every change made while it was away',
     expect(events.some(([, n]) => n === 'kept')).toBe(false);
     expect([...informer.cache.keys()].sort()).toEqual([`${NS}/added`, `${NS}/edited`, `${NS}/kept`]);
     const edited = informer.cache.get(`${NS}/edited`)!;
-    expect(JSON.stringify(edited.spec.config)).toContain('X-V:2');
+    expect(JSON.stringify(edited.spec.requestTransformer)).toContain('X-V:2');
     // And it keeps watching from the new list: a later change arrives as an event.
     await ok(['apply', '-n', NS, '-f', '-'], plugin('late', '1'));
     const late = Date.now() + 10_000;

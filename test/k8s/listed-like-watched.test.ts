@@ -43,7 +43,7 @@ kind: GatewayPlugin
 metadata: { name: keys }
 spec:
   plugin: key-auth
-  config: { consumers: [{ name: alice, secretKeyRef: { name: api-keys, key: alice } }] }
+  keyAuth: { consumers: [{ name: alice, secretKeyRef: { name: api-keys, key: alice } }] }
 ---
 apiVersion: sluice.dev/v1alpha1
 kind: GatewayRoute

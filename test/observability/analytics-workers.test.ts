@@ -32,7 +32,7 @@ kind: GatewayPlugin
 metadata: { name: keys, namespace: default }
 spec:
   plugin: key-auth
-  config:
+  keyAuth:
     consumers:
 ${NAMES.map((n) => `      - { name: ${n}, secretKeyRef: { name: keys, key: ${n} } }`).join('\n')}
 ---

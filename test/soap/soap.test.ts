@@ -115,7 +115,7 @@ beforeAll(async () => {
       apiVersion: 'sluice.dev/v1alpha1',
       kind: 'GatewayPlugin',
       metadata: { name: 'cache', namespace: 'test', generation: 1 },
-      spec: { plugin: 'proxy-cache', config: { methods: ['GET', 'HEAD', 'POST'] } },
+      spec: { plugin: 'proxy-cache', proxyCache: { methods: ['GET', 'HEAD', 'POST'] } },
     },
     {
       apiVersion: 'sluice.dev/v1alpha1',
@@ -123,20 +123,20 @@ beforeAll(async () => {
       metadata: { name: 'add-note', namespace: 'test', generation: 1 },
       spec: {
         plugin: 'request-transformer',
-        config: { add: { body: ['note:added by {{ header.x-tenant }}'] } },
+        requestTransformer: { add: { body: ['note:added by {{ header.x-tenant }}'] } },
       },
     },
     {
       apiVersion: 'sluice.dev/v1alpha1',
       kind: 'GatewayPlugin',
       metadata: { name: 'one-a-minute', namespace: 'test', generation: 1 },
-      spec: { plugin: 'rate-limiting', config: { minute: 1, policy: 'local', limitBy: 'ip' } },
+      spec: { plugin: 'rate-limiting', rateLimiting: { minute: 1, policy: 'local', limitBy: 'ip' } },
     },
     {
       apiVersion: 'sluice.dev/v1alpha1',
       kind: 'GatewayPlugin',
       metadata: { name: 'idempotency', namespace: 'test', generation: 1 },
-      spec: { plugin: 'idempotency', config: {} },
+      spec: { plugin: 'idempotency', idempotency: {} },
     },
   ]);
   dp = await startTestDataPlane({ initialSnapshot: snapshot });

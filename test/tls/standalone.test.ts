@@ -47,7 +47,7 @@ kind: GatewayPlugin
 metadata: { name: auth, namespace: shop }
 spec:
   plugin: jwt
-  config:
+  jwt:
     issuers:
       - issuer: shop-issuer
         audiences: [orders]
@@ -59,14 +59,14 @@ kind: GatewayPlugin
 metadata: { name: limit, namespace: shop }
 spec:
   plugin: rate-limiting
-  config: { minute: 4, policy: redis, limitBy: header, header: X-Client }
+  rateLimiting: { minute: 4, policy: redis, limitBy: header, header: X-Client }
 ---
 apiVersion: sluice.dev/v1alpha1
 kind: GatewayPlugin
 metadata: { name: idem, namespace: shop }
 spec:
   plugin: idempotency
-  config: { ttl: 1h }
+  idempotency: { ttl: 1h }
 ---
 apiVersion: sluice.dev/v1alpha1
 kind: GatewayRoute

@@ -38,7 +38,7 @@ kind: GatewayPlugin
 metadata: { name: gateway-version-1 }
 spec:
   plugin: request-transformer
-  config: { add: { headers: ["X-Gateway-Version:1"] } }
+  requestTransformer: { add: { headers: ["X-Gateway-Version:1"] } }
 ---
 apiVersion: v1
 kind: Secret
@@ -51,7 +51,7 @@ kind: GatewayPlugin
 metadata: { name: api-key }
 spec:
   plugin: key-auth
-  config:
+  keyAuth:
     consumers:
 ${CONSUMERS.map((c) => `      - { name: ${c}, secretKeyRef: { name: keys, key: ${c} } }`).join('\n')}
 ---

@@ -16,9 +16,21 @@ import { pluginManifest } from '../../config/manifest.ts';
 const HOST = '(\\*\\.)?[a-z0-9-]+(\\.[a-z0-9-]+)*|\\[[0-9a-f:.]+\\]';
 export const ORIGIN_PATTERN = `^(\\*|[a-z][a-z0-9+.-]*://(${HOST})(:[0-9]{1,5})?)$`;
 
+const NO_ORIGIN = 'set origins or originRegex (with neither, no origin is allowed)';
+const STAR_NOT_ALONE = '"*" allows every origin and must be alone (no other origins, no originRegex)';
+const STAR_WITH_CREDENTIALS =
+  'cannot be true with origins "*" (browsers refuse credentials with a wildcard origin); list the origins';
+const STAR_ALLOW_HEADER =
+  '"*" is not supported; leave allowHeaders unset to allow the headers a preflight asks for';
+const STAR_EXPOSE_HEADER = '"*" is only a header name with credentials: true (Fetch); list the headers';
+const hasList = (f: string) => `(has(self.${f}) && size(self.${f}) > 0)`;
+
 const headerNames = (description: string) =>
   Type.Optional(
-    Type.Array(Type.String({ pattern: HEADER_NAME_PATTERN, maxLength: 128 }), { maxItems: 64, description }),
+    Type.Array(Type.String({ pattern: HEADER_NAME_PATTERN, maxLength: 128, description: 'A header name.' }), {
+      maxItems: 64,
+      description,
+    }),
   );
 
 export const CorsConfig = Type.Object(
@@ -36,22 +48,41 @@ export const CorsConfig = Type.Object(
       ),
     ),
     originRegex: Type.Optional(
-      Type.Array(Type.String({ minLength: 1, maxLength: 300 }), {
-        maxItems: 32,
-        description:
-          'Regular expressions (JavaScript syntax) an allowed origin matches whole (they are anchored). ' +
-          'Patterns that could backtrack catastrophically are refused.',
-      }),
+      Type.Array(
+        Type.String({
+          minLength: 1,
+          maxLength: 300,
+          description: 'A regular expression, anchored at both ends.',
+        }),
+        {
+          maxItems: 32,
+          description:
+            'Regular expressions (JavaScript syntax) an allowed origin matches whole (they are anchored). ' +
+            'Patterns that could backtrack catastrophically are refused.',
+        },
+      ),
     ),
     methods: Type.Optional(
-      Type.Array(Type.String({ pattern: TOKEN_PATTERN, maxLength: 32 }), {
+      Type.Array(Type.String({ pattern: TOKEN_PATTERN, maxLength: 32, description: 'A method, e.g. PUT.' }), {
         minItems: 1,
         maxItems: 32,
         description: 'Methods a preflight may ask for (default GET, HEAD, POST, PUT, PATCH, DELETE).',
       }),
     ),
-    allowHeaders: headerNames(
-      'Request headers a preflight may ask for. Unset: the headers the preflight asks for are allowed.',
+    allowHeaders: Type.Optional(
+      Type.Array(
+        Type.String({
+          pattern: HEADER_NAME_PATTERN,
+          maxLength: 128,
+          description: 'A header name ("*" is not supported).',
+          'x-kubernetes-validations': [{ rule: "self != '*'", message: STAR_ALLOW_HEADER }],
+        }),
+        {
+          maxItems: 64,
+          description:
+            'Request headers a preflight may ask for. Unset: the headers the preflight asks for are allowed.',
+        },
+      ),
     ),
     exposeHeaders: headerNames('Response headers the page may read beyond the CORS-safelisted ones.'),
     credentials: Type.Optional(
@@ -74,7 +105,30 @@ export const CorsConfig = Type.Object(
       }),
     ),
   },
-  { additionalProperties: false, description: 'Cross-origin requests from browsers.' },
+  {
+    additionalProperties: false,
+    description: 'Cross-origin requests from browsers.',
+    // The API server's copy of checkCorsConfig's rules across fields (regular expressions are
+    // checked by the controller only: CEL's RE2 is not JavaScript's).
+    'x-kubernetes-validations': [
+      { rule: `${hasList('origins')} || ${hasList('originRegex')}`, message: NO_ORIGIN },
+      {
+        rule: `!has(self.origins) || !('*' in self.origins) || (size(self.origins) == 1 && !${hasList('originRegex')})`,
+        message: STAR_NOT_ALONE,
+        fieldPath: '.origins',
+      },
+      {
+        rule: "!has(self.credentials) || !self.credentials || !has(self.origins) || !('*' in self.origins)",
+        message: STAR_WITH_CREDENTIALS,
+        fieldPath: '.credentials',
+      },
+      {
+        rule: "!has(self.credentials) || !self.credentials || !has(self.exposeHeaders) || !('*' in self.exposeHeaders)",
+        message: STAR_EXPOSE_HEADER,
+        fieldPath: '.exposeHeaders',
+      },
+    ],
+  },
 );
 export type CorsConfig = Static<typeof CorsConfig>;
 
@@ -86,22 +140,10 @@ export function checkCorsConfig(config: CorsConfig): ConfigProblem[] {
   const origins = config.origins ?? [];
   const regex = config.originRegex ?? [];
   const any = origins.includes('*');
-  if (origins.length === 0 && regex.length === 0)
-    problems.push({
-      field: '',
-      message: 'set origins or originRegex (with neither, no origin is allowed)',
-    });
+  if (origins.length === 0 && regex.length === 0) problems.push({ field: '', message: NO_ORIGIN });
   if (any && (origins.length > 1 || regex.length > 0))
-    problems.push({
-      field: 'origins',
-      message: '"*" allows every origin and must be alone (no other origins, no originRegex)',
-    });
-  if (any && config.credentials)
-    problems.push({
-      field: 'credentials',
-      message:
-        'cannot be true with origins "*" (browsers refuse credentials with a wildcard origin); list the origins',
-    });
+    problems.push({ field: 'origins', message: STAR_NOT_ALONE });
+  if (any && config.credentials) problems.push({ field: 'credentials', message: STAR_WITH_CREDENTIALS });
   regex.forEach((pattern, i) => {
     try {
       anchoredRegex(pattern);
@@ -119,19 +161,11 @@ export function checkCorsConfig(config: CorsConfig): ConfigProblem[] {
       });
   });
   (config.allowHeaders ?? []).forEach((h, i) => {
-    if (h === '*')
-      problems.push({
-        field: `allowHeaders[${i}]`,
-        message: '"*" is not supported; leave allowHeaders unset to allow the headers a preflight asks for',
-      });
+    if (h === '*') problems.push({ field: `allowHeaders[${i}]`, message: STAR_ALLOW_HEADER });
   });
   if (config.credentials)
     (config.exposeHeaders ?? []).forEach((h, i) => {
-      if (h === '*')
-        problems.push({
-          field: `exposeHeaders[${i}]`,
-          message: '"*" is only a header name with credentials: true (Fetch); list the headers',
-        });
+      if (h === '*') problems.push({ field: `exposeHeaders[${i}]`, message: STAR_EXPOSE_HEADER });
     });
   return problems;
 }

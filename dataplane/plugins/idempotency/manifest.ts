@@ -13,17 +13,17 @@ import type { ConfigProblem } from '../../config/config-problem.ts';
 const duration = (description: string) =>
   Type.String({ pattern: DURATION_PATTERN, maxLength: 32, description });
 const TOKEN = HEADER_NAME_PATTERN;
+const SHORT_LEASE = 'must be at least 100ms';
+const [MIN, MAX] = ['(has(self.min) ? self.min : 32)', '(has(self.max) ? self.max : 64)'];
 
 export const IdempotencyConfig = Type.Object(
   {
     methods: Type.Optional(
       Type.Array(
-        Type.Union([
-          Type.Literal('POST'),
-          Type.Literal('PATCH'),
-          Type.Literal('PUT'),
-          Type.Literal('DELETE'),
-        ]),
+        Type.Union(
+          [Type.Literal('POST'), Type.Literal('PATCH'), Type.Literal('PUT'), Type.Literal('DELETE')],
+          { description: 'POST, PATCH, PUT or DELETE.' },
+        ),
         {
           minItems: 1,
           maxItems: 4,
@@ -47,7 +47,17 @@ export const IdempotencyConfig = Type.Object(
             Type.Integer({ minimum: 1, maximum: 255, description: 'Default 64 (the spec maximum).' }),
           ),
         },
-        { additionalProperties: false, description: 'Accepted key lengths, in characters.' },
+        {
+          additionalProperties: false,
+          description: 'Accepted key lengths, in characters.',
+          'x-kubernetes-validations': [
+            {
+              rule: `${MIN} <= ${MAX}`,
+              message: 'is above keyLength.max (min defaults to 32, max to 64)',
+              fieldPath: '.min',
+            },
+          ],
+        },
       ),
     ),
     ttl: Type.Optional(duration('How long a record is kept, from its creation (default 24h).')),
@@ -87,7 +97,7 @@ export const IdempotencyConfig = Type.Object(
       Type.Object(
         {
           headers: Type.Optional(
-            Type.Array(Type.String({ pattern: TOKEN, maxLength: 256 }), {
+            Type.Array(Type.String({ pattern: TOKEN, maxLength: 256, description: 'A header name.' }), {
               maxItems: 32,
               description:
                 'Request headers the operation depends on; their values are part of the fingerprint ' +
@@ -127,7 +137,11 @@ export const IdempotencyConfig = Type.Object(
             }),
           ),
         },
-        { additionalProperties: false },
+        {
+          additionalProperties: false,
+          description:
+            'Asynchronous operations: 202 Accepted at once, the result looked up later by its key.',
+        },
       ),
     ),
   },
@@ -135,6 +149,13 @@ export const IdempotencyConfig = Type.Object(
     additionalProperties: false,
     description:
       'Idempotency-Key handling: one execution per (caller, key); retries get the stored response.',
+    'x-kubernetes-validations': [
+      {
+        rule: "!has(self.lease) || duration(self.lease) >= duration('100ms')",
+        message: SHORT_LEASE,
+        fieldPath: '.lease',
+      },
+    ],
   },
 );
 export type IdempotencyConfig = Static<typeof IdempotencyConfig>;
@@ -147,7 +168,7 @@ export function checkIdempotencyConfig(c: IdempotencyConfig): ConfigProblem[] {
   if (min > max)
     problems.push({ field: 'keyLength.min', message: `(${min}) is above keyLength.max (${max})` });
   if (c.lease !== undefined && (parseDuration(c.lease) ?? 0) < 100)
-    problems.push({ field: 'lease', message: 'must be at least 100ms' });
+    problems.push({ field: 'lease', message: SHORT_LEASE });
   return problems;
 }
 

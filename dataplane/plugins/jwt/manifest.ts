@@ -28,11 +28,17 @@ const ALGORITHMS = [
 const HEADER = HEADER_NAME_PATTERN;
 
 /** The algorithms an issuer accepts: pinned by the configuration, never the token's choice. */
-export const AlgorithmsSchema = Type.Array(Type.Union(ALGORITHMS.map((a) => Type.Literal(a))), {
-  minItems: 1,
-  maxItems: ALGORITHMS.length,
-  description: 'Algorithms accepted for this issuer; a token naming another one is refused.',
-});
+export const AlgorithmsSchema = Type.Array(
+  Type.Union(
+    ALGORITHMS.map((a) => Type.Literal(a)),
+    { description: 'A JWS algorithm (RFC 7518, and EdDSA).' },
+  ),
+  {
+    minItems: 1,
+    maxItems: ALGORITHMS.length,
+    description: 'Algorithms accepted for this issuer; a token naming another one is refused.',
+  },
+);
 export const MaxLifetimeSchema = Type.Optional(
   Type.String({
     pattern: DURATION_PATTERN,
@@ -62,10 +68,18 @@ export const TokenSchemas = {
     Type.Array(
       Type.Object(
         {
-          claim: Type.String({ minLength: 1, maxLength: 256 }),
-          header: Type.String({ pattern: HEADER, maxLength: 128 }),
+          claim: Type.String({
+            minLength: 1,
+            maxLength: 256,
+            description: 'A top-level claim of the token.',
+          }),
+          header: Type.String({
+            pattern: HEADER,
+            maxLength: 128,
+            description: 'The request header that carries its value upstream.',
+          }),
         },
-        { additionalProperties: false },
+        { additionalProperties: false, description: 'One claim sent upstream.' },
       ),
       {
         maxItems: 16,
@@ -82,7 +96,7 @@ export const JwtConfig = Type.Object(
       Type.Object(
         {
           issuer: Type.String({ minLength: 1, maxLength: 1024, description: 'The exact `iss` accepted.' }),
-          audiences: Type.Array(Type.String({ minLength: 1, maxLength: 1024 }), {
+          audiences: Type.Array(Type.String({ minLength: 1, maxLength: 1024, description: 'An audience.' }), {
             minItems: 1,
             maxItems: 32,
             description: 'The token `aud` must hold one of these.',
@@ -101,13 +115,20 @@ export const JwtConfig = Type.Object(
             Type.Array(
               Type.Object(
                 {
-                  kid: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })),
+                  kid: Type.Optional(
+                    Type.String({
+                      minLength: 1,
+                      maxLength: 256,
+                      description:
+                        'The key id tokens name in their header; without it, the key is tried for any kid.',
+                    }),
+                  ),
                   secretKeyRef: SecretKeyRefSchema,
                   value: Type.Optional(
                     Type.String({ description: 'Set by the controller from the Secret (base64).' }),
                   ),
                 },
-                { additionalProperties: false },
+                { additionalProperties: false, description: 'A static key of the issuer.' },
               ),
               {
                 maxItems: 32,
@@ -116,9 +137,13 @@ export const JwtConfig = Type.Object(
             ),
           ),
         },
-        { additionalProperties: false },
+        { additionalProperties: false, description: 'One issuer whose tokens are accepted.' },
       ),
-      { minItems: 1, maxItems: 16 },
+      {
+        minItems: 1,
+        maxItems: 16,
+        description: 'The issuers whose tokens are accepted, each with its audiences, algorithms and keys.',
+      },
     ),
     header: Type.Optional(
       Type.String({

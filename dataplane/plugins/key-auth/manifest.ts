@@ -11,11 +11,18 @@ import { SecretKeyRefSchema } from '../../config/secret-ref.ts';
 export const KeyAuthConfig = Type.Object(
   {
     keyNames: Type.Optional(
-      Type.Array(Type.String({ pattern: TOKEN_PATTERN, maxLength: 128 }), {
-        minItems: 1,
-        maxItems: 8,
-        description: 'Header (or query parameter) names that may carry the key (default X-API-Key).',
-      }),
+      Type.Array(
+        Type.String({
+          pattern: TOKEN_PATTERN,
+          maxLength: 128,
+          description: 'A header or query parameter name.',
+        }),
+        {
+          minItems: 1,
+          maxItems: 8,
+          description: 'Header (or query parameter) names that may carry the key (default X-API-Key).',
+        },
+      ),
     ),
     in: Type.Optional(
       Type.Union([Type.Literal('header'), Type.Literal('query')], {
@@ -46,7 +53,7 @@ export const KeyAuthConfig = Type.Object(
             }),
           ),
         },
-        { additionalProperties: false },
+        { additionalProperties: false, description: 'One consumer and its key.' },
       ),
       { minItems: 1, maxItems: 10_000, description: 'Consumers and the Secret key each one presents.' },
     ),

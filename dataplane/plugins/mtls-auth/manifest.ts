@@ -42,13 +42,19 @@ export const MtlsAuthConfig = Type.Object(
               maxLength: 253,
               description: 'The consumer: rate limits and idempotency keys are scoped to it.',
             }),
-            values: Type.Array(Type.String({ minLength: 1, maxLength: 1024 }), {
-              minItems: 1,
-              maxItems: 64,
-              description: 'Identity values (per `identity`) that are this consumer.',
-            }),
+            values: Type.Array(
+              Type.String({ minLength: 1, maxLength: 1024, description: 'An identity value.' }),
+              {
+                minItems: 1,
+                maxItems: 64,
+                description: 'Identity values (per `identity`) that are this consumer.',
+              },
+            ),
           },
-          { additionalProperties: false },
+          {
+            additionalProperties: false,
+            description: 'One consumer and the certificate identities that are it.',
+          },
         ),
         {
           maxItems: 10_000,

@@ -19,6 +19,8 @@ const Duration = (description: string) =>
 const FromSecret = SecretValueSchema;
 /** RFC 6749 §3.3 scope-token: printable ASCII without space, '"' or '\'. */
 const SCOPE_PATTERN = '^[\\x21\\x23-\\x5B\\x5D-\\x7E]+$';
+const LONG_CACHE = 'must be at most 1h (a revoked token works that long)';
+const SHORT_REFRESH = 'must be at least 10s';
 
 export const OidcConfig = Type.Object(
   {
@@ -28,7 +30,7 @@ export const OidcConfig = Type.Object(
       description:
         'The provider, exactly as its tokens name it (`iss`); its metadata is read from <issuer>/.well-known/openid-configuration.',
     }),
-    audiences: Type.Array(Type.String({ minLength: 1, maxLength: 1024 }), {
+    audiences: Type.Array(Type.String({ minLength: 1, maxLength: 1024, description: 'An audience.' }), {
       minItems: 1,
       maxItems: 32,
       description: 'The token `aud` must hold one of these (an introspection answer, when it names one).',
@@ -36,7 +38,7 @@ export const OidcConfig = Type.Object(
     algorithms: AlgorithmsSchema,
     maxLifetime: MaxLifetimeSchema,
     scopes: Type.Optional(
-      Type.Array(Type.String({ pattern: SCOPE_PATTERN, maxLength: 256 }), {
+      Type.Array(Type.String({ pattern: SCOPE_PATTERN, maxLength: 256, description: 'A scope.' }), {
         maxItems: 32,
         description:
           'Scopes every token must hold on the routes carrying this plugin; one missing is a 403 (insufficient_scope).',
@@ -48,7 +50,11 @@ export const OidcConfig = Type.Object(
     introspection: Type.Optional(
       Type.Object(
         {
-          clientId: Type.String({ minLength: 1, maxLength: 256 }),
+          clientId: Type.String({
+            minLength: 1,
+            maxLength: 256,
+            description: 'The client id (client_secret_basic).',
+          }),
           clientSecret: FromSecret('The client secret (client_secret_basic).'),
           cacheTtl: Duration(
             'An active answer is kept until the token exp and at most this long (default 60s): a revoked token works at most that long.',
@@ -71,13 +77,24 @@ export const OidcConfig = Type.Object(
         {
           additionalProperties: false,
           description: 'RFC 7662 introspection of opaque tokens (without it, only JWT access tokens pass).',
+          'x-kubernetes-validations': [
+            {
+              rule: "!has(self.cacheTtl) || duration(self.cacheTtl) <= duration('1h')",
+              message: LONG_CACHE,
+              fieldPath: '.cacheTtl',
+            },
+          ],
         },
       ),
     ),
     login: Type.Optional(
       Type.Object(
         {
-          clientId: Type.String({ minLength: 1, maxLength: 256 }),
+          clientId: Type.String({
+            minLength: 1,
+            maxLength: 256,
+            description: 'The client id registered at the provider.',
+          }),
           clientSecret: FromSecret('The client secret (client_secret_basic).'),
           redirectUri: Type.String({
             pattern: '^https?://[^/?#]+/[^?#]*$',
@@ -91,16 +108,28 @@ export const OidcConfig = Type.Object(
             description:
               'Ends the session: the cookie is cleared and the browser sent to the provider to log out.',
           }),
-          postLogoutRedirectUri: Type.Optional(Type.String({ pattern: '^https?://', maxLength: 2048 })),
+          postLogoutRedirectUri: Type.Optional(
+            Type.String({
+              pattern: '^https?://',
+              maxLength: 2048,
+              description: 'Where the provider sends the browser after logout (registered there too).',
+            }),
+          ),
           cookieKeys: Type.Array(FromSecret('At least 32 bytes; the first encrypts, every one decrypts.'), {
             minItems: 1,
             maxItems: 2,
             description: 'Keys of the session cookie (JWE, A256GCM): two while rotating.',
           }),
-          cookieName: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_-]+$', maxLength: 64 })),
+          cookieName: Type.Optional(
+            Type.String({
+              pattern: '^[A-Za-z0-9_-]+$',
+              maxLength: 64,
+              description: 'Name of the session cookie.',
+            }),
+          ),
           sessionLifetime: Duration('A session ends this long after the login (default 8h).'),
           scopes: Type.Optional(
-            Type.Array(Type.String({ pattern: SCOPE_PATTERN, maxLength: 256 }), {
+            Type.Array(Type.String({ pattern: SCOPE_PATTERN, maxLength: 256, description: 'A scope.' }), {
               maxItems: 32,
               description: 'Scopes asked for besides openid.',
             }),
@@ -108,8 +137,14 @@ export const OidcConfig = Type.Object(
           upstream: Type.Optional(
             Type.Object(
               {
-                token: Type.Union([Type.Literal('id'), Type.Literal('access')]),
-                header: Type.String({ pattern: HEADER_NAME_PATTERN, maxLength: 128 }),
+                token: Type.Union([Type.Literal('id'), Type.Literal('access')], {
+                  description: 'id (the ID token) or access (the access token).',
+                }),
+                header: Type.String({
+                  pattern: HEADER_NAME_PATTERN,
+                  maxLength: 128,
+                  description: 'The request header that carries it.',
+                }),
               },
               {
                 additionalProperties: false,
@@ -131,6 +166,13 @@ export const OidcConfig = Type.Object(
   {
     additionalProperties: false,
     description: 'OpenID Connect bearer tokens; the caller is the token subject (or client) of the issuer.',
+    'x-kubernetes-validations': [
+      {
+        rule: "!has(self.discoveryRefresh) || duration(self.discoveryRefresh) >= duration('10s')",
+        message: SHORT_REFRESH,
+        fieldPath: '.discoveryRefresh',
+      },
+    ],
   },
 );
 export type OidcConfig = Static<typeof OidcConfig>;
@@ -139,12 +181,9 @@ function checkOidcConfig(c: OidcConfig): ConfigProblem[] {
   const problems: ConfigProblem[] = [];
   const ttl = c.introspection?.cacheTtl;
   if (ttl !== undefined && (parseDuration(ttl) ?? 0) > 3_600_000)
-    problems.push({
-      field: 'introspection.cacheTtl',
-      message: 'must be at most 1h (a revoked token works that long)',
-    });
+    problems.push({ field: 'introspection.cacheTtl', message: LONG_CACHE });
   if (c.discoveryRefresh !== undefined && (parseDuration(c.discoveryRefresh) ?? 0) < 10_000)
-    problems.push({ field: 'discoveryRefresh', message: 'must be at least 10s' });
+    problems.push({ field: 'discoveryRefresh', message: SHORT_REFRESH });
   return problems;
 }
 

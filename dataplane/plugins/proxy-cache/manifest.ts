@@ -10,6 +10,13 @@ import { DURATION_PATTERN, parseDuration } from '../../config/duration.ts';
 import { HEADER_NAME_PATTERN } from '../../config/http-grammar.ts';
 import { pluginManifest } from '../../config/manifest.ts';
 
+const MEMORY_WITH_REDIS = 'is for store "memory"; this plugin uses store "redis"';
+const NO_GET =
+  'must include GET: HEAD is answered from GET entries and POST responses are stored as GET entries';
+const SHORT_LOCK = 'must be at least 100ms';
+const DEFAULT_MAX_BYTES = 64 * 1024 * 1024;
+const DEFAULT_MAX_ENTRY = 1024 * 1024;
+
 const duration = (description: string) =>
   Type.String({ pattern: DURATION_PATTERN, maxLength: 32, description });
 
@@ -34,7 +41,7 @@ export const ProxyCacheConfig = Type.Object(
             }),
           ),
         },
-        { additionalProperties: false },
+        { additionalProperties: false, description: 'The memory store (store "memory").' },
       ),
     ),
     maxEntryBytes: Type.Optional(
@@ -45,23 +52,32 @@ export const ProxyCacheConfig = Type.Object(
       }),
     ),
     methods: Type.Optional(
-      Type.Array(Type.Union([Type.Literal('GET'), Type.Literal('HEAD'), Type.Literal('POST')]), {
-        minItems: 1,
-        maxItems: 3,
-        uniqueItems: true,
-        description:
-          'Methods the cache handles (default GET and HEAD). POST (spec §4.4 rule 4, RFC 9110 §9.3.3): a POST is ' +
-          'always forwarded; its response is stored, as the GET of its URI, only with explicit freshness ' +
-          '(max-age, s-maxage or Expires) and a Content-Location equal to the request path.',
-      }),
+      Type.Array(
+        Type.Union([Type.Literal('GET'), Type.Literal('HEAD'), Type.Literal('POST')], {
+          description: 'GET, HEAD or POST.',
+        }),
+        {
+          minItems: 1,
+          maxItems: 3,
+          uniqueItems: true,
+          description:
+            'Methods the cache handles (default GET and HEAD). POST (spec §4.4 rule 4, RFC 9110 §9.3.3): a POST is ' +
+            'always forwarded; its response is stored, as the GET of its URI, only with explicit freshness ' +
+            '(max-age, s-maxage or Expires) and a Content-Location equal to the request path.',
+          'x-kubernetes-validations': [{ rule: "'GET' in self", message: NO_GET }],
+        },
+      ),
     ),
     varyHeaders: Type.Optional(
-      Type.Array(Type.String({ pattern: HEADER_NAME_PATTERN, maxLength: 256 }), {
-        maxItems: 16,
-        description:
-          'Request headers whose values are always part of the key (one stored variant each), beside what the ' +
-          "response's Vary selects (checked on every hit).",
-      }),
+      Type.Array(
+        Type.String({ pattern: HEADER_NAME_PATTERN, maxLength: 256, description: 'A header name.' }),
+        {
+          maxItems: 16,
+          description:
+            'Request headers whose values are always part of the key (one stored variant each), beside what the ' +
+            "response's Vary selects (checked on every hit).",
+        },
+      ),
     ),
     maxStaleWhileRevalidate: Type.Optional(
       duration(
@@ -93,7 +109,17 @@ export const ProxyCacheConfig = Type.Object(
             ),
           ),
         },
-        { additionalProperties: false },
+        {
+          additionalProperties: false,
+          description: 'Coalescing of concurrent misses for one key.',
+          'x-kubernetes-validations': [
+            {
+              rule: "!has(self.ttl) || duration(self.ttl) >= duration('100ms')",
+              message: SHORT_LOCK,
+              fieldPath: '.ttl',
+            },
+          ],
+        },
       ),
     ),
     sharePublic: Type.Optional(
@@ -104,30 +130,46 @@ export const ProxyCacheConfig = Type.Object(
       }),
     ),
   },
-  { additionalProperties: false },
+  {
+    additionalProperties: false,
+    description:
+      'An RFC 9111 shared cache in front of the upstream ({} is the RFC: GET and HEAD, memory store).',
+    // The API server's copy of checkProxyCacheConfig (same messages; the controller's names the sizes).
+    'x-kubernetes-validations': [
+      {
+        rule: "!has(self.store) || self.store != 'redis' || !has(self.memory)",
+        message: MEMORY_WITH_REDIS,
+        fieldPath: '.memory',
+      },
+      {
+        rule:
+          "(has(self.store) && self.store == 'redis') || " +
+          `(has(self.maxEntryBytes) ? self.maxEntryBytes : ${DEFAULT_MAX_ENTRY}) <= ` +
+          `(has(self.memory) && has(self.memory.maxBytes) ? self.memory.maxBytes : ${DEFAULT_MAX_BYTES})`,
+        message: 'is above memory.maxBytes: no entry that size could be kept',
+        fieldPath: '.maxEntryBytes',
+      },
+    ],
+  },
 );
 
 export type ProxyCacheConfig = Static<typeof ProxyCacheConfig>;
 
 export function checkProxyCacheConfig(c: ProxyCacheConfig): ConfigProblem[] {
   const problems: ConfigProblem[] = [];
-  const maxBytes = c.memory?.maxBytes ?? 64 * 1024 * 1024;
-  const maxEntry = c.maxEntryBytes ?? 1024 * 1024;
+  const maxBytes = c.memory?.maxBytes ?? DEFAULT_MAX_BYTES;
+  const maxEntry = c.maxEntryBytes ?? DEFAULT_MAX_ENTRY;
   if (c.store === 'redis' && c.memory !== undefined)
-    problems.push({ field: 'memory', message: 'is for store "memory"; this plugin uses store "redis"' });
+    problems.push({ field: 'memory', message: MEMORY_WITH_REDIS });
   if ((c.store ?? 'memory') === 'memory' && maxEntry > maxBytes)
     problems.push({
       field: 'maxEntryBytes',
       message: `(${maxEntry}) is above memory.maxBytes (${maxBytes}): no entry that size could be kept`,
     });
   if (c.methods !== undefined && !c.methods.includes('GET'))
-    problems.push({
-      field: 'methods',
-      message:
-        'must include GET: HEAD is answered from GET entries and POST responses are stored as GET entries',
-    });
+    problems.push({ field: 'methods', message: NO_GET });
   const lockTtl = parseDuration(c.lock?.ttl ?? '10s') ?? 0;
-  if (lockTtl < 100) problems.push({ field: 'lock.ttl', message: 'must be at least 100ms' });
+  if (lockTtl < 100) problems.push({ field: 'lock.ttl', message: SHORT_LOCK });
   return problems;
 }
 

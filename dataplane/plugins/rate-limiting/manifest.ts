@@ -12,6 +12,9 @@ const limit = (window: string) =>
     Type.Integer({ minimum: 1, maximum: 1_000_000_000, description: `Requests allowed per ${window}.` }),
   );
 
+const NO_WINDOW = 'set at least one of second, minute, hour, day';
+const NO_HEADER = 'is required with limitBy: header';
+
 export const RateLimitingConfig = Type.Object(
   {
     second: limit('second'),
@@ -59,6 +62,16 @@ export const RateLimitingConfig = Type.Object(
   {
     additionalProperties: false,
     description: 'Requests allowed per window; over it, 429 with Retry-After.',
+    // The API server's copy of checkRateLimitingConfig (same messages, same fields).
+    'x-kubernetes-validations': [
+      { rule: 'has(self.second) || has(self.minute) || has(self.hour) || has(self.day)', message: NO_WINDOW },
+      {
+        rule: "!has(self.limitBy) || self.limitBy != 'header' || has(self.header)",
+        message: NO_HEADER,
+        fieldPath: '.header',
+        reason: 'FieldValueRequired',
+      },
+    ],
   },
 );
 export type RateLimitingConfig = Static<typeof RateLimitingConfig>;
@@ -69,9 +82,9 @@ export const WINDOWS = { second: 1, minute: 60, hour: 3_600, day: 86_400 } as co
 export function checkRateLimitingConfig(c: RateLimitingConfig): ConfigProblem[] {
   const problems: ConfigProblem[] = [];
   if (!Object.keys(WINDOWS).some((w) => c[w as keyof typeof WINDOWS] !== undefined))
-    problems.push({ field: '', message: 'set at least one of second, minute, hour, day' });
+    problems.push({ field: '', message: NO_WINDOW });
   if (c.limitBy === 'header' && c.header === undefined)
-    problems.push({ field: 'header', message: 'is required with limitBy: header' });
+    problems.push({ field: 'header', message: NO_HEADER });
   return problems;
 }
 

@@ -60,13 +60,13 @@ kind: GatewayPlugin
 metadata: { name: keys }
 spec:
   plugin: key-auth
-  config: { consumers: [{ name: alice, secretKeyRef: { name: api-keys, key: alice } }] }
+  keyAuth: { consumers: [{ name: alice, secretKeyRef: { name: api-keys, key: alice } }] }
 `;
 const transformer = `
 apiVersion: sluice.dev/v1alpha1
 kind: GatewayPlugin
 metadata: { name: version }
-spec: { plugin: request-transformer, config: { add: { headers: ["X-Version:b"] } } }
+spec: { plugin: request-transformer, requestTransformer: { add: { headers: ["X-Version:b"] } } }
 `;
 const route = (name: string, path: string, plugins: string[] = []) => `
 apiVersion: sluice.dev/v1alpha1
