@@ -11,6 +11,7 @@ import type { Snapshot } from '../dataplane/config/route-table.ts';
 import type { ConditionType, Diagnostic } from './validate/diagnostic.ts';
 import { validate } from './validate/index.ts';
 import { generationOf } from './validate/metadata.ts';
+import { pluginRefsOf } from './validate/plugin-refs.ts';
 
 /** A condition as build computes it; the status writer adds lastTransitionTime when it changes. */
 export type ComputedCondition = Omit<Condition, 'lastTransitionTime'>;
@@ -18,6 +19,8 @@ export type ComputedCondition = Omit<Condition, 'lastTransitionTime'>;
 export interface ObjectStatus {
   observedGeneration: number;
   conditions: [accepted: ComputedCondition, resolvedRefs: ComputedCondition];
+  /** A GatewayPlugin's: how many GatewayRoutes of its namespace reference it (`kubectl get gwp`'s ROUTES). */
+  routes?: number;
 }
 
 export interface BuildResult {
@@ -46,9 +49,26 @@ export function build(resources: ResourceSet): BuildResult {
     obj,
     key: refKey(refOf(obj)),
   }));
-  for (const { obj, key } of owned.sort((a, b) => compareText(a.key, b.key)))
+  const users = routesUsing(resources);
+  for (const { obj, key } of owned.sort((a, b) => compareText(a.key, b.key))) {
     status[key] = statusOf(generationOf(obj.metadata), found.get(key) ?? []);
+    if (obj.kind === 'GatewayPlugin') status[key].routes = users.get(key) ?? 0;
+  }
   return { snapshot: snapshotOf(compiled.table), status, diagnostics };
+}
+
+/** "GatewayPlugin/ns/name" → how many GatewayRoutes name it, at any scope (each route once). */
+function routesUsing(resources: ResourceSet): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const route of resources.routes.values()) {
+    const ns = refOf(route).namespace;
+    const names = new Set(pluginRefsOf(route.spec).map((site) => site.name));
+    for (const name of names) {
+      const key = refKey({ kind: 'GatewayPlugin', namespace: ns, name });
+      counts.set(key, (counts.get(key) ?? 0) + 1);
+    }
+  }
+  return counts;
 }
 
 const FINE = {

@@ -45,6 +45,7 @@ export class GenerationLedger {
     return Object.entries(result.status).map(([key, st]) => ({
       key,
       observedGeneration: st.observedGeneration,
+      ...(st.routes === undefined ? {} : { routes: st.routes }),
       conditions: [
         ...st.conditions,
         programmed(key, st, result.snapshot.hash, pods, this.#byHash, written(key)),

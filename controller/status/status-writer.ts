@@ -14,11 +14,13 @@ export interface Wanted {
   key: string;
   observedGeneration: number;
   conditions: ComputedCondition[];
+  /** A GatewayPlugin's route count. */
+  routes?: number;
 }
 
 interface Current {
   metadata?: { resourceVersion?: string; uid?: string };
-  status?: { observedGeneration?: number; conditions?: Condition[] };
+  status?: { observedGeneration?: number; conditions?: Condition[]; routes?: number };
 }
 
 /** Whether resourceVersion a is newer than b (etcd revisions are integers; anything else: assume not). */
@@ -78,6 +80,7 @@ export class StatusWriter {
     });
     const unchanged =
       current?.status?.observedGeneration === w.observedGeneration &&
+      current?.status?.routes === w.routes &&
       old.length === conditions.length &&
       conditions.every((c) => {
         const o = old.find((x) => x.type === c.type);
@@ -89,7 +92,10 @@ export class StatusWriter {
           o.observedGeneration === c.observedGeneration
         );
       });
-    return unchanged ? null : { observedGeneration: w.observedGeneration, conditions };
+    if (unchanged) return null;
+    return w.routes === undefined
+      ? { observedGeneration: w.observedGeneration, conditions }
+      : { observedGeneration: w.observedGeneration, conditions, routes: w.routes };
   }
 
   #flush(key: string, retry = false): void {
