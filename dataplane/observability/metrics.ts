@@ -70,6 +70,14 @@ export class Metrics {
     labelNames: ['result'] as const,
     registers: [this.registry],
   });
+  readonly adminRequests = new Counter({
+    name: 'sluice_admin_requests_total',
+    help:
+      'Requests answered on the admin port, by method and route (/config, /metrics, …; "(none)" when nothing ' +
+      'matched): how often the controller asks and pushes, and whether it rests when nothing changes.',
+    labelNames: ['method', 'route'] as const,
+    registers: [this.registry],
+  });
   readonly #idempotency = new HotCounter({
     name: 'sluice_idempotency_requests_total',
     help:

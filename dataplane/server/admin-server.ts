@@ -29,6 +29,8 @@ export interface AdminState {
   readonly metricsContentType: string;
   /** DELETE /cache: removes the proxy-cache entries whose key starts with the prefix; how many. Absent: not here. */
   purgeCache?(prefix: string): Promise<number>;
+  /** Counts an answered request (sluice_admin_requests_total); route is the matched pattern or "(none)". */
+  answered?(method: string, route: string): void;
 }
 
 export function holderAdminState(holder: RuntimeHolder, metrics: Metrics, cache?: CacheStores): AdminState {
@@ -42,6 +44,7 @@ export function holderAdminState(holder: RuntimeHolder, metrics: Metrics, cache?
     metrics: () => metrics.registry.metrics(),
     metricsContentType: metrics.registry.contentType,
     ...(cache ? { purgeCache: (prefix: string) => cache.purge(prefix) } : {}),
+    answered: (method, route) => metrics.adminRequests.labels(method, route).inc(),
   };
 }
 
@@ -76,6 +79,13 @@ export function createAdminServer(state: AdminState, opts: AdminOptions): Fastif
     if (status >= 400 && status < 500) return sendError(reply, 'SLC_ERR_BAD_REQUEST', err.message);
     return sendError(reply, 'SLC_ERR_INTERNAL');
   });
+
+  // The route pattern, never the raw URL: labels stay bounded whatever a client sends.
+  const { answered } = state;
+  if (answered)
+    app.addHook('onResponse', async (request) =>
+      answered(request.method, request.routeOptions.url ?? '(none)'),
+    );
 
   app.put('/config', async (request, reply) => {
     if (!authorized(request.headers.authorization)) {
