@@ -37,6 +37,14 @@ export class Kube {
   readonly config: KubeConfig;
   readonly #server: string;
   readonly #watch: Watch;
+  /**
+   * One connection pool for every request. applySecurityAuthentication makes a new undici Agent
+   * (TLS context, keep-alive sockets) on every call: used per request, that was a TLS handshake
+   * per status write and thousands of idle sockets and TLS contexts outside the V8 heap (500
+   * routes: controller RSS 385 MiB with a 144 MiB heap). Headers are still taken per request:
+   * a service-account token file rotates.
+   */
+  #dispatcher: unknown;
 
   constructor(config: KubeConfig) {
     this.config = config;
@@ -55,11 +63,12 @@ export class Kube {
     await this.config.applySecurityAuthentication(ctx);
     const headers: Record<string, string> = { ...ctx.getHeaders(), accept: 'application/json' };
     if (body !== undefined) headers['content-type'] = contentType;
+    this.#dispatcher ??= ctx.getDispatcher();
     const res = await fetch(this.#server + path, {
       method,
       headers,
       body: body === undefined ? undefined : JSON.stringify(body),
-      dispatcher: ctx.getDispatcher() as never,
+      dispatcher: this.#dispatcher as never,
       signal: AbortSignal.timeout(30_000),
     });
     const text = await res.text();
