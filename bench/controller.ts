@@ -29,13 +29,13 @@ import { parseArgs } from 'node:util';
 import { parse } from 'yaml';
 import { Informer, type KubeObject } from '../controller/source/informers.ts';
 import { Kube } from '../controller/source/kube.ts';
+import { loadKubeAccess } from '../controller/source/kube-access.ts';
 import { http, sleep, waitReady } from './lib/http.ts';
 import { kapiAvailable, KAPI_DIR, startKapi } from './lib/kapi.ts';
 import { kubeWriter } from './lib/kube.ts';
 import { BENCH, HZ, NODE, ROOT, SLUICE_NODE_FLAGS } from './lib/machine.ts';
 import { type Proc, start, stopAll, stopEverythingOnExit } from './lib/processes.ts';
 import { fmt, table } from './lib/table.ts';
-import { KubeConfig } from '@kubernetes/client-node';
 
 const { values: args } = parseArgs({
   options: {
@@ -47,6 +47,11 @@ const { values: args } = parseArgs({
     concurrency: { type: 'string', default: '8' },
     source: { type: 'boolean', default: false },
     'timeout-seconds': { type: 'string', default: '600' },
+    // Investigation: more Node flags (--trace-gc, --heap-prof, …); heap snapshots of the controller
+    // (then the data planes) once everything is Programmed, written into the logs folder.
+    'controller-node-flags': { type: 'string', default: '' },
+    'dataplane-node-flags': { type: 'string', default: '' },
+    'heap-snapshots': { type: 'boolean', default: false },
     help: { type: 'boolean', short: 'h' },
   },
 });
@@ -334,8 +339,20 @@ async function main(): Promise<number> {
       const b = spawnSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: 'inherit' });
       if (b.status !== 0) throw new Error('npm run build failed');
     }
+    const snapshotFlags = args['heap-snapshots']
+      ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${work}`]
+      : [];
     const nodeArgv = (sz: Sizing, more: string[]) => ({
-      argv: [NODE, ...SLUICE_NODE_FLAGS, entry, ...more],
+      argv: [
+        NODE,
+        ...SLUICE_NODE_FLAGS,
+        ...snapshotFlags,
+        ...args[more[0] === 'controller' ? 'controller-node-flags' : 'dataplane-node-flags']!.split(
+          ' ',
+        ).filter(Boolean),
+        entry,
+        ...more,
+      ],
       env: { NODE_OPTIONS: `--max-old-space-size=${sz.heapMiB}` },
     });
     progress('starting the data planes');
@@ -370,9 +387,7 @@ async function main(): Promise<number> {
       `http://127.0.0.1:${metricsPort}/metrics`,
       ...HOSTS.map((h) => `http://${h}:${adminPort}/metrics`),
     ]);
-    const kc = new KubeConfig();
-    kc.loadFromFile(kubeconfig);
-    const tracker = new Tracker(new Kube(kc));
+    const tracker = new Tracker(new Kube(loadKubeAccess({ KUBECONFIG: kubeconfig })));
     tracker.informer.start();
     await tracker.informer.synced;
 
@@ -392,6 +407,12 @@ async function main(): Promise<number> {
       `applied in ${fmt((applied - applyStart) / 1000)} s; all Programmed ${fmt(coldMs / 1000)} s after the last`,
     );
     const hwmCold = [controller, ...planes].map((p) => procStatusKiB(p.child.pid!, 'VmHWM'));
+
+    if (args['heap-snapshots'])
+      for (const p of [controller, ...planes]) {
+        process.kill(p.child.pid!, 'SIGUSR2');
+        await sleep(15_000);
+      }
 
     // Every pod serves a route with the key, and refuses it without.
     const check = async (path: string) => {
