@@ -45,7 +45,6 @@ export async function startKapi(): Promise<Kapi> {
     KAPI_RUN: run,
     API_PORT: String(api),
     ETCD_PORT: String(etcd),
-    KAPI_EXTRA_FLAGS: '--watch-cache=false',
   };
   const up = spawnSync(join(KAPI_DIR, 'kapi-up.sh'), { env, encoding: 'utf8' });
   if (up.status !== 0) throw new Error(`kapi-up.sh failed (${up.status}):\n${up.stdout}${up.stderr}`);
