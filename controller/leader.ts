@@ -7,6 +7,7 @@
  * leader empties holderIdentity, so a standby takes over at once.
  */
 import { type Kube, KubeError } from './source/kube.ts';
+import { withDefaults } from '../dataplane/config/defaults.ts';
 
 interface Lease {
   metadata: { name: string; namespace: string; resourceVersion?: string };
@@ -36,12 +37,17 @@ export class LeaderElector {
   readonly #o: Required<Omit<LeaderOptions, 'onError'>> & Pick<LeaderOptions, 'onError'>;
   #leading = false;
   #timer: NodeJS.Timeout | null = null;
-  #observed: { renewTime: string | undefined; holder: string | null | undefined; at: number } | null = null;
+  #observed: {
+    renewTime: string | undefined;
+    holder: string | null | undefined;
+    at: number;
+    duration: number;
+  } | null = null;
   #stopped = false;
 
   constructor(kube: Kube, opts: LeaderOptions) {
     this.#kube = kube;
-    this.#o = { leaseSeconds: 15, retryMs: 2_000, ...opts };
+    this.#o = withDefaults({ leaseSeconds: 15, retryMs: 2_000 }, opts);
   }
 
   get leading(): boolean {
@@ -63,7 +69,7 @@ export class LeaderElector {
         if (this.#leading && this.#observed && Date.now() - this.#observed.at > this.#o.leaseSeconds * 1000)
           this.#set(false);
       }
-      if (!this.#stopped) this.#timer = setTimeout(tick, this.#o.retryMs);
+      if (!this.#stopped) this.#timer = setTimeout(tick, this.#nextTickMs());
     };
     void tick();
   }
@@ -88,6 +94,18 @@ export class LeaderElector {
     } catch (err) {
       this.#o.onError?.(err);
     }
+  }
+
+  /**
+   * Every retryMs, and for a standby also the moment the holder's lease expires (as observed
+   * here): a takeover comes at most lease duration + one retry after the holder's last renewal,
+   * not a further retry later.
+   */
+  #nextTickMs(): number {
+    const o = this.#observed;
+    if (this.#leading || o === null || o.holder === this.#o.identity || !o.holder) return this.#o.retryMs;
+    const left = o.at + o.duration - Date.now() + 10;
+    return Math.max(10, Math.min(this.#o.retryMs, left));
   }
 
   #set(leading: boolean): void {
@@ -124,7 +142,7 @@ export class LeaderElector {
             ...fresh,
           },
         );
-        this.#observed = { renewTime: fresh.spec.renewTime, holder: me, at: Date.now() };
+        this.#observed = { renewTime: fresh.spec.renewTime, holder: me, at: Date.now(), duration: 0 };
         return true;
       } catch (e) {
         if (e instanceof KubeError && e.status === 409) return false;
@@ -132,13 +150,13 @@ export class LeaderElector {
       }
     }
     const s = lease.spec;
+    const duration = (s.leaseDurationSeconds ?? this.#o.leaseSeconds) * 1000;
     let observed = this.#observed;
     if (observed === null || observed.renewTime !== s.renewTime || observed.holder !== s.holderIdentity) {
-      observed = { renewTime: s.renewTime, holder: s.holderIdentity, at: Date.now() };
+      observed = { renewTime: s.renewTime, holder: s.holderIdentity, at: Date.now(), duration };
       this.#observed = observed;
     }
     const held = s.holderIdentity !== undefined && s.holderIdentity !== null && s.holderIdentity !== '';
-    const duration = (s.leaseDurationSeconds ?? this.#o.leaseSeconds) * 1000;
     const expired = Date.now() - observed.at > duration;
     if (held && s.holderIdentity !== me && !expired) return false;
     const taking = s.holderIdentity !== me;
@@ -154,7 +172,7 @@ export class LeaderElector {
     };
     try {
       const written = await this.#kube.request<Lease>('PUT', this.#path, next);
-      this.#observed = { renewTime: written.spec.renewTime, holder: me, at: Date.now() };
+      this.#observed = { renewTime: written.spec.renewTime, holder: me, at: Date.now(), duration: 0 };
       return true;
     } catch (err) {
       if (err instanceof KubeError && err.status === 409) return false;

@@ -7,6 +7,7 @@ import { createServer, type Server } from 'node:http';
 import { hostname } from 'node:os';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
+import { serveDebugConfig } from './debug.ts';
 import { LeaderElector } from './leader.ts';
 import { ControllerMetrics } from './metrics.ts';
 import { Runner } from './runner.ts';
@@ -30,6 +31,10 @@ export interface ControllerOptions {
   identity?: string;
   leaseSeconds?: number;
   holdoffMs?: number;
+  /** This installation's class (label sluice.dev/class of its routes and plugins); absent: unlabelled ones. */
+  className?: string;
+  /** How often the leader asks each pod which snapshot it runs. */
+  resyncMs?: number;
   /** Where routes, plugins, Secrets and Services are watched; absent or empty: every namespace. */
   watchNamespaces?: string[];
   informer?: InformerOptions;
@@ -62,6 +67,8 @@ export async function startController(o: ControllerOptions): Promise<Controller>
     },
     adminToken: o.adminToken,
     holdoffMs: o.holdoffMs,
+    resyncMs: o.resyncMs,
+    className: o.className || null,
     watchNamespaces: o.watchNamespaces?.length ? o.watchNamespaces : null,
     informer: o.informer,
   });
@@ -73,6 +80,8 @@ export async function startController(o: ControllerOptions): Promise<Controller>
         res.end(text);
       });
     } else if (req.url === '/healthz') res.end('ok');
+    else if (req.url === '/debug/config')
+      serveDebugConfig(req, res, o.adminToken, runner.lastBuild?.snapshot ?? null);
     else if (req.url === '/readyz') {
       res.writeHead(ready ? 200 : 503);
       res.end(ready ? 'ready' : 'not synced yet');

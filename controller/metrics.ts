@@ -17,7 +17,9 @@ export class ControllerMetrics {
   });
   readonly pushes = new Counter({
     name: 'sluice_controller_pushes_total',
-    help: 'PUT /config to data-plane pods, by result: applied, unchanged, rejected (422), error.',
+    help:
+      'Attempts to bring a data-plane pod to the desired snapshot, by result: applied, unchanged, rejected (422), ' +
+      'error (any failure: refused connection, timeout, an error answer, a failed GET /config).',
     labelNames: ['result'] as const,
     registers: [this.registry],
   });
@@ -29,7 +31,9 @@ export class ControllerMetrics {
   });
   readonly pods = new Gauge({
     name: 'sluice_controller_dataplane_pods',
-    help: 'Data-plane pods found in the EndpointSlices, and those running the desired snapshot.',
+    help:
+      'Data-plane pods by state: found (in the EndpointSlices), in_sync (answering, on the desired snapshot), ' +
+      'behind (found but not in sync), failing (the last attempt to reach it failed).',
     labelNames: ['state'] as const,
     registers: [this.registry],
   });

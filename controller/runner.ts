@@ -43,11 +43,24 @@ export interface RunnerOptions {
   adminToken: string;
   /** Where routes, plugins and the Secrets and Services they name are watched; null or absent: everywhere. */
   watchNamespaces?: WatchNamespaces;
+  /**
+   * The installation's class: it serves the GatewayRoutes and GatewayPlugins labelled
+   * `sluice.dev/class: <class>`; without one, those with no such label. So two installations
+   * in one cluster never serve (nor write the status of) the same object.
+   */
+  className?: string | null;
   holdoffMs?: number;
   maxHoldoffMs?: number;
   resyncMs?: number;
   informer?: InformerOptions;
   clock?: Clock;
+}
+
+export const CLASS_LABEL = 'sluice.dev/class';
+
+/** The label selector of an installation's objects: its class, or (none) the unlabelled ones. */
+export function classSelector(className: string | null): string {
+  return className ? `${CLASS_LABEL}=${className}` : `!${CLASS_LABEL}`;
 }
 
 export class Runner {
@@ -82,7 +95,17 @@ export class Runner {
     const watched = <T extends KubeObject>(
       resource: 'gatewayroutes' | 'gatewayplugins' | 'secrets' | 'services',
       onChange: ConstructorParameters<typeof Watched<T>>[3],
-    ) => new Watched<T>(o.kube, resource, o.watchNamespaces ?? null, onChange, informerOptions(resource));
+    ) =>
+      new Watched<T>(
+        o.kube,
+        resource,
+        o.watchNamespaces ?? null,
+        onChange,
+        informerOptions(resource),
+        resource === 'gatewayroutes' || resource === 'gatewayplugins'
+          ? classSelector(o.className ?? null)
+          : null,
+      );
     const changed = () => this.#holdoff.changed();
     this.#routes = watched('gatewayroutes', (t, obj, old) => {
       if (specChanged(t, obj, old)) changed();
@@ -117,7 +140,7 @@ export class Runner {
         m.pushes.labels(result).inc();
         m.pushSeconds.observe(seconds);
       },
-      log: (msg, extra) => o.log.warn(extra ?? {}, msg),
+      log: (level, msg, extra) => o.log[level](extra, msg),
     });
     this.#status = new StatusWriter(o.kube, (key) => this.#object(key), {
       onWrite: (ok, key, status) => {
@@ -193,9 +216,13 @@ export class Runner {
   #podsChanged(): void {
     const pods = [...this.publisher.pods.values()];
     const desired = this.#last?.snapshot.hash;
-    const inSync = pods.filter((p) => p.hash === desired).length;
-    this.#o.metrics.pods.labels('found').set(pods.length);
-    this.#o.metrics.pods.labels('in_sync').set(inSync);
+    // A pod that stopped answering is not in sync, whatever it acknowledged last.
+    const inSync = pods.filter((p) => p.hash === desired && p.failures === 0).length;
+    const m = this.#o.metrics;
+    m.pods.labels('found').set(pods.length);
+    m.pods.labels('in_sync').set(inSync);
+    m.pods.labels('behind').set(pods.length - inSync);
+    m.pods.labels('failing').set(pods.filter((p) => p.failures > 0).length);
     if (this.#unsynced && this.#unsynced.hash === desired && pods.length > 0 && inSync === pods.length) {
       this.#o.metrics.syncSeconds.observe((this.#clock.now() - this.#unsynced.since) / 1000);
       this.#unsynced = null;
@@ -207,10 +234,23 @@ export class Runner {
     const r = this.#last;
     if (r === null) return;
     const pods = [...this.publisher.pods.values()];
-    // Until every pod has been asked once, "0 of 3" would be a guess: wait (no status flapping on restart).
-    if (pods.some((p) => p.hash === null && p.failures === 0)) return;
-    const views = pods.map((p) => ({ name: p.endpoint.name, hash: p.hash, rejected: p.rejected }));
-    for (const wanted of this.#ledger.statuses(r, views)) this.#status.want(wanted);
+    // While a pod is being asked or pushed to (and has not failed), its answer is moments away:
+    // "0 of 2" written now would be a guess, then an edit or a takeover would flap every object
+    // through Pending. The publisher calls back once the attempt ends.
+    if (pods.some((p) => (p.inFlight || p.hash === null) && p.failures === 0)) {
+      this.publisher.callBackWhenSettled();
+      return;
+    }
+    const views = pods.map((p) => ({
+      name: p.endpoint.name,
+      hash: p.hash,
+      rejected: p.rejected,
+      error: p.failures > 0 ? p.lastError : null,
+      failingLong: p.failingLong,
+    }));
+    const written = (key: string) =>
+      this.#object(key)?.status?.conditions?.find((c) => c.type === 'Programmed');
+    for (const wanted of this.#ledger.statuses(r, views, written)) this.#status.want(wanted);
   }
 
   #object(key: string): GatewayRoute | GatewayPlugin | undefined {

@@ -31,6 +31,13 @@ const flags = {
     arg: 'NS,NS',
     help: 'watch routes, plugins, Secrets and Services only in these namespaces (default: all)',
   },
+  class: {
+    type: 'string',
+    arg: 'NAME',
+    help:
+      'serve only GatewayRoutes and GatewayPlugins labelled sluice.dev/class=NAME (default: those without\n' +
+      'the label), so that two installations in one cluster never serve the same objects',
+  },
   ...ADMIN_TOKEN_FLAGS,
   'metrics-port': { type: 'string', arg: 'N', help: '/metrics, /healthz, /readyz (default 9902)' },
   'metrics-host': { type: 'string', arg: 'ADDR', help: 'address of the metrics port (default 0.0.0.0)' },
@@ -42,6 +49,11 @@ const flags = {
   'lease-name': { type: 'string', arg: 'NAME', help: 'the Lease (default sluice-controller)' },
   'lease-seconds': { type: 'string', arg: 'N', help: 'how long a dead leader blocks a standby (default 15)' },
   identity: { type: 'string', arg: 'ID', help: "this replica's name in the Lease (default hostname-pid)" },
+  'resync-seconds': {
+    type: 'string',
+    arg: 'N',
+    help: 'the leader asks each pod which snapshot it runs every N seconds (default 10)',
+  },
   ...LOG_LEVEL_FLAG,
 } as const;
 
@@ -81,6 +93,12 @@ export const controller: Command<typeof flags> = {
       .filter(Boolean);
     const badNs = watchNamespaces.find((ns) => !/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(ns));
     if (badNs !== undefined) failIn('controller', `--watch-namespaces: ${badNs} is not a namespace name`);
+    const className = values.class;
+    if (className !== undefined && !/^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/.test(className))
+      failIn(
+        'controller',
+        `--class: ${JSON.stringify(className)} is not a label value (63 letters, digits, - _ . at most)`,
+      );
     const log = createLogger(logLevel('controller', values));
     // Loaded here, not at the top: @kubernetes/client-node costs ~26 MB of heap and ~0.5 s to load,
     // which `sluice run` and `sluice dataplane` (the proxies) must not pay.
@@ -95,6 +113,7 @@ export const controller: Command<typeof flags> = {
       adminScheme: scheme,
       adminToken: token,
       watchNamespaces,
+      className,
       adminCaFile: values['admin-ca-file'],
       adminTlsServerName: values['admin-tls-server-name'],
       metricsHost: values['metrics-host'] ?? '0.0.0.0',
@@ -103,6 +122,7 @@ export const controller: Command<typeof flags> = {
       leaseName: values['lease-name'] ?? 'sluice-controller',
       identity: values.identity,
       leaseSeconds: intFlag('controller', values['lease-seconds'], 'lease-seconds', 15),
+      resyncMs: 1000 * Math.max(1, intFlag('controller', values['resync-seconds'], 'resync-seconds', 10)),
     }).catch((err: Error) => failIn('controller', err.message, 1));
     stopOnSignals(log, 'stopping: releasing the lease', async () => {
       await c.close();

@@ -40,7 +40,7 @@ export const dropConflicts: Pass = (state) => {
       field: pathField(d),
       condition: 'Accepted',
       reason: 'Conflicted',
-      message: `${d.id} is left out: ${winner.id} has the same match and takes precedence (older, or first by name)`,
+      message: `${d.id}${d.ownPath ? ` (the route ${d.ownPath.what} asks for)` : ''} is left out: ${winner.id} has the same match and takes precedence (older, or first by name)`,
     });
   }
   return { ...state, drafts: kept, diagnostics: [...state.diagnostics, ...conflicts] };

@@ -45,6 +45,10 @@ export interface Draft extends Ranked {
   handler?: { entry: Route['handler']; upstreams: Upstream[] };
   /** Set by attachPlugins. */
   plugins: PluginInstance[];
+  /** On a route addPluginPaths added: where the GatewayRoute names the plugin that asked, and its field in words. */
+  ownPath?: { field: string; what: string };
+  /** Set by addPluginPaths: the ids of the added routes this route's callers are sent to. */
+  needs?: string[];
 }
 
 export interface CompileState {
@@ -59,6 +63,7 @@ export type Pass = (state: CompileState) => CompileState;
 
 /** "spec.routes[1].paths[0]": where a draft's match was written (a version's path prefix: there). */
 export function pathField(d: Draft): string {
+  if (d.ownPath) return d.ownPath.field;
   if (d.selector === 'path') return `spec.versions[${d.version!.index}].path`;
   return `spec.routes[${d.ruleIndex}].paths[${d.matchIndex}]`;
 }

@@ -16,6 +16,7 @@ import { dropConflicts } from './conflicts.ts';
 import type { CompileState, Draft, Pass } from './draft.ts';
 import { expandMatches } from './expand-matches.ts';
 import { normalizePaths } from './normalize-paths.ts';
+import { addPluginPaths, requirePluginPaths } from './plugin-paths.ts';
 import { sortByPrecedence } from './precedence.ts';
 import { resolveUpstreams } from './resolve-upstreams.ts';
 import { deprecationOf, expandVersions } from './versions.ts';
@@ -27,8 +28,10 @@ export const PASSES: readonly Pass[] = [
   normalizePaths, // before anything compares paths
   resolveUpstreams, // url + timeouts → upstream ids by content; a handler kind's entry
   attachPlugins, // service scope, then route scope overriding by plugin type
+  addPluginPaths, // needs the plugins: routes for the paths they answer (idempotency's operations)
   sortByPrecedence, // the numbered-rule comparator
   dropConflicts, // needs the order: the first of identical matches wins
+  requirePluginPaths, // a route whose callers' lookup route lost a conflict goes too
   collectCertificates, // spec.tls by host; the older route keeps a host claimed twice
 ];
 

@@ -1,17 +1,20 @@
 /**
  * Push by hash. Each data-plane pod (from the EndpointSlices of the data plane's headless admin
  * Service, not-ready pods included: a pod is only ready once it has a config) has its own
- * state: the hash it last reported, and a backoff. A pod whose hash differs from the desired
+ * state: the hash it last acknowledged, and a backoff. A pod whose hash differs from the desired
  * snapshot gets `PUT /config`; one that reports the empty hash (restarted) gets it again; one
  * already in sync gets nothing, so a no-op change or a controller restart pushes nothing. A pod
  * that answers 422 keeps its old config; its errors are kept for the status of the objects
- * they name. Every pod is asked its hash again every `resyncMs`.
+ * they name. Every reachable pod is asked its hash once per `resyncMs` (one cheap GET: idle
+ * means idle). A pod that fails is retried with capped exponential backoff and jitter — not
+ * sooner, whatever happens meanwhile — and logged once per change of state, never per attempt.
  */
 import type { SpanContext } from '@opentelemetry/api';
 import { Agent, request } from 'undici';
 import type { Snapshot } from '../../dataplane/config/route-table.ts';
 import type { TableError } from '../../dataplane/config/validate.ts';
 import { endPushSpan, startPushSpan } from '../tracing.ts';
+import { withDefaults } from '../../dataplane/config/defaults.ts';
 
 export interface PodEndpoint {
   /** "address:port", unique per pod. */
@@ -26,8 +29,14 @@ export interface PodState {
   hash: string | null;
   /** The last snapshot it refused, and why. */
   rejected: { hash: string; errors: TableError[] } | null;
+  /** Failed attempts in a row, the first one's time, and the last one's error ("connection refused"). */
   failures: number;
+  failingSince: number | null;
   lastError: string | null;
+  /** It has been failing for longer than `failingWarnMs`: a fault, no longer a hiccup. */
+  failingLong: boolean;
+  /** A GET or PUT to it is under way. */
+  inFlight: boolean;
 }
 
 export interface PublisherOptions {
@@ -37,10 +46,19 @@ export interface PublisherOptions {
   timeoutMs?: number;
   resyncMs?: number;
   backoffMs?: { base: number; max: number };
-  /** Called whenever a pod's reported hash or rejection changes, or pods come and go. */
+  /** A number in [0, 1) (tests pass a fixed one): spreads the retries of many controllers' pods. */
+  random?: () => number;
+  now?: () => number;
+  /** How long a pod may fail before that is a fault worth a Warning (default 60 s). */
+  failingWarnMs?: number;
+  /**
+   * Called when a pod's acknowledged hash, rejection or reachability changes, or pods come and
+   * go — after the attempt that changed it has ended, so `inFlight` is already false.
+   */
   onChange?: () => void;
+  /** Every attempt at a pod that needed something: a PUT's result, or 'error' for any failure (refused connection, timeout, a 5xx, a failed GET). */
   onPush?: (result: 'applied' | 'unchanged' | 'rejected' | 'error', seconds: number) => void;
-  log?: (msg: string, extra?: Record<string, unknown>) => void;
+  log?: (level: 'info' | 'warn', msg: string, extra: Record<string, unknown>) => void;
 }
 
 /** A snapshot to run, its JSON, and the span of the build that made it (for the pushes' links). */
@@ -53,9 +71,10 @@ interface Desired {
 export class Publisher {
   readonly #pods = new Map<string, PodState>();
   readonly #timers = new Map<string, NodeJS.Timeout>();
-  readonly #busy = new Set<string>();
   readonly #o: Required<Omit<PublisherOptions, 'log' | 'onChange' | 'onPush' | 'tls'>> &
     Pick<PublisherOptions, 'log' | 'onChange' | 'onPush'>;
+  /** Something onChange should hear about happened during an attempt still under way. */
+  #changed = false;
   readonly #dispatcher: Agent | undefined;
   /** The snapshot to run and its JSON, kept together: a push always sends the bytes of the hash it records. */
   #desired: Desired | null = null;
@@ -63,7 +82,17 @@ export class Publisher {
   #resync: NodeJS.Timeout | null = null;
 
   constructor(opts: PublisherOptions) {
-    this.#o = { timeoutMs: 5_000, resyncMs: 10_000, backoffMs: { base: 200, max: 10_000 }, ...opts };
+    this.#o = withDefaults(
+      {
+        timeoutMs: 5_000,
+        resyncMs: 10_000,
+        backoffMs: { base: 250, max: 30_000 },
+        random: Math.random,
+        now: Date.now,
+        failingWarnMs: 60_000,
+      },
+      opts,
+    );
     this.#dispatcher = opts.tls
       ? new Agent({
           connect: { ca: opts.tls.ca, ...(opts.tls.serverName ? { servername: opts.tls.serverName } : {}) },
@@ -86,7 +115,7 @@ export class Publisher {
     if (active) {
       this.#resync = setInterval(() => this.#all(true), this.#o.resyncMs);
       this.#resync.unref();
-      this.#all(true);
+      this.#all(true, true);
     } else {
       if (this.#resync) clearInterval(this.#resync);
       for (const t of this.#timers.values()) clearTimeout(t);
@@ -106,11 +135,25 @@ export class Publisher {
     }
     for (const e of endpoints) {
       if (this.#pods.has(e.key)) continue;
-      this.#pods.set(e.key, { endpoint: e, hash: null, rejected: null, failures: 0, lastError: null });
+      this.#pods.set(e.key, {
+        endpoint: e,
+        hash: null,
+        rejected: null,
+        failures: 0,
+        failingSince: null,
+        lastError: null,
+        failingLong: false,
+        inFlight: false,
+      });
       changed = true;
       if (this.#active) this.#sync(e.key, true);
     }
     if (changed) this.#o.onChange?.();
+  }
+
+  /** Makes the attempt under way call onChange when it ends, even if it changes nothing. */
+  callBackWhenSettled(): void {
+    this.#changed = true;
   }
 
   /** `built`: the span of the build that made it (controller/tracing.ts), which its pushes link to. */
@@ -125,47 +168,81 @@ export class Publisher {
     this.#dispatcher?.close().catch(() => {});
   }
 
-  #all(ask: boolean): void {
-    for (const key of this.#pods.keys()) this.#sync(key, ask);
+  /** Every pod; `force` also those waiting out a backoff (a new leader asks everyone once). */
+  #all(ask: boolean, force = false): void {
+    for (const key of this.#pods.keys()) if (force || !this.#timers.has(key)) this.#sync(key, ask);
   }
 
   /** Brings one pod to the desired hash; `ask` first asks the pod what it runs. */
   #sync(key: string, ask: boolean): void {
-    if (this.#busy.has(key) || !this.#active) return;
+    const pod = this.#pods.get(key);
+    if (pod === undefined || pod.inFlight || !this.#active) return;
     clearTimeout(this.#timers.get(key));
     this.#timers.delete(key);
-    this.#busy.add(key);
+    pod.inFlight = true;
     const desired = this.#desired;
-    this.#step(key, ask, desired)
+    const started = process.hrtime.bigint();
+    this.#step(pod, ask, desired)
       .then(
         () => {
-          const pod = this.#pods.get(key);
-          if (pod) pod.failures = 0;
+          if (pod.failures > 0) {
+            this.#o.log?.('info', 'data-plane pod answers again', {
+              pod: pod.endpoint.name,
+              failures: pod.failures,
+            });
+            pod.failures = 0;
+            pod.failingSince = null;
+            pod.lastError = null;
+            pod.failingLong = false;
+            this.#changed = true;
+          }
           // The desired snapshot moved on while this pod was being handled: go again.
           return this.#desired !== desired;
         },
         (err: Error) => {
-          const pod = this.#pods.get(key);
-          if (!pod) return false;
+          this.#o.onPush?.('error', Number(process.hrtime.bigint() - started) / 1e9);
+          const error = describeError(err);
+          if (pod.failures === 0 || error !== pod.lastError) {
+            this.#o.log?.('warn', 'data-plane pod failing: retrying with backoff', {
+              pod: pod.endpoint.name,
+              err: error,
+              failures: pod.failures + 1,
+            });
+            this.#changed = true;
+          }
           pod.failures++;
-          pod.lastError = err.message;
-          this.#o.log?.('push failed', { pod: pod.endpoint.name, err: err.message, failures: pod.failures });
+          pod.failingSince ??= this.#o.now();
+          pod.lastError = error;
+          if (!pod.failingLong && this.#o.now() - pod.failingSince >= this.#o.failingWarnMs) {
+            pod.failingLong = true;
+            this.#o.log?.('warn', 'data-plane pod failing for long: a Warning on what waits for it', {
+              pod: pod.endpoint.name,
+              err: error,
+              failures: pod.failures,
+            });
+            this.#changed = true;
+          }
+          if (this.#pods.get(key) !== pod) return false; // left the EndpointSlices meanwhile
           const { base, max } = this.#o.backoffMs;
-          const t = setTimeout(() => this.#sync(key, true), Math.min(base * 2 ** (pod.failures - 1), max));
+          // Half fixed, half random ("equal jitter"): never sooner than half the step.
+          const step = Math.min(base * 2 ** (pod.failures - 1), max);
+          const t = setTimeout(() => this.#sync(key, true), step / 2 + (step / 2) * this.#o.random());
           t.unref();
           this.#timers.set(key, t);
           return false;
         },
       )
       .then((again) => {
-        this.#busy.delete(key);
-        if (again) this.#sync(key, false);
+        pod.inFlight = false;
+        if (again && this.#pods.get(key) === pod) this.#sync(key, false);
+        else if (this.#changed) {
+          this.#changed = false;
+          this.#o.onChange?.();
+        }
       });
   }
 
-  async #step(key: string, ask: boolean, wanted: Desired | null): Promise<void> {
-    const pod = this.#pods.get(key);
-    if (!pod) return;
+  async #step(pod: PodState, ask: boolean, wanted: Desired | null): Promise<void> {
     if (ask || pod.hash === null) this.#report(pod, await this.#getHash(pod));
     if (wanted === null) return;
     const desired = wanted.snapshot;
@@ -200,10 +277,7 @@ export class Publisher {
         result = 'rejected';
         this.#o.onPush?.('rejected', seconds);
         this.#report(pod, body.hash ?? pod.hash ?? '', { hash: desired.hash, errors: body.errors ?? [] });
-      } else {
-        this.#o.onPush?.('error', seconds);
-        throw new Error(`PUT /config answered ${res.statusCode}`);
-      }
+      } else throw new Error(`PUT /config answered ${res.statusCode}`);
     } catch (err) {
       failure = err as Error;
       throw err;
@@ -229,7 +303,28 @@ export class Publisher {
     const changed = pod.hash !== hash || (rejected !== undefined && pod.rejected?.hash !== rejected?.hash);
     pod.hash = hash;
     if (rejected !== undefined) pod.rejected = rejected;
-    pod.lastError = null;
-    if (changed) this.#o.onChange?.();
+    if (changed) this.#changed = true;
+  }
+}
+
+/** What went wrong, as a status message can say it: "connection refused", "timed out", "PUT /config answered 500". */
+export function describeError(err: Error): string {
+  const code = (err as { code?: string }).code ?? (err.cause as { code?: string } | undefined)?.code;
+  switch (code) {
+    case 'ECONNREFUSED':
+      return 'connection refused';
+    case 'ECONNRESET':
+    case 'UND_ERR_SOCKET':
+      return 'connection reset';
+    case 'EHOSTUNREACH':
+    case 'ENETUNREACH':
+      return 'host unreachable';
+    case 'ETIMEDOUT':
+    case 'UND_ERR_CONNECT_TIMEOUT':
+    case 'UND_ERR_HEADERS_TIMEOUT':
+    case 'UND_ERR_BODY_TIMEOUT':
+      return 'timed out';
+    default:
+      return err.message.slice(0, 200);
   }
 }

@@ -77,9 +77,9 @@ export const API_ACCESS = [
     group: '',
     version: 'v1',
     resource: 'events',
-    verbs: ['create'],
+    verbs: ['create', 'patch'],
     scope: 'watched namespaces',
-    why: 'an Event on a route or plugin when a condition changes (leader only)',
+    why: 'an Event on a route or plugin when a condition changes; the same Event again raises its count (leader only)',
   },
   {
     group: 'discovery.k8s.io',

@@ -33,6 +33,32 @@ export interface InformerOptions {
 
 const keyOf = (o: KubeObject) => `${o.metadata.namespace ?? ''}/${o.metadata.name}`;
 
+const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
+
+/**
+ * Every object the cache keeps, made the same whether it came from a list or a watch event:
+ * - kind and apiVersion from the list's type when missing. The API server leaves them out of the
+ *   items of a list of built-in objects (a SecretList's Secrets), and watch events carry them;
+ *   resource-set.ts sorts objects by kind, so an unnamed one was silently dropped.
+ * - without managedFields and kubectl's last-applied-configuration annotation (what client-go's
+ *   informer transforms drop): nothing reads them, and they more than double what a route or a
+ *   Secret costs in memory.
+ */
+export function admit<T extends KubeObject>(obj: T, type?: { kind?: string; apiVersion?: string }): T {
+  if (obj.kind === undefined && type?.kind?.endsWith('List')) obj.kind = type.kind.slice(0, -4);
+  if (obj.apiVersion === undefined && type?.apiVersion) obj.apiVersion = type.apiVersion;
+  const meta = obj.metadata as KubeObject['metadata'] & {
+    managedFields?: unknown;
+    annotations?: Record<string, string>;
+  };
+  if (meta.managedFields !== undefined) delete meta.managedFields;
+  if (meta.annotations?.[LAST_APPLIED] !== undefined) {
+    delete meta.annotations[LAST_APPLIED];
+    if (Object.keys(meta.annotations).length === 0) delete meta.annotations;
+  }
+  return obj;
+}
+
 export class Informer<T extends KubeObject> {
   readonly path: string;
   readonly cache = new Map<string, T>();
@@ -113,6 +139,7 @@ export class Informer<T extends KubeObject> {
     if (this.#stopped) return;
     const seen = new Set<string>();
     for (const obj of list.items) {
+      admit(obj, list);
       const key = keyOf(obj);
       seen.add(key);
       const old = this.cache.get(key);
@@ -143,6 +170,7 @@ export class Informer<T extends KubeObject> {
         }
         if (e.object?.metadata?.resourceVersion) this.#resourceVersion = e.object.metadata.resourceVersion;
         if (e.type === 'BOOKMARK') return;
+        admit(e.object);
         const key = keyOf(e.object);
         if (e.type === 'DELETED') {
           this.cache.delete(key);

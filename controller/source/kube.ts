@@ -18,6 +18,9 @@ export class KubeError extends Error {
 }
 
 export interface KubeList<T> {
+  /** "SecretList": its items carry no kind of their own (only watch events do). */
+  kind?: string;
+  apiVersion?: string;
   metadata: { resourceVersion?: string; continue?: string };
   items: T[];
 }
@@ -84,7 +87,7 @@ export class Kube {
       items.push(...page.items);
       cont = page.metadata.continue;
     }
-    return { metadata: first.metadata, items };
+    return { kind: first.kind, apiVersion: first.apiVersion, metadata: first.metadata, items };
   }
 
   /**

@@ -1,7 +1,9 @@
 /**
  * One kind watched in a set of namespaces: an informer per namespace (namespaced list/watch
  * paths, so a namespaced Role suffices), or one cluster-wide informer when the set is "all".
- * Reads like one informer: a merged cache, synced once every namespace is listed.
+ * Reads like one informer: a merged cache, synced once every namespace is listed. A label
+ * selector, when given, is applied by the API server: objects outside it are never sent (and
+ * one that leaves it arrives as deleted).
  */
 import { collectionPath, type DeclaredResource } from './api-access.ts';
 import { type ChangeType, Informer, type InformerOptions, type KubeObject } from './informers.ts';
@@ -27,9 +29,11 @@ export class Watched<T extends KubeObject> {
     namespaces: WatchNamespaces,
     onChange: (type: ChangeType, obj: T, old?: T) => void,
     opts: InformerOptions = {},
+    labelSelector: string | null = null,
   ) {
+    const query = labelSelector === null ? '' : `?labelSelector=${encodeURIComponent(labelSelector)}`;
     for (const ns of namespaces ?? [null])
-      this.#informers.set(ns, new Informer<T>(kube, collectionPath(resource, ns), onChange, opts));
+      this.#informers.set(ns, new Informer<T>(kube, collectionPath(resource, ns) + query, onChange, opts));
     const informers = this.#informers;
     const all = namespaces === null;
     this.cache = {

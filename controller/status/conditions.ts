@@ -1,8 +1,11 @@
 /**
  * The conditions an object should show, from what build() found (Accepted, ResolvedRefs) and
- * what the data-plane pods run (Programmed). Pure. Programmed is True only when every live pod
- * runs a snapshot built from this generation of the object: "N of M pods" says how far along
- * a rollout is; a pod's refusal (422) names the fields that made it refuse.
+ * what the data-plane pods run (Programmed). Pure. Programmed is True only when every pod in
+ * the EndpointSlices has acknowledged a snapshot built from this generation of the object:
+ * "N of M pods" says how far along a rollout is, and names the pods that fail to answer and
+ * why ("1 of 2 pods; 10.0.0.5: connection refused"); a pod's refusal (422) names the fields
+ * that made it refuse. A pod that stops answering keeps what it acknowledged: objects it
+ * already ran stay as they are, only changed ones wait for it.
  */
 import type { TableError } from '../../dataplane/config/validate.ts';
 import type { ComputedCondition, ObjectStatus } from '../build.ts';
@@ -12,6 +15,18 @@ export interface PodView {
   /** Hash the pod runs ('' none, null unknown). */
   hash: string | null;
   rejected: { hash: string; errors: TableError[] } | null;
+  /** Why the last attempt to reach it failed; null while it answers. */
+  error?: string | null;
+  /** Failing for longer than the controller lets pass as a hiccup. */
+  failingLong?: boolean;
+}
+
+/** The Programmed condition an object shows now, as some leader wrote it. */
+export interface WrittenCondition {
+  status: string;
+  observedGeneration?: number;
+  reason?: string;
+  message?: string;
 }
 
 /** For each snapshot hash the controller built: the generation of each object in it ("Kind/ns/name" → generation). */
@@ -25,6 +40,7 @@ export function programmed(
   desiredHash: string,
   pods: readonly PodView[],
   generations: Generations,
+  written?: WrittenCondition,
 ): ComputedCondition {
   const observedGeneration = status.observedGeneration;
   const base = { type: 'Programmed', observedGeneration } as const;
@@ -59,13 +75,29 @@ export function programmed(
       reason: 'NoDataPlane',
       message: 'No data-plane pod found (0 of 0 pods).',
     };
-  const ready = pods.filter(
-    (p) => p.hash !== null && generations.get(p.hash)?.get(key) === observedGeneration,
-  ).length;
+  const runs = (p: PodView) => p.hash !== null && generations.get(p.hash)?.get(key) === observedGeneration;
+  const ready = pods.filter(runs).length;
+  // A new leader that cannot reach a pod does not know what it runs: what the last leader
+  // wrote stands for this generation, rather than turning every object Pending on takeover.
+  const unknown = pods.filter((p) => p.hash === null).length;
+  if (
+    unknown > 0 &&
+    ready + unknown === pods.length &&
+    written?.status === 'True' &&
+    written.observedGeneration === observedGeneration
+  )
+    return { ...base, status: 'True', reason: 'Programmed', message: written.message ?? '' };
   const counts = `${ready} of ${pods.length} pods`;
-  return ready === pods.length
-    ? { ...base, status: 'True', reason: 'Programmed', message: `Running on ${counts}.` }
-    : { ...base, status: 'False', reason: 'Pending', message: `Running on ${counts}.` };
+  if (ready === pods.length)
+    return { ...base, status: 'True', reason: 'Programmed', message: `Running on ${counts}.` };
+  const failing = pods.filter((p) => !runs(p) && p.error);
+  const why = failing
+    .slice(0, 3)
+    .map((p) => `; ${p.name}: ${p.error}`)
+    .join('');
+  // Waiting on pods is progress (Pending); waiting on a pod that has failed for long is a fault.
+  const reason = failing.some((p) => p.failingLong) ? 'PodFailing' : 'Pending';
+  return { ...base, status: 'False', reason, message: clip(`Running on ${counts}${why}.`) };
 }
 
 /** route/<ns>/<GatewayRoute>/… and upstream ids belong to a GatewayRoute; plugin/<ns>/<name> to a GatewayPlugin. */

@@ -1,7 +1,14 @@
 /**
- * Kubernetes Events for condition transitions (what `kubectl describe` shows): one Event when a
- * condition changes status, or first appears False. Normal when it turns True, Warning when it
- * turns False. Best effort: a failed Event never blocks a status write.
+ * Kubernetes Events for condition transitions (what `kubectl describe` shows), recorded the way
+ * client-go's event recorder and correlator do it:
+ * - one Event when a condition changes status or reason, or first appears False;
+ * - Normal for progress (True, or Programmed waiting on pods: Pending), Warning only for a real
+ *   fault (invalid config, missing references, a pod refusing the snapshot, a pod failing for
+ *   longer than the publisher's threshold);
+ * - the same Event again (same object, type, reason and message) within ten minutes updates the
+ *   one already there (count + 1, lastTimestamp) instead of creating another;
+ * - at most a burst of 25 Events per object, then one per five minutes (client-go's spam filter).
+ * Best effort: a failed Event never blocks a status write.
  */
 import type { Condition } from '../api/common.ts';
 import type { Kube } from '../source/kube.ts';
@@ -13,51 +20,118 @@ export interface Transition {
   message: string;
 }
 
+export interface InvolvedObject {
+  kind: string;
+  namespace: string;
+  name: string;
+  uid?: string;
+}
+
 export function transitions(before: Condition[] | undefined, after: Condition[]): Transition[] {
   const out: Transition[] = [];
   for (const c of after) {
     const prev = before?.find((b) => b.type === c.type);
-    if (prev ? prev.status !== c.status : c.status === 'False')
+    if (prev ? prev.status !== c.status || prev.reason !== c.reason : c.status === 'False')
       out.push({ type: c.type, status: c.status, reason: c.reason, message: c.message });
   }
   return out;
 }
 
-export function emitEvents(
-  kube: Kube,
-  object: { kind: string; namespace: string; name: string; uid?: string },
-  list: Transition[],
-  now: Date,
-): Promise<unknown> {
-  return Promise.all(
-    list.map((t) =>
-      kube.request('POST', `/api/v1/namespaces/${object.namespace}/events`, {
-        apiVersion: 'v1',
-        kind: 'Event',
-        // "<object>.<hex time>", as client-go's event recorder names them.
-        metadata: { name: `${object.name}.${eventSuffix(now)}`, namespace: object.namespace },
-        involvedObject: {
-          apiVersion: 'sluice.dev/v1alpha1',
-          kind: object.kind,
-          namespace: object.namespace,
-          name: object.name,
-          ...(object.uid ? { uid: object.uid } : {}),
-        },
-        reason: t.reason,
-        message: `${t.type}=${t.status}: ${t.message}`.slice(0, 1024),
-        type: t.status === 'True' ? 'Normal' : 'Warning',
-        firstTimestamp: now.toISOString(),
-        lastTimestamp: now.toISOString(),
-        count: 1,
-        source: { component: 'sluice-controller' },
-        reportingComponent: 'sluice.dev/controller',
-      }),
-    ),
-  );
+/** Progress is Normal: True, and Programmed=False while pods are still taking the snapshot. */
+export function eventType(t: Transition): 'Normal' | 'Warning' {
+  return t.status === 'True' || (t.type === 'Programmed' && t.reason === 'Pending') ? 'Normal' : 'Warning';
 }
 
-let sequence = 0;
-/** Unique per process and moment: hex nanoseconds-ish time plus a counter. */
-function eventSuffix(now: Date): string {
-  return `${now.getTime().toString(16)}${(sequence++ & 0xfff).toString(16).padStart(3, '0')}`;
+const SIMILAR_WINDOW_MS = 10 * 60_000;
+const BURST = 25;
+const REFILL_MS = 5 * 60_000;
+/** Objects and Events remembered (client-go keeps 4096 in its LRU caches). */
+const REMEMBERED = 4096;
+
+export class EventRecorder {
+  readonly #kube: Kube;
+  readonly #now: () => Date;
+  /** The Event last written per (object, type, reason, message): its name and count. */
+  readonly #recent = new Map<string, { name: string; namespace: string; count: number; at: number }>();
+  /** Tokens left per object, and when they were counted. */
+  readonly #buckets = new Map<string, { tokens: number; at: number }>();
+  #sequence = 0;
+
+  constructor(kube: Kube, now: () => Date = () => new Date()) {
+    this.#kube = kube;
+    this.#now = now;
+  }
+
+  /** Records the Events for these transitions of one object (the dropped ones are spam). */
+  record(object: InvolvedObject, list: Transition[]): Promise<unknown> {
+    return Promise.all(list.map((t) => this.#one(object, t).catch(() => {})));
+  }
+
+  async #one(object: InvolvedObject, t: Transition): Promise<void> {
+    const now = this.#now();
+    const ms = now.getTime();
+    const type = eventType(t);
+    const message = `${t.type}=${t.status}: ${t.message}`.slice(0, 1024);
+    const objectKey = `${object.kind}/${object.namespace}/${object.name}`;
+    if (!this.#take(objectKey, ms)) return;
+    const key = `${objectKey}\n${type}\n${t.reason}\n${message}`;
+    const seen = this.#recent.get(key);
+    if (seen && ms - seen.at < SIMILAR_WINDOW_MS) {
+      seen.count++;
+      seen.at = ms;
+      remember(this.#recent, key, seen);
+      await this.#kube.request(
+        'PATCH',
+        `/api/v1/namespaces/${seen.namespace}/events/${seen.name}`,
+        { count: seen.count, lastTimestamp: now.toISOString() },
+        'application/merge-patch+json',
+      );
+      return;
+    }
+    const name = `${object.name}.${(ms * 1000 + (this.#sequence++ % 1000)).toString(16)}`;
+    remember(this.#recent, key, { name, namespace: object.namespace, count: 1, at: ms });
+    await this.#kube.request('POST', `/api/v1/namespaces/${object.namespace}/events`, {
+      apiVersion: 'v1',
+      kind: 'Event',
+      // "<object>.<hex time>", as client-go's event recorder names them.
+      metadata: { name, namespace: object.namespace },
+      involvedObject: {
+        apiVersion: 'sluice.dev/v1alpha1',
+        kind: object.kind,
+        namespace: object.namespace,
+        name: object.name,
+        ...(object.uid ? { uid: object.uid } : {}),
+      },
+      reason: t.reason,
+      message,
+      type,
+      firstTimestamp: now.toISOString(),
+      lastTimestamp: now.toISOString(),
+      count: 1,
+      source: { component: 'sluice-controller' },
+      reportingComponent: 'sluice.dev/controller',
+    });
+  }
+
+  /** A token bucket per object: BURST, refilled one per REFILL_MS. */
+  #take(objectKey: string, ms: number): boolean {
+    const b = this.#buckets.get(objectKey) ?? { tokens: BURST, at: ms };
+    const refilled = Math.floor((ms - b.at) / REFILL_MS);
+    if (refilled > 0) {
+      b.tokens = Math.min(BURST, b.tokens + refilled);
+      b.at += refilled * REFILL_MS;
+    }
+    if (b.tokens === BURST) b.at = ms;
+    const ok = b.tokens > 0;
+    if (ok) b.tokens--;
+    remember(this.#buckets, objectKey, b);
+    return ok;
+  }
+}
+
+/** Sets a key as the newest of a bounded map (insertion order = recency), dropping the oldest. */
+function remember<V>(map: Map<string, V>, key: string, value: V): void {
+  map.delete(key);
+  map.set(key, value);
+  if (map.size > REMEMBERED) map.delete(map.keys().next().value!);
 }

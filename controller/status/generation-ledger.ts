@@ -5,7 +5,7 @@
  * hash; only the newest `kept` hashes are remembered.
  */
 import type { BuildResult } from '../build.ts';
-import { type Generations, type PodView, programmed } from './conditions.ts';
+import { type Generations, type PodView, programmed, type WrittenCondition } from './conditions.ts';
 import type { Wanted } from './status-writer.ts';
 
 export class GenerationLedger {
@@ -31,12 +31,22 @@ export class GenerationLedger {
     return this.#byHash;
   }
 
-  /** Every object's conditions: build's Accepted and ResolvedRefs, and Programmed from what the pods run. */
-  statuses(result: Pick<BuildResult, 'snapshot' | 'status'>, pods: readonly PodView[]): Wanted[] {
+  /**
+   * Every object's conditions: build's Accepted and ResolvedRefs, and Programmed from what the
+   * pods run. `written` gives the Programmed condition an object shows now (a new leader adopts it).
+   */
+  statuses(
+    result: Pick<BuildResult, 'snapshot' | 'status'>,
+    pods: readonly PodView[],
+    written: (key: string) => WrittenCondition | undefined = () => undefined,
+  ): Wanted[] {
     return Object.entries(result.status).map(([key, st]) => ({
       key,
       observedGeneration: st.observedGeneration,
-      conditions: [...st.conditions, programmed(key, st, result.snapshot.hash, pods, this.#byHash)],
+      conditions: [
+        ...st.conditions,
+        programmed(key, st, result.snapshot.hash, pods, this.#byHash, written(key)),
+      ],
     }));
   }
 }

@@ -7,7 +7,7 @@
 import type { Condition } from '../api/common.ts';
 import type { ComputedCondition } from '../build.ts';
 import type { Kube } from '../source/kube.ts';
-import { emitEvents, transitions } from './events.ts';
+import { EventRecorder, transitions } from './events.ts';
 
 export interface Wanted {
   /** "Kind/namespace/name" */
@@ -33,6 +33,7 @@ export class StatusWriter {
   readonly #current: (key: string) => Current | undefined;
   readonly #now: () => Date;
   readonly #onWrite: (ok: boolean, key: string, status: unknown) => void;
+  readonly #events: EventRecorder;
   readonly #pending = new Map<string, Wanted>();
   readonly #writing = new Set<string>();
   /**
@@ -41,6 +42,8 @@ export class StatusWriter {
    * needed write (the cache still shows the status before the one just written).
    */
   readonly #written = new Map<string, { resourceVersion: string; status: Current['status'] }>();
+  /** Failed writes in a row per object, for the backoff. */
+  readonly #failures = new Map<string, number>();
   #active = false;
 
   constructor(
@@ -52,6 +55,7 @@ export class StatusWriter {
     this.#current = current;
     this.#now = opts.now ?? (() => new Date());
     this.#onWrite = opts.onWrite ?? (() => {});
+    this.#events = new EventRecorder(kube, this.#now);
   }
 
   setActive(active: boolean): void {
@@ -88,14 +92,15 @@ export class StatusWriter {
     return unchanged ? null : { observedGeneration: w.observedGeneration, conditions };
   }
 
-  #flush(key: string): void {
-    if (this.#writing.has(key)) return;
+  #flush(key: string, retry = false): void {
+    // While an object's write is backing off, a newer wish waits for the retry, which takes it.
+    if (this.#writing.has(key) || (this.#failures.has(key) && !retry)) return;
     const w = this.#pending.get(key);
-    if (w === undefined) return;
     const cached = this.#current(key);
-    if (cached === undefined) {
-      this.#pending.delete(key); // deleted meanwhile
-      this.#written.delete(key);
+    if (w === undefined || cached === undefined) {
+      this.#pending.delete(key); // deleted meanwhile, or nothing wanted
+      if (cached === undefined) this.#written.delete(key);
+      this.#failures.delete(key);
       return;
     }
     const mine = this.#written.get(key);
@@ -103,6 +108,7 @@ export class StatusWriter {
     const status = StatusWriter.next(current, w, this.#now());
     if (status === null) {
       this.#pending.delete(key);
+      this.#failures.delete(key);
       return;
     }
     this.#pending.delete(key);
@@ -118,22 +124,27 @@ export class StatusWriter {
           this.#onWrite(true, key, status);
           const changes = transitions(current.status?.conditions, status.conditions ?? []);
           if (changes.length)
-            emitEvents(
-              this.#kube,
-              { kind, namespace: ns, name, uid: cached.metadata?.uid },
-              changes,
-              this.#now(),
-            ).catch(() => {});
+            void this.#events.record({ kind, namespace: ns, name, uid: cached.metadata?.uid }, changes);
         },
-        () => {
+        (err: { status?: number }) => {
           this.#onWrite(false, key, status);
-          // Keep the wish (unless a newer one came): the next event or resync writes it.
-          if (!this.#pending.has(key)) this.#pending.set(key, w);
+          // Gone meanwhile: nothing to write. Else keep the wish (unless a newer one came).
+          if (err.status !== 404 && !this.#pending.has(key)) this.#pending.set(key, w);
+          return true;
         },
       )
-      .finally(() => {
+      .then((failed) => {
         this.#writing.delete(key);
-        if (this.#pending.has(key) && this.#active) setTimeout(() => this.#flush(key), 200).unref();
+        // Retried with backoff per object (200 ms doubling to 30 s): an API server answering
+        // 429 or 500 is not hammered with a write per object every 200 ms.
+        const tries = failed === true ? (this.#failures.get(key) ?? 0) + 1 : 0;
+        if (tries === 0) this.#failures.delete(key);
+        else this.#failures.set(key, tries);
+        if (this.#pending.has(key) && this.#active)
+          setTimeout(
+            () => this.#flush(key, true),
+            tries === 0 ? 0 : Math.min(200 * 2 ** (tries - 1), 30_000),
+          ).unref();
       });
   }
 }

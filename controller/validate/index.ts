@@ -13,6 +13,7 @@ import { checkBackendRef } from './backend-refs.ts';
 import { resolveSecretRefs } from './secret-refs.ts';
 import { resolveTlsRefs } from './tls-refs.ts';
 import { pluginManifest } from '../../dataplane/config/catalog.ts';
+import { resolvedSecretField } from '../../dataplane/config/manifest.ts';
 import { checkPluginRefs, type PluginState } from './plugin-refs.ts';
 
 export interface Validated {
@@ -27,7 +28,7 @@ export function validate(resources: ResourceSet): Validated {
   for (const [key, obj] of resources.plugins) {
     const result = guarded(obj, () => validatePlugin(obj));
     if (result.plugin) {
-      const as = pluginManifest(result.plugin.plugin)?.secrets ?? 'sha256';
+      const as = resolvedSecretField(pluginManifest(result.plugin.plugin));
       result.diagnostics.push(...resolveSecretRefs(refOf(obj), result.plugin.config, resources.secrets, as));
     }
     if (result.diagnostics.length) result.plugin = undefined;

@@ -180,6 +180,7 @@ export async function startCluster(partial: Partial<DataPlaneOptions>, workers: 
       hash: hash(),
       workers: [...members].map((m) => ({ pid: m.pid, hash: m.hash, serving: m.serving })),
     }),
+    snapshot: () => current,
     ready: () => hash() !== '' && serving().length === workers,
     metrics: async () => {
       const replies = await Promise.all(serving().map((m) => m.metrics(METRICS_TIMEOUT_MS)));
@@ -192,6 +193,7 @@ export async function startCluster(partial: Partial<DataPlaneOptions>, workers: 
       return AggregatorRegistry.aggregate([own, ...fromWorkers]).metrics();
     },
     metricsContentType: metrics.registry.contentType,
+    counted: (method, route, status) => metrics.adminRequests.labels(method, route, String(status)).inc(),
     // Each worker has its own memory cache: the purge goes to every one (with the Redis store
     // the first empties the shared keys and the others find none, so the sum stays right).
     purgeCache: async (prefix) => {

@@ -20,6 +20,17 @@ export interface PluginNeeds {
   clientCertificate?: boolean;
 }
 
+/** A path prefix a plugin answers itself: GET <path>/… on a route carrying it. */
+export interface OwnPath {
+  /** The last segment of the added route's id: route/<ns>/<name>/<route-name>/<name>. */
+  name: string;
+  /** The prefix, as the config says it (the controller normalizes it). */
+  path: string;
+  methods: readonly string[];
+  /** The config field that sets it, for messages. */
+  field: string;
+}
+
 export interface PluginManifest<S extends TSchema = TSchema, N extends string = string> {
   name: N;
   /** Where its hooks run (phases.ts). */
@@ -34,6 +45,12 @@ export interface PluginManifest<S extends TSchema = TSchema, N extends string = 
    */
   secrets?: 'sha256' | 'value';
   needs?: PluginNeeds;
+  /**
+   * Paths the plugin answers itself, on the routes that carry it (e.g. idempotency's operation
+   * lookup): the controller adds a route for each one no route carrying the plugin matches
+   * (controller/compile/plugin-paths.ts), so users do not write that plumbing.
+   */
+  ownPaths?: (config: Static<S>) => OwnPath[];
   /** The runtime (the folder's index.ts): loaded by the data plane only. */
   load: () => Promise<{ default: unknown }>;
 }
@@ -98,5 +115,13 @@ export const handlerManifest = <S extends TSchema, const K extends string, U ext
 
 // biome-ignore lint/suspicious/noExplicitAny: the catalog holds manifests of every config type
 export type AnyPluginManifest = PluginManifest<any>;
+
+/**
+ * The field the controller writes beside each secretKeyRef of a plugin's config (`secrets`,
+ * default sha256): the one definition both its resolution and the redaction of GET
+ * /debug/config read, so a value from a Secret is redacted wherever it was put.
+ */
+export const resolvedSecretField = (m: AnyPluginManifest | undefined): 'sha256' | 'value' =>
+  m?.secrets ?? 'sha256';
 // biome-ignore lint/suspicious/noExplicitAny: likewise for every handler entry type
 export type AnyHandlerManifest = HandlerManifest<any, string, any>;

@@ -64,18 +64,18 @@ export class Metrics {
     labelNames: ['hash'] as const,
     registers: [this.registry],
   });
+  readonly adminRequests = new Counter({
+    name: 'sluice_admin_requests_total',
+    help:
+      "Requests to the admin port, by method, route (the admin server's route pattern, or other) and status: " +
+      'what the controller asks of this pod (an idle controller: one GET /config per resync interval).',
+    labelNames: ['method', 'route', 'status'] as const,
+    registers: [this.registry],
+  });
   readonly configLoads = new Counter({
     name: 'sluice_config_loads_total',
     help: 'Snapshots offered to the data plane, by result (applied, unchanged, rejected).',
     labelNames: ['result'] as const,
-    registers: [this.registry],
-  });
-  readonly adminRequests = new Counter({
-    name: 'sluice_admin_requests_total',
-    help:
-      'Requests answered on the admin port, by method and route (/config, /metrics, …; "(none)" when nothing ' +
-      'matched): how often the controller asks and pushes, and whether it rests when nothing changes.',
-    labelNames: ['method', 'route'] as const,
     registers: [this.registry],
   });
   readonly #idempotency = new HotCounter({

@@ -7,6 +7,7 @@
 import { createLocalJWKSet, type JSONWebKeySet, type JWTHeaderParameters } from 'jose';
 import type { Span } from '../observability/tracing.ts';
 import { DocumentReader, perProcess } from './provider-document.ts';
+import { withDefaults } from '../config/defaults.ts';
 
 export interface JwksOptions {
   cooldownMs?: number;
@@ -27,7 +28,7 @@ export class RemoteJwks {
   #lastKidFetch = 0;
 
   constructor(url: string, opts: JwksOptions = {}) {
-    this.#o = { cooldownMs: 30_000, timeoutMs: 5_000, maxBytes: 1024 * 1024, ...opts };
+    this.#o = withDefaults({ cooldownMs: 30_000, timeoutMs: 5_000, maxBytes: 1024 * 1024 }, opts);
     // A failed fetch keeps the last good keys.
     this.#reader = new DocumentReader(url, { ...this.#o, spanName: 'jwks fetch' }, (doc) => {
       const jwks = doc as JSONWebKeySet;

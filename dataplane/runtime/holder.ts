@@ -16,6 +16,8 @@ const RETIRE_AFTER_MS = 10_000;
 
 export class RuntimeHolder {
   current: Runtime | null = null;
+  /** The snapshot `current` was built from (GET /debug/config); its routes are the runtime's own entries. */
+  snapshot: Snapshot | null = null;
   readonly #pools: PoolRegistry;
   readonly #deps: RuntimeDeps;
   readonly #onApplied: (s: Snapshot) => void;
@@ -34,6 +36,7 @@ export class RuntimeHolder {
   close(): void {
     this.current?.close();
     this.current = null;
+    this.snapshot = null;
   }
 
   /** Validates and applies a snapshot; on any error the running runtime stays. */
@@ -64,6 +67,7 @@ export class RuntimeHolder {
     }
     const previous = this.current;
     this.current = runtime;
+    this.snapshot = s;
     // Requests matched on the previous runtime just before the swap still use its plugins: retire it after a grace.
     // Only its close() waits for the grace, not the runtime: those requests hold the runtime themselves, and a
     // timer holding it kept every snapshot of the last 10 s alive (a push a second while 2,000 routes were

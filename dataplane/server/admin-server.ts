@@ -1,10 +1,13 @@
 /**
  * The admin port (never exposed by the public Service): PUT /config (bearer token), GET /config,
- * /healthz, /readyz, /metrics, DELETE /cache?prefix= (bearer token). A rejected snapshot answers 422 with errors naming route ids and
+ * GET /debug/config (bearer token: the running snapshot, Secrets redacted), /healthz, /readyz,
+ * /metrics, DELETE /cache?prefix= (bearer token). A rejected snapshot answers 422 with errors naming route ids and
  * fields, and the running configuration stays.
  */
 import { timingSafeEqual, createHash } from 'node:crypto';
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
+import { debugConfig } from '../config/debug-config.ts';
+import type { Snapshot } from '../config/route-table.ts';
 import type { ErrorCode } from '../errors/codes.ts';
 import { problem } from '../errors/problem.ts';
 import type { Metrics } from '../observability/metrics.ts';
@@ -22,6 +25,8 @@ export interface AdminState {
   readonly hash: string;
   /** GET /config: {hash} and whatever else describes the running configuration. */
   describe(): Record<string, unknown>;
+  /** The snapshot that runs (null before the first), for GET /debug/config. */
+  snapshot(): Snapshot | null;
   /** Ready: a configuration is loaded (by every worker). */
   ready(): boolean;
   /** The Prometheus text of /metrics. */
@@ -29,8 +34,8 @@ export interface AdminState {
   readonly metricsContentType: string;
   /** DELETE /cache: removes the proxy-cache entries whose key starts with the prefix; how many. Absent: not here. */
   purgeCache?(prefix: string): Promise<number>;
-  /** Counts an answered request (sluice_admin_requests_total); route is the matched pattern or "(none)". */
-  answered?(method: string, route: string): void;
+  /** Counts one answered admin request (sluice_admin_requests_total). */
+  counted(method: string, route: string, status: number): void;
 }
 
 export function holderAdminState(holder: RuntimeHolder, metrics: Metrics, cache?: CacheStores): AdminState {
@@ -40,11 +45,12 @@ export function holderAdminState(holder: RuntimeHolder, metrics: Metrics, cache?
       return holder.hash;
     },
     describe: () => ({ hash: holder.hash }),
+    snapshot: () => holder.snapshot,
     ready: () => holder.current !== null,
     metrics: () => metrics.registry.metrics(),
     metricsContentType: metrics.registry.contentType,
     ...(cache ? { purgeCache: (prefix: string) => cache.purge(prefix) } : {}),
-    answered: (method, route) => metrics.adminRequests.labels(method, route).inc(),
+    counted: (method, route, status) => metrics.adminRequests.labels(method, route, String(status)).inc(),
   };
 }
 
@@ -56,6 +62,11 @@ export interface AdminOptions {
 }
 
 const digest = (s: string) => createHash('sha256').update(s).digest();
+
+function unauthorized(reply: FastifyReply, what: string) {
+  reply.header('www-authenticate', 'Bearer realm="sluice-admin"');
+  return sendError(reply, 'SLC_ERR_UNAUTHORIZED', `${what} needs the admin bearer token`);
+}
 
 function sendError(reply: FastifyReply, code: ErrorCode, detail?: string, extra?: Record<string, unknown>) {
   const body = problem(code, detail, extra);
@@ -80,18 +91,12 @@ export function createAdminServer(state: AdminState, opts: AdminOptions): Fastif
     return sendError(reply, 'SLC_ERR_INTERNAL');
   });
 
-  // The route pattern, never the raw URL: labels stay bounded whatever a client sends.
-  const { answered } = state;
-  if (answered)
-    app.addHook('onResponse', async (request) =>
-      answered(request.method, request.routeOptions.url ?? '(none)'),
-    );
+  app.addHook('onResponse', async (request, reply) => {
+    state.counted(request.method, request.routeOptions.url ?? 'other', reply.statusCode);
+  });
 
   app.put('/config', async (request, reply) => {
-    if (!authorized(request.headers.authorization)) {
-      reply.header('www-authenticate', 'Bearer realm="sluice-admin"');
-      return sendError(reply, 'SLC_ERR_UNAUTHORIZED', 'PUT /config needs the admin bearer token');
-    }
+    if (!authorized(request.headers.authorization)) return unauthorized(reply, 'PUT /config');
     const outcome = await state.apply(request.body);
     if (outcome.result === 'rejected')
       return sendError(
@@ -106,13 +111,15 @@ export function createAdminServer(state: AdminState, opts: AdminOptions): Fastif
     return { result: outcome.result, hash: outcome.hash };
   });
   app.get('/config', async () => state.describe());
+  app.get('/debug/config', async (request, reply) => {
+    if (!authorized(request.headers.authorization)) return unauthorized(reply, 'GET /debug/config');
+    const running = state.snapshot();
+    return running === null ? sendError(reply, 'SLC_ERR_NOT_READY') : debugConfig(running);
+  });
   // proxy-cache purge: keys start with the request path (plugins/proxy-cache/key.ts), so
   // prefix=/api/items removes every method, query, variant and caller of that subtree; "/" all.
   app.delete('/cache', async (request, reply) => {
-    if (!authorized(request.headers.authorization)) {
-      reply.header('www-authenticate', 'Bearer realm="sluice-admin"');
-      return sendError(reply, 'SLC_ERR_UNAUTHORIZED', 'DELETE /cache needs the admin bearer token');
-    }
+    if (!authorized(request.headers.authorization)) return unauthorized(reply, 'DELETE /cache');
     const prefix = (request.query as Record<string, unknown>).prefix;
     if (typeof prefix !== 'string' || !prefix.startsWith('/'))
       return sendError(reply, 'SLC_ERR_BAD_REQUEST', 'prefix: a path prefix starting with "/" is required');

@@ -60,6 +60,21 @@ describe('helm lint and template', () => {
   });
 });
 
+describe('two installations', () => {
+  it('className reaches the controller as --class; the Lease and the admin Service are per release', async () => {
+    const [a, b] = await Promise.all([render(), render({ release: 'team-b', set: { className: 'team-b' } })]);
+    const args = (ms: Manifest[], name: string) => container(ms, name).args as string[];
+    expect(args(a, 'gw-sluice-controller')).not.toContain('--class');
+    expect(flag(args(b, 'team-b-sluice-controller'), '--class')).toBe('team-b');
+    expect(flag(args(a, 'gw-sluice-controller'), '--lease-name')).not.toBe(
+      flag(args(b, 'team-b-sluice-controller'), '--lease-name'),
+    );
+    expect(flag(args(a, 'gw-sluice-controller'), '--dataplane-service')).not.toBe(
+      flag(args(b, 'team-b-sluice-controller'), '--dataplane-service'),
+    );
+  });
+});
+
 describe('values.schema.json', () => {
   it.each([
     ['dataplane.replicas', 'two', /dataplane\.replicas: Invalid type\. Expected: integer, given: string/],
@@ -76,6 +91,7 @@ describe('values.schema.json', () => {
     ],
     ['dataplane.replics', '3', /dataplane: Additional property replics is not allowed/],
     ['watchNamespaces[0]', 'Not_A_Namespace', /watchNamespaces\.0: Does not match pattern/],
+    ['className', 'team b', /className: Does not match pattern/],
   ])('refuses %s=%s at template (and install) time, naming the field', async (key, value, message) => {
     const r = await helm([...templateArgs(), '--set', `${key}=${value}`]);
     expect(r.code).not.toBe(0);

@@ -3,6 +3,7 @@
  * port. Which worker answered comes from the access log (each worker's lines carry its pid);
  * every request opens a fresh connection, since the primary hands out connections round-robin.
  * Covered: both workers serve, PUT /config reaches every worker, /metrics sums them, /readyz,
+ * GET /debug/config,
  * a SIGKILLed worker is replaced and serves the current snapshot, SIGTERM exits 0 with every
  * worker gone; --workers 1 is one process; idempotency without --redis is refused.
  */
@@ -139,6 +140,14 @@ describe('sluice run --workers 2', () => {
       20,
     );
     expect(metricValue(text, 'sluice_config_info', { hash: view.hash })).toBe(1);
+
+    // GET /debug/config on the primary: the snapshot its workers run, behind the token.
+    expect((await fetch(`${gw.admin}/debug/config`)).status).toBe(401);
+    const debug = await fetch(`${gw.admin}/debug/config`, { headers: { authorization: 'Bearer t' } });
+    expect(debug.status).toBe(200);
+    const body = (await debug.json()) as { hash: string; table: { routes: { id: string }[] } };
+    expect(body.hash).toBe(view.hash);
+    expect(body.table.routes.map((r) => r.id)).toEqual(['route/default/a/r/0']);
   });
 
   it('PUT /config changes routing on every worker, and answers once they all run it', async () => {

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Publisher } from '../../controller/publish/publisher.ts';
 import type { DataPlane } from '../../dataplane/main.ts';
-import { startTestDataPlane, startUpstream, type Upstream } from '../helpers/servers.ts';
+import { freePort, startTestDataPlane, startUpstream, type Upstream } from '../helpers/servers.ts';
 import { route, snapshot, transformer, upstream } from '../helpers/tables.ts';
 
 let up: Upstream;
@@ -99,6 +99,115 @@ describe('Publisher', () => {
     await until(() => ([...p.pods.values()][0]?.failures ?? 0) >= 2);
     expect([...p.pods.values()][0].lastError).toContain('401');
     expect(planes[0].holder.hash).toBe(v(2).hash);
+    p.stop();
+  });
+});
+
+describe('Publisher, idle and failing pods', () => {
+  it('an absent option keeps its default: { resyncMs: undefined } still resyncs every 10 s, not every tick', async () => {
+    let asks = 0;
+    const { createServer } = await import('node:http');
+    const pod = createServer((req, res) => {
+      if (req.method === 'GET') asks++;
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ hash: v(1).hash }));
+    }).listen(0, '127.0.0.1');
+    await new Promise((r) => pod.once('listening', r));
+    const url = `http://127.0.0.1:${(pod.address() as { port: number }).port}`;
+    const p = new Publisher({ token: 't', resyncMs: undefined, timeoutMs: undefined });
+    p.setPods([{ key: 'k', name: 'pod', url }]);
+    p.publish(v(1));
+    p.setActive(true);
+    await new Promise((r) => setTimeout(r, 500));
+    // The first ask only: the next resync is 10 s away (with the bug, ~500 asks by now).
+    expect(asks).toBe(1);
+    p.stop();
+    await new Promise((r) => pod.close(r));
+  });
+
+  it('a pod refusing connections: every attempt counted as an error, backoff kept whatever is published, one log line', async () => {
+    const port = await freePort();
+    const results: string[] = [];
+    const logs: string[] = [];
+    const changes: number[] = [];
+    const p = new Publisher({
+      token: 'test-admin-token',
+      resyncMs: 50, // resyncs must not cut the backoff short either
+      backoffMs: { base: 40, max: 160 },
+      random: () => 0.5,
+      onPush: (r) => results.push(r),
+      onChange: () => changes.push(1),
+      log: (level, msg, extra) => logs.push(`${level} ${msg} ${JSON.stringify(extra)}`),
+    });
+    p.setPods([{ key: 'dead', name: '10.0.0.5', url: `http://127.0.0.1:${port}` }]);
+    p.setActive(true);
+    for (let i = 1; i <= 20; i++) {
+      p.publish(v(100 + i)); // a new snapshot every 25 ms does not bypass the backoff
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    const pod = [...p.pods.values()][0];
+    // Delays 30, 60, 120, 120, … ms (equal jitter at 0.5): about 6 attempts in 500 ms; without backoff, 20+.
+    expect(pod.failures).toBeGreaterThanOrEqual(3);
+    expect(pod.failures).toBeLessThanOrEqual(8);
+    expect(results.length).toBe(pod.failures);
+    expect(new Set(results)).toEqual(new Set(['error']));
+    expect(pod.lastError).toBe('connection refused');
+    expect(logs).toHaveLength(1);
+    expect(logs[0]).toMatch(/^warn data-plane pod failing.*"err":"connection refused"/);
+    expect(changes).toHaveLength(2); // the pod was found; it started failing (not once per attempt)
+    p.stop();
+  });
+
+  it('a pod that comes back is pushed to, logged once as answering again, and counted in sync', async () => {
+    const port = await freePort();
+    const logs: string[] = [];
+    const p = new Publisher({
+      token: 'test-admin-token',
+      resyncMs: 3_600_000,
+      backoffMs: { base: 20, max: 40 },
+      log: (level, msg) => logs.push(`${level} ${msg}`),
+    });
+    p.setPods([{ key: 'back', name: 'back', url: `http://127.0.0.1:${port}` }]);
+    p.publish(v(9));
+    p.setActive(true);
+    await until(() => ([...p.pods.values()][0]?.failures ?? 0) >= 2);
+    const plane = await startTestDataPlane({ adminPort: port });
+    try {
+      await until(() => plane.holder.hash === v(9).hash);
+      const pod = [...p.pods.values()][0];
+      await until(() => pod.failures === 0);
+      expect(pod).toMatchObject({ hash: v(9).hash, lastError: null, failingSince: null });
+      expect(logs).toEqual([
+        'warn data-plane pod failing: retrying with backoff',
+        'info data-plane pod answers again',
+      ]);
+    } finally {
+      p.stop();
+      await plane.close();
+    }
+  });
+
+  it('a pod failing for longer than failingWarnMs is marked failingLong, and onChange hears it', async () => {
+    const port = await freePort();
+    let now = 0;
+    let changes = 0;
+    const p = new Publisher({
+      token: 'test-admin-token',
+      resyncMs: 3_600_000,
+      backoffMs: { base: 10, max: 10 },
+      now: () => now,
+      failingWarnMs: 60_000,
+      onChange: () => changes++,
+    });
+    p.setPods([{ key: 'x', name: 'x', url: `http://127.0.0.1:${port}` }]);
+    const pod = [...p.pods.values()][0];
+    p.setActive(true);
+    await until(() => pod.failures >= 2);
+    expect(pod.failingLong).toBe(false);
+    const before = changes;
+    now = 60_000;
+    await until(() => pod.failingLong);
+    await until(() => changes === before + 1);
     p.stop();
   });
 });

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { ObjectStatus } from '../../controller/build.ts';
 import { referencedSecrets } from '../../controller/source/relevance.ts';
 import { ownerOf, programmed, type PodView } from '../../controller/status/conditions.ts';
-import { transitions } from '../../controller/status/events.ts';
+import { eventType, transitions } from '../../controller/status/events.ts';
 import { StatusWriter } from '../../controller/status/status-writer.ts';
 import type { GatewayPlugin } from '../../controller/api/index.ts';
 
@@ -73,6 +73,37 @@ describe('programmed', () => {
       reason: 'Invalid',
     });
     expect(programmed(KEY, ok(), 'new', [], gens)).toMatchObject({ status: 'False', reason: 'NoDataPlane' });
+  });
+  it('names the pods that fail to answer and why; a pod failing for long makes it a fault (PodFailing)', () => {
+    const down = { ...pod('10.0.0.5', 'old'), error: 'connection refused' };
+    expect(programmed(KEY, ok(), 'new', [pod('a', 'new'), down], gens)).toMatchObject({
+      status: 'False',
+      reason: 'Pending',
+      message: 'Running on 1 of 2 pods; 10.0.0.5: connection refused.',
+    });
+    expect(
+      programmed(KEY, ok(), 'new', [pod('a', 'new'), { ...down, failingLong: true }], gens),
+    ).toMatchObject({ status: 'False', reason: 'PodFailing' });
+  });
+  it('a failing pod that acknowledged this generation still counts: unchanged objects are not rewritten', () => {
+    const down = { ...pod('10.0.0.5', 'new'), error: 'connection refused' };
+    expect(programmed(KEY, ok(), 'new', [pod('a', 'new'), down], gens)).toMatchObject({
+      status: 'True',
+      message: 'Running on 2 of 2 pods.',
+    });
+  });
+  it('a new leader adopts a written Programmed=True for this generation while it cannot reach a pod', () => {
+    const written = { status: 'True', observedGeneration: 2, message: 'Running on 2 of 2 pods.' };
+    const unreachable = { ...pod('b', null), error: 'connection refused' };
+    expect(programmed(KEY, ok(), 'new', [pod('a', 'new'), unreachable], gens, written)).toMatchObject({
+      status: 'True',
+      reason: 'Programmed',
+      message: 'Running on 2 of 2 pods.',
+    });
+    // Not for another generation, nor when a known pod runs an older one.
+    expect(programmed(KEY, ok(3), 'new', [pod('a', 'new'), unreachable], gens, written).status).toBe('False');
+    expect(programmed(KEY, ok(), 'new', [pod('a', 'old'), unreachable], gens, written).status).toBe('False');
+    expect(programmed(KEY, ok(), 'new', [pod('a', 'new'), unreachable], gens).status).toBe('False');
   });
   it('maps table ids to their objects', () => {
     expect(ownerOf('route/ns/name/r/0')).toBe('GatewayRoute/ns/name');
@@ -154,5 +185,19 @@ describe('transitions (Kubernetes Events)', () => {
       ),
     ).toEqual([{ type: 'Programmed', status: 'True', reason: 'ProgrammedTrue', message: 'm' }]);
     expect(transitions([c('Accepted', 'True')], [c('Accepted', 'True')])).toEqual([]);
+  });
+  it('reports a change of reason under the same status (Pending → PodFailing)', () => {
+    const p = (reason: string) => ({ ...c('Programmed', 'False'), reason });
+    expect(transitions([p('Pending')], [p('PodFailing')]).map((t) => t.reason)).toEqual(['PodFailing']);
+    expect(transitions([p('Pending')], [p('Pending')])).toEqual([]);
+  });
+  it('Warning only for faults: waiting on pods (Pending) and True are Normal', () => {
+    const t = (type: string, status: string, reason: string) => ({ type, status, reason, message: '' });
+    expect(eventType(t('Programmed', 'False', 'Pending'))).toBe('Normal');
+    expect(eventType(t('Programmed', 'True', 'Programmed'))).toBe('Normal');
+    expect(eventType(t('Programmed', 'False', 'PodFailing'))).toBe('Warning');
+    expect(eventType(t('Programmed', 'False', 'Rejected'))).toBe('Warning');
+    expect(eventType(t('ResolvedRefs', 'False', 'SecretNotFound'))).toBe('Warning');
+    expect(eventType(t('Accepted', 'False', 'Invalid'))).toBe('Warning');
   });
 });

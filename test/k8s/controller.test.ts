@@ -59,7 +59,7 @@ function startPlane(host: string): Promise<LaunchedProcess> {
     ],
     `http://${host}:${adminPort}/healthz`,
     null,
-    { what: `sluice dataplane on ${host}` },
+    { what: `sluice dataplane on ${host}`, readyTimeoutMs: 30_000 },
   );
 }
 
@@ -468,5 +468,68 @@ spec: { ports: [{ name: http, port: 8080 }] }
     expect(c.Programmed.message).toBe('Running on 3 of 3 pods.');
     // A graceful stop releases the Lease at once.
     leader = standby;
+  }, 60_000);
+
+  it('idle means idle: each pod is asked its hash at most once per resync interval (10 s), nothing is pushed, nothing logged', async () => {
+    const adminRequests = async () =>
+      Promise.all(
+        HOSTS.map(async (h) => {
+          const text = await (await fetch(`http://${h}:${adminPort}/metrics`)).text();
+          return {
+            get: metricValue(text, 'sluice_admin_requests_total', { method: 'GET', route: '/config' }),
+            put: metricValue(text, 'sluice_admin_requests_total', { method: 'PUT', route: '/config' }),
+          };
+        }),
+      );
+    await sleep(500); // the takeover's own asks are over
+    const before = await adminRequests();
+    const pushes = await metric(leader.metrics, 'sluice_controller_pushes_total');
+    const lines = leader.proc.stdout().split('\n').length + leader.proc.stderr().split('\n').length;
+    await sleep(5_000);
+    const after = await adminRequests();
+    const asks = after.map((a, i) => a.get - before[i].get);
+    console.log(`[controller-e2e] idle 5 s: GET /config per pod ${asks.join(', ')}`);
+    // Before the fix (resyncMs: undefined over the default) ~3,000 asks a pod in 5 s.
+    for (const n of asks) expect(n).toBeLessThanOrEqual(1);
+    expect(after.map((a, i) => a.put - before[i].put)).toEqual([0, 0, 0]);
+    expect(await metric(leader.metrics, 'sluice_controller_pushes_total')).toBe(pushes);
+    expect(leader.proc.stdout().split('\n').length + leader.proc.stderr().split('\n').length).toBe(lines);
+  }, 30_000);
+
+  it('a dead pod still listed: a changed object says which pod and why, every failed attempt is counted, the log says it once', async () => {
+    const dead = HOSTS[2];
+    await planes.get(dead)!.kill('SIGKILL');
+    const logBefore = leader.proc.stdout() + leader.proc.stderr();
+    await apply(transformer('version', 'four'));
+    const c = await until(
+      'Pending on the dead pod',
+      () => conditions('gwp', 'version'),
+      (c) => c.Programmed?.status === 'False',
+    );
+    expect(c.Programmed.reason).toBe('Pending');
+    expect(c.Programmed.message).toBe('Running on 2 of 3 pods; dataplane-3: connection refused.');
+    // The route itself did not change: it stays as it was.
+    expect((await conditions('gwr', 'orders')).Programmed.status).toBe('True');
+    expect((await forwarded('/e2e/orders/1')).slice(0, 2)).toEqual(['four', 'four']);
+    await sleep(3_000);
+    const text = await (await fetch(`${leader.metrics}/metrics`)).text();
+    expect(metricValue(text, 'sluice_controller_pushes_total', { result: 'error' })).toBeGreaterThan(0);
+    // Attempts back off: 3 s of a dead pod is a handful of tries (it was ~2,500 before).
+    expect(metricValue(text, 'sluice_controller_pushes_total', { result: 'error' })).toBeLessThan(12);
+    expect(metricValue(text, 'sluice_controller_dataplane_pods', { state: 'failing' })).toBe(1);
+    expect(metricValue(text, 'sluice_controller_dataplane_pods', { state: 'in_sync' })).toBe(2);
+    expect(metricValue(text, 'sluice_controller_dataplane_pods', { state: 'behind' })).toBe(1);
+    const log = (leader.proc.stdout() + leader.proc.stderr()).slice(logBefore.length);
+    expect(log.split('\n').filter((l) => l.includes('data-plane pod failing')).length).toBe(1);
+
+    planes.set(dead, await startPlane(dead));
+    const back = await until(
+      'Programmed on all three again',
+      () => conditions('gwp', 'version'),
+      (c) => c.Programmed?.status === 'True',
+      20_000,
+    );
+    expect(back.Programmed.message).toBe('Running on 3 of 3 pods.');
+    expect(await forwarded('/e2e/orders/1')).toEqual(['four', 'four', 'four']);
   }, 60_000);
 });

@@ -134,10 +134,11 @@ seccompProfile:
 - apiGroups: [""]
   resources: [secrets, services]
   verbs: [list, watch]
-# An Event on a route or plugin when one of its conditions changes.
+# An Event on a route or plugin when one of its conditions changes; patch raises the count
+# of the same Event seen again (client-go's correlator does the same).
 - apiGroups: [""]
   resources: [events]
-  verbs: [create]
+  verbs: [create, patch]
 {{- end -}}
 
 {{/* Pod annotations: prometheus.io/* for the metrics port (metrics.podAnnotations), then the extra ones. Args: list $ $port $extra */}}

@@ -151,11 +151,26 @@ export function checkIdempotencyConfig(c: IdempotencyConfig): ConfigProblem[] {
   return problems;
 }
 
+/** Where an asynchronous operation is looked up when async.operationsPath is not given. */
+export const OPERATIONS_PATH = '/operations';
+
 export const manifest = pluginManifest({
   name: 'idempotency',
   phase: 'idempotency',
   schema: IdempotencyConfig,
   checks: checkIdempotencyConfig,
   needs: { requestBody: true, responseBody: true },
+  // The 202's Location: GET <operationsPath>/<key> must reach this plugin on a route of the same caller.
+  ownPaths: (c) =>
+    c.async?.enabled
+      ? [
+          {
+            name: 'operations',
+            path: c.async.operationsPath ?? OPERATIONS_PATH,
+            methods: ['GET', 'HEAD'],
+            field: 'async.operationsPath',
+          },
+        ]
+      : [],
   load: (): Promise<{ default: unknown }> => import('./index.ts'),
 });

@@ -1,6 +1,6 @@
 /** The idempotency config, with its defaults filled in and durations in ms: compiled once per snapshot. */
 import { parseDuration } from '../../config/duration.ts';
-import { checkIdempotencyConfig, type IdempotencyConfig } from './manifest.ts';
+import { checkIdempotencyConfig, type IdempotencyConfig, OPERATIONS_PATH } from './manifest.ts';
 
 export interface Settings {
   methods: ReadonlySet<string>;
@@ -28,7 +28,7 @@ export const DEFAULTS = {
   retryAfter: 1,
   fingerprintHeaders: ['authorization', 'user-agent'],
   maxResponseBytes: 1024 * 1024,
-  operationsPath: '/operations',
+  operationsPath: OPERATIONS_PATH,
 } as const;
 
 const ms = (text: string | undefined, fallback: string): number => parseDuration(text ?? fallback) ?? 0;

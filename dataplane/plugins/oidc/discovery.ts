@@ -8,6 +8,7 @@
 import type { Span } from '../../observability/tracing.ts';
 import { DocumentReader, perProcess } from '../provider-document.ts';
 import { type RemoteJwks, remoteJwks } from '../jwks.ts';
+import { withDefaults } from '../../config/defaults.ts';
 
 export interface ProviderMetadata {
   issuer: string;
@@ -38,7 +39,7 @@ export class Discovery {
 
   constructor(issuer: string, opts: DiscoveryOptions) {
     this.#issuer = issuer;
-    this.#o = { cooldownMs: 5_000, timeoutMs: 5_000, ...opts };
+    this.#o = withDefaults({ cooldownMs: 5_000, timeoutMs: 5_000 }, opts);
     const url = `${issuer.replace(/\/$/, '')}/.well-known/openid-configuration`;
     // A failed read keeps the last good metadata.
     this.#reader = new DocumentReader(

@@ -1,0 +1,45 @@
+/**
+ * GET /debug/config on the controller's metrics port: the snapshot this replica built last (a
+ * standby builds too, so any replica answers), Secrets redacted exactly as a data plane's admin
+ * port redacts them (dataplane/config/debug-config.ts), and the hash of the real snapshot:
+ * compare it with each pod's GET /config to see who runs what. The port's /metrics is open, so
+ * this needs a bearer token; the controller already holds one, the data planes' admin token
+ * (--admin-token, --admin-token-file or SLUICE_ADMIN_TOKEN), and an operator who may push
+ * configuration may read it.
+ */
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { debugConfig } from '../dataplane/config/debug-config.ts';
+import type { Snapshot } from '../dataplane/config/route-table.ts';
+
+const digest = (s: string) => createHash('sha256').update(s).digest();
+
+export function serveDebugConfig(
+  req: IncomingMessage,
+  res: ServerResponse,
+  token: string,
+  snapshot: Snapshot | null,
+): void {
+  const presented = req.headers.authorization;
+  // Digests of equal length, so the comparison takes the same time whatever was sent.
+  if (
+    token === '' ||
+    presented === undefined ||
+    !timingSafeEqual(digest(presented), digest(`Bearer ${token}`))
+  ) {
+    res.writeHead(401, {
+      'www-authenticate': 'Bearer realm="sluice-controller"',
+      'content-type': 'text/plain',
+    });
+    res.end('GET /debug/config needs the admin bearer token\n');
+  } else if (req.method !== 'GET' && req.method !== 'HEAD') {
+    res.writeHead(405, { allow: 'GET, HEAD', 'content-type': 'text/plain' });
+    res.end();
+  } else if (snapshot === null) {
+    res.writeHead(503, { 'content-type': 'text/plain' });
+    res.end('no snapshot built yet\n');
+  } else {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(req.method === 'HEAD' ? undefined : JSON.stringify(debugConfig(snapshot)));
+  }
+}
