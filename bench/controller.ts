@@ -268,13 +268,19 @@ async function adminRequests(adminPort: number): Promise<number[]> {
  * /metrics (prom-client's nodejs_* gauges), polled every `ms`: where a peak RSS came from.
  */
 class HeapSampler {
-  readonly peaks: { heapTotal: number; heapUsed: number; external: number }[];
+  readonly peaks: { heapTotal: number; heapUsed: number; external: number; rssAnon: number }[];
   readonly #timer: NodeJS.Timeout;
-  constructor(urls: string[], ms = 500) {
-    this.peaks = urls.map(() => ({ heapTotal: 0, heapUsed: 0, external: 0 }));
+  /** pids: RssAnon (resident, not file-backed: what the kernel cannot drop under a memory limit) is sampled too. */
+  constructor(urls: string[], pids: number[], ms = 500) {
+    this.peaks = urls.map(() => ({ heapTotal: 0, heapUsed: 0, external: 0, rssAnon: 0 }));
     const gauge = (text: string, name: string) =>
       Number(new RegExp(`^${name} (\\S+)`, 'm').exec(text)?.[1] ?? 0) / 1024 / 1024;
     this.#timer = setInterval(() => {
+      for (const [i, pid] of pids.entries())
+        try {
+          const kib = Number(/^RssAnon:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);
+          this.peaks[i].rssAnon = Math.max(this.peaks[i].rssAnon, kib / 1024);
+        } catch {}
       for (const [i, url] of urls.entries())
         http('GET', url, null, { timeoutMs: 5_000 }).then(
           ({ body }) => {
@@ -383,10 +389,10 @@ async function main(): Promise<number> {
     });
     await waitReady(controller, `http://127.0.0.1:${metricsPort}/readyz`, 60_000);
 
-    const sampler = new HeapSampler([
-      `http://127.0.0.1:${metricsPort}/metrics`,
-      ...HOSTS.map((h) => `http://${h}:${adminPort}/metrics`),
-    ]);
+    const sampler = new HeapSampler(
+      [`http://127.0.0.1:${metricsPort}/metrics`, ...HOSTS.map((h) => `http://${h}:${adminPort}/metrics`)],
+      [controller, ...planes].map((p) => p.child.pid!),
+    );
     const tracker = new Tracker(new Kube(loadKubeAccess({ KUBECONFIG: kubeconfig })));
     tracker.informer.start();
     await tracker.informer.synced;
@@ -461,11 +467,13 @@ async function main(): Promise<number> {
     const hwm = [controller, ...planes].map((p) => procStatusKiB(p.child.pid!, 'VmHWM'));
     sampler.stop();
     const rss = [controller, ...planes].map((p) => procStatusKiB(p.child.pid!, 'VmRSS'));
-    const snapshotBytes = Number(
-      /^sluice_controller_snapshot_bytes (\d+)/m.exec(
-        (await http('GET', `http://127.0.0.1:${metricsPort}/metrics`, null)).body,
-      )?.[1],
-    );
+    const ctlMetrics = (await http('GET', `http://127.0.0.1:${metricsPort}/metrics`, null)).body;
+    const sample = (name: string) => Number(new RegExp(`^${name} (\\S+)`, 'm').exec(ctlMetrics)?.[1]);
+    const snapshotBytes = sample('sluice_controller_snapshot_bytes');
+    // Where an edit's time goes: the controller's build() and its PUT /config (the pod's parse, validation, buildRuntime).
+    const meanMs = (h: string) => (1000 * sample(`${h}_sum`)) / sample(`${h}_count`);
+    const buildMs = meanMs('sluice_controller_build_seconds');
+    const pushMs = meanMs('sluice_controller_push_seconds');
 
     const result = {
       routes: N,
@@ -488,6 +496,7 @@ async function main(): Promise<number> {
       peakHeapMiB: { controller: sampler.peaks[0], dataplanes: sampler.peaks.slice(1) },
       idle: { seconds: IDLE_S, adminRequestsPerPodPerMinute: perMinute, controllerCpuPercent: idleCpu * 100 },
       snapshotBytes,
+      meanMs: { build: buildMs, push: pushMs },
     };
     const limitNote = (v: number, limit: number) =>
       `${fmt(v, 0)} MiB (${fmt((100 * v) / limit, 0)} % of ${limit}Mi)`;
@@ -511,12 +520,13 @@ async function main(): Promise<number> {
             limitNote(v, SIZE.dataplane.limitMiB),
           ]),
           ...sampler.peaks.map((p, i) => [
-            `${i === 0 ? 'controller' : `data plane ${HOSTS[i - 1]}`} peak V8 heap used / total, external`,
-            `${fmt(p.heapUsed, 0)} / ${fmt(p.heapTotal, 0)}, ${fmt(p.external, 0)} MiB`,
+            `${i === 0 ? 'controller' : `data plane ${HOSTS[i - 1]}`} peak V8 heap used / total, external; RssAnon`,
+            `${fmt(p.heapUsed, 0)} / ${fmt(p.heapTotal, 0)}, ${fmt(p.external, 0)}; ${fmt(p.rssAnon, 0)} MiB`,
           ]),
           ['idle admin requests / pod / min', perMinute.map((v) => fmt(v, 1)).join(', ')],
           ['idle controller CPU', `${fmt(result.idle.controllerCpuPercent, 1)} % of a core`],
           ['snapshot', `${fmt(snapshotBytes / 1024 / 1024, 2)} MB`],
+          ['mean build() / PUT /config (whole run)', `${fmt(buildMs, 0)} / ${fmt(pushMs, 0)} ms`],
         ],
       ),
     );
