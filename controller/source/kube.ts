@@ -1,13 +1,13 @@
 /**
  * The controller's Kubernetes API access: a few REST verbs on raw paths, with the kubeconfig's
- * cluster, credentials and TLS applied by @kubernetes/client-node. Raw paths keep custom
+ * cluster, credentials and TLS (kube-access.ts), and watches read line by line. Raw paths keep custom
  * resources, core objects, EndpointSlices and Leases on one code path. Errors carry the HTTP
  * status, so callers can tell a conflict (409), a missing object (404) or a gone watch (410).
  * Only the calls declared in api-access.ts go out: the chart's RBAC grants exactly those.
  */
-import { KubeConfig, RequestContext, Watch } from '@kubernetes/client-node';
 import { fetch } from 'undici';
 import { assertDeclared } from './api-access.ts';
+import { type KubeAccess, loadKubeAccess } from './kube-access.ts';
 
 export class KubeError extends Error {
   readonly status: number;
@@ -27,24 +27,19 @@ export interface KubeList<T> {
 
 export type WatchEvent<T> = { type: 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR'; object: T };
 
-/** KUBECONFIG (or ~/.kube/config), else the in-cluster service account. */
-export function loadKubeConfig(): KubeConfig {
-  const kc = new KubeConfig();
-  kc.loadFromDefault();
-  if (kc.getCurrentCluster() === null)
-    throw new Error('no Kubernetes cluster: set KUBECONFIG or run in a cluster');
-  return kc;
+/** KUBECONFIG (or ~/.kube/config), else the in-cluster service account (kube-access.ts). */
+export function loadKubeConfig(): KubeAccess {
+  return loadKubeAccess();
 }
 
-export class Kube {
-  readonly config: KubeConfig;
-  readonly #server: string;
-  readonly #watch: Watch;
+/** No byte on a watch for this long: the connection is taken as dead (bookmarks keep a live one talking). */
+const WATCH_IDLE_MS = 30_000;
 
-  constructor(config: KubeConfig) {
-    this.config = config;
-    this.#server = config.getCurrentCluster()!.server.replace(/\/$/, '');
-    this.#watch = new Watch(config);
+export class Kube {
+  readonly access: KubeAccess;
+
+  constructor(access: KubeAccess) {
+    this.access = access;
   }
 
   async request<T>(
@@ -54,15 +49,17 @@ export class Kube {
     contentType = 'application/json',
   ): Promise<T> {
     assertDeclared(method, path);
-    const ctx = new RequestContext(this.#server + path, method as never);
-    await this.config.applySecurityAuthentication(ctx);
-    const headers: Record<string, string> = { ...ctx.getHeaders(), accept: 'application/json' };
-    if (body !== undefined) headers['content-type'] = contentType;
-    const res = await fetch(this.#server + path, {
+    const url = this.access.server + path;
+    const { headers, dispatcher } = await this.access.prepare(url, method);
+    const res = await fetch(url, {
       method,
-      headers,
+      headers: {
+        ...headers,
+        accept: 'application/json',
+        ...(body === undefined ? {} : { 'content-type': contentType }),
+      },
       body: body === undefined ? undefined : JSON.stringify(body),
-      dispatcher: ctx.getDispatcher() as never,
+      dispatcher,
       signal: AbortSignal.timeout(30_000),
     });
     const text = await res.text();
@@ -93,7 +90,11 @@ export class Kube {
     return { kind: first.kind, apiVersion: first.apiVersion, metadata: first.metadata, items };
   }
 
-  /** Streams watch events until the server or `abort()` ends the watch; `done` gets the error, if any. */
+  /**
+   * Streams watch events (one JSON object a line) until the server or `abort()` ends the watch;
+   * `done` gets the error, if any: a status other than 200 carries `statusCode`, a watch silent
+   * for WATCH_IDLE_MS ends with a TimeoutError (the informer then watches again).
+   */
   async watch<T>(
     path: string,
     resourceVersion: string,
@@ -101,15 +102,66 @@ export class Kube {
     done: (err: unknown) => void,
   ): Promise<{ abort(): void }> {
     assertDeclared('GET', path, true);
-    const [base, query] = path.split('?');
-    const params: Record<string, string> = Object.fromEntries(new URLSearchParams(query ?? ''));
-    params.resourceVersion = resourceVersion;
-    params.allowWatchBookmarks = 'true';
-    return this.#watch.watch(
-      base,
-      params,
-      (type: string, object: T) => onEvent({ type, object } as WatchEvent<T>),
-      done,
+    const url = new URL(this.access.server + path);
+    url.searchParams.set('watch', 'true');
+    url.searchParams.set('resourceVersion', resourceVersion);
+    url.searchParams.set('allowWatchBookmarks', 'true');
+    const { headers, dispatcher } = await this.access.prepare(url.href, 'GET');
+    const controller = new AbortController();
+    let finished = false;
+    let timer: NodeJS.Timeout | undefined;
+    const finish = (err: unknown) => {
+      if (finished) return;
+      finished = true;
+      clearTimeout(timer);
+      controller.abort();
+      done(err);
+    };
+    const idle = () => {
+      clearTimeout(timer);
+      timer = setTimeout(
+        () => finish(new DOMException(`watch ${path}: silent for ${WATCH_IDLE_MS} ms`, 'TimeoutError')),
+        WATCH_IDLE_MS,
+      );
+      timer.unref();
+    };
+    const stream = async () => {
+      idle();
+      const res = await fetch(url, {
+        headers: { ...headers, accept: 'application/json' },
+        dispatcher,
+        signal: controller.signal,
+      });
+      if (res.status !== 200) {
+        await res.body?.cancel().catch(() => {});
+        throw Object.assign(new Error(`watch ${path}: ${res.status}`), { statusCode: res.status });
+      }
+      const decoder = new TextDecoder();
+      let rest = '';
+      for await (const chunk of res.body!) {
+        idle();
+        const text = rest + decoder.decode(chunk as Uint8Array, { stream: true });
+        let start = 0;
+        for (let nl = text.indexOf('\n'); nl >= 0; nl = text.indexOf('\n', start)) {
+          const line = text.slice(start, nl);
+          start = nl + 1;
+          if (line.trim() === '') continue;
+          let e: WatchEvent<T>;
+          try {
+            e = JSON.parse(line) as WatchEvent<T>;
+          } catch {
+            continue; // a line that is not JSON: skipped, as client-go does
+          }
+          if (finished) return;
+          onEvent({ type: e.type, object: e.object });
+        }
+        rest = text.slice(start);
+      }
+    };
+    stream().then(
+      () => finish(null),
+      (err) => finish(controller.signal.aborted && finished ? null : err),
     );
+    return { abort: () => finish(null) };
   }
 }
