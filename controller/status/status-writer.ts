@@ -28,6 +28,13 @@ function newer(a: string | undefined, b: string): boolean {
   return a !== undefined && /^\d+$/.test(a) && /^\d+$/.test(b) && BigInt(a) > BigInt(b);
 }
 
+/**
+ * Writes under way at once. A cold start or a failover can want thousands of statuses at
+ * once; one request each at the same moment is a burst the API server answers with 429s (and
+ * the controller pays in sockets and buffers): client-go's controllers use a few workers too.
+ */
+const MAX_IN_FLIGHT = 8;
+
 const PLURAL: Record<string, string> = { GatewayRoute: 'gatewayroutes', GatewayPlugin: 'gatewayplugins' };
 
 export class StatusWriter {
@@ -38,6 +45,8 @@ export class StatusWriter {
   readonly #events: EventRecorder;
   readonly #pending = new Map<string, Wanted>();
   readonly #writing = new Set<string>();
+  /** Keys with a write to make, waiting for one of the MAX_IN_FLIGHT places (insertion order). */
+  readonly #queued = new Set<string>();
   /**
    * What this writer last wrote per object, with the resourceVersion the server gave it. The
    * informer cache lags behind our own writes: comparing a new wish with it could drop a
@@ -98,9 +107,22 @@ export class StatusWriter {
       : { observedGeneration: w.observedGeneration, conditions, routes: w.routes };
   }
 
+  /** Starts queued writes while there is room (a queued key may turn out to need none). */
+  #pump(): void {
+    for (const key of this.#queued) {
+      if (this.#writing.size >= MAX_IN_FLIGHT || !this.#active) return;
+      this.#queued.delete(key);
+      this.#flush(key, this.#failures.has(key));
+    }
+  }
+
   #flush(key: string, retry = false): void {
     // While an object's write is backing off, a newer wish waits for the retry, which takes it.
     if (this.#writing.has(key) || (this.#failures.has(key) && !retry)) return;
+    if (this.#writing.size >= MAX_IN_FLIGHT) {
+      this.#queued.add(key);
+      return;
+    }
     const w = this.#pending.get(key);
     const cached = this.#current(key);
     if (w === undefined || cached === undefined) {
@@ -141,6 +163,7 @@ export class StatusWriter {
       )
       .then((failed) => {
         this.#writing.delete(key);
+        this.#pump();
         // Retried with backoff per object (200 ms doubling to 30 s): an API server answering
         // 429 or 500 is not hammered with a write per object every 200 ms.
         const tries = failed === true ? (this.#failures.get(key) ?? 0) + 1 : 0;

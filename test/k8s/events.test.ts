@@ -71,6 +71,53 @@ it('the same Event 30 times is one Event with count 25 (then the per-object spam
   ]);
 });
 
+it('a burst of wanted statuses is written with at most 8 requests under way, none lost', async () => {
+  const names = Array.from({ length: 40 }, (_, i) => `burst-${i}`);
+  await ok(
+    ['apply', '-n', NS, '-f', '-'],
+    names.map((n) => ROUTE.replace('name: r }', `name: ${n} }`)).join('---\n'),
+  );
+  let inFlight = 0;
+  let most = 0;
+  class Counting extends Kube {
+    override async request<T>(method: string, path: string, body?: unknown, type?: string): Promise<T> {
+      if (method !== 'PATCH') return super.request<T>(method, path, body, type);
+      most = Math.max(most, ++inFlight);
+      try {
+        return await super.request<T>(method, path, body, type);
+      } finally {
+        inFlight--;
+      }
+    }
+  }
+  const objects = new Map(
+    (
+      JSON.parse(await ok(['get', 'gwr', '-n', NS, '-o', 'json'])) as {
+        items: { metadata: { name: string; resourceVersion: string } }[];
+      }
+    ).items.map((o) => [`GatewayRoute/${NS}/${o.metadata.name}`, o]),
+  );
+  let written = 0;
+  const writer = new StatusWriter(new Counting(loadKubeConfig()), (key) => objects.get(key), {
+    onWrite: (ok) => ok && written++,
+  });
+  writer.setActive(true);
+  for (const n of names)
+    writer.want({
+      key: `GatewayRoute/${NS}/${n}`,
+      observedGeneration: 1,
+      conditions: [
+        { type: 'Accepted', status: 'True', reason: 'Accepted', message: 'm', observedGeneration: 1 },
+      ],
+    });
+  const end = Date.now() + 20_000;
+  while (written < names.length && Date.now() < end) await sleep(50);
+  expect(written).toBe(names.length);
+  expect(most).toBeLessThanOrEqual(8);
+  expect(most).toBeGreaterThan(1);
+  writer.setActive(false);
+});
+
 it('a status write the server refuses is retried with backoff; one for an object deleted meanwhile is dropped', async () => {
   const current = JSON.parse(await ok(['get', 'gwr', 'r', '-n', NS, '-o', 'json']));
   const results: boolean[] = [];
