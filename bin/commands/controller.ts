@@ -100,8 +100,9 @@ export const controller: Command<typeof flags> = {
         `--class: ${JSON.stringify(className)} is not a label value (63 letters, digits, - _ . at most)`,
       );
     const log = createLogger(logLevel('controller', values));
-    // Loaded here, not at the top: @kubernetes/client-node costs ~26 MB of heap and ~0.5 s to load,
-    // which `sluice run` and `sluice dataplane` (the proxies) must not pay.
+    // Loaded here, not at the top: the controller's modules are what `sluice run` and
+    // `sluice dataplane` (the proxies) must not load (@kubernetes/client-node, when a kubeconfig
+    // needs it, is loaded later still: controller/source/kube-access.ts).
     // The controller's spans go through @opentelemetry/api's global tracer (controller/tracing.ts):
     // registered here only when OTEL_* configures an exporter; else they stay the API's no-ops.
     const tracing = startTracing(process.env, { global: true, serviceName: 'sluice-controller' });
