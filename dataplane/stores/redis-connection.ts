@@ -27,7 +27,7 @@ export interface RedisConnectionOptions {
   observe?: (op: string, seconds: number, ok: boolean) => void;
   /**
    * A node's connection errors and stalls (logged by the caller, not thrown): once when the node
-   * starts failing and again only when its error changes, never at every reconnect attempt.
+   * starts failing, not at every reconnect attempt, until it answers again (onRecover).
    */
   onError?: (err: Error, node: string) => void;
   /** A node that had failed answers again. */
@@ -89,6 +89,10 @@ export function createRedisClient(url: string): RedisClient {
       // A failed master's slots move to its replica; a command for them fails fast (its node is
       // reconnecting) until the slot map is read again: at most this long after the failover.
       slotsRefreshInterval: 1_000,
+      // Never re-sent: ioredis re-sends a command whose node connection closed (it may have run
+      // there). A redirection (MOVED, ASK) or TRYAGAIN / CLUSTERDOWN is still followed: the
+      // command did not run.
+      retryDelayOnFailover: 0,
       redisOptions: { ...BASE, ...auth },
     });
   if (!name)
@@ -115,7 +119,7 @@ export class RedisCaller<Commands> {
   readonly #observe: NonNullable<RedisConnectionOptions['observe']>;
   readonly #onError: NonNullable<RedisConnectionOptions['onError']>;
   readonly #onRecover: NonNullable<RedisConnectionOptions['onRecover']>;
-  /** The last error of each failing node: a node is logged when this changes, not per attempt. */
+  /** The first error of each failing node, until it answers again. */
   readonly #failing = new Map<string, string>();
   /** Node connections being probed after a missed deadline (one probe at a time per node). */
   readonly #probing = new WeakSet<Redis>();
@@ -138,7 +142,12 @@ export class RedisCaller<Commands> {
       client.on('error', (err: Error) => this.#nodeFailed('cluster', err));
       client.on('ready', () => this.#nodeAnswers('cluster'));
       client.on('node error', (err: Error, node: string) => this.#nodeFailed(node, err));
-      client.on('+node', (node: Redis) => node.on('ready', () => this.#nodeAnswers(nameOf(node))));
+      client.on('+node', (node: Redis) => {
+        node.on('ready', () => this.#nodeAnswers(nameOf(node)));
+        // ioredis connects a Cluster's node at its first command and refuses the commands that
+        // come while it connects (they would be re-sent, which we never do): connect it now.
+        if (node.status === 'wait') node.connect().catch(() => {});
+      });
     } else {
       client.on('error', (err: Error) => this.#nodeFailed(nameOf(client), err));
       client.on('ready', () => this.#nodeAnswers(nameOf(client)));
@@ -146,7 +155,8 @@ export class RedisCaller<Commands> {
   }
 
   #nodeFailed(node: string, err: Error): void {
-    if (this.#failing.get(node) === err.message) return;
+    // A node away alternates errors (refused, closed) at each attempt: one line until it is back.
+    if (this.#failing.has(node)) return;
     this.#failing.set(node, err.message);
     this.#onError(err, node);
   }
@@ -162,11 +172,18 @@ export class RedisCaller<Commands> {
   /** Waits (bounded) for the first connection; false when Redis did not answer in time. */
   async ready(timeoutMs: number): Promise<boolean> {
     const until = Date.now() + timeoutMs;
-    while (this.client.status !== 'ready') {
+    while (!this.#ready()) {
       if (Date.now() >= until || this.client.status === 'end') return false;
       await delay(20);
     }
     return true;
+  }
+
+  /** Connected; on a Cluster, to every master too. */
+  #ready(): boolean {
+    const c = this.client;
+    if (c.status !== 'ready') return false;
+    return !(c instanceof Cluster) || c.nodes('master').every((n) => n.status === 'ready');
   }
 
   /** Runs one command (or script) with a deadline; any failure becomes a StoreUnavailableError. */
