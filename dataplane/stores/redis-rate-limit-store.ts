@@ -43,6 +43,8 @@ const MAX_WINDOWS = 4;
 
 type Hits = (...keysThenArgs: (string | number)[]) => Promise<number[]>;
 type Scripts = Record<`sluiceRateHits${number}`, Hits>;
+/** The script's name by number of windows. */
+const HITS = Array.from({ length: MAX_WINDOWS + 1 }, (_, n) => `sluiceRateHits${n}` as const);
 
 /**
  * The script once per number of windows, each declaring its keys (numberOfKeys): ioredis sends a
@@ -111,7 +113,7 @@ export class RedisRateLimitStore implements RateLimitStore {
     const keys = windows.map((w) => `${this.#prefix}{${bucket}}:${w.seconds}`);
     const args = [...windows.map((w) => w.limit), ...windows.map((w) => w.seconds), waiters.length];
     this.#redis
-      .call('rate_limit', (c) => c[`sluiceRateHits${n}`](...keys, ...args))
+      .call('rate_limit', (c) => c[HITS[n]](...keys, ...args))
       .then(
         (r) => {
           const admitted = r[0];
