@@ -5,7 +5,7 @@ NODE_BIN := $(shell scripts/node-env.sh)
 export PATH := $(CURDIR)/node_modules/.bin:$(NODE_BIN):$(PATH)
 export NODE_ENV ?= development
 
-.PHONY: all deps run build images test unit test-k8s e2e-kind check typecheck lint fmt golden crds bench bench-smoke clean
+.PHONY: all deps run build images test unit test-k8s reliability e2e-kind check typecheck lint fmt golden crds bench bench-smoke clean
 
 all: test
 
@@ -41,6 +41,11 @@ unit: deps
 ## test-k8s: tests against the Kubernetes API server KUBECONFIG points at (kind, kapi, a real cluster)
 test-k8s: deps
 	vitest run --config vitest.k8s.config.ts
+
+## reliability: failure tests too slow for `make test` (vitest.reliability.config.ts): a Redis Cluster
+## master SIGKILLed under load through three gateways (~1 min; needs redis-server and redis-cli)
+reliability: deps
+	vitest run --config vitest.reliability.config.ts
 
 ## e2e-kind: the Kubernetes tests on a throw-away kind cluster (needs Docker and kind; not on CI's machine)
 KIND_CLUSTER ?= sluice-e2e

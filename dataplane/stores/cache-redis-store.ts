@@ -1,16 +1,21 @@
 /**
  * Cache entries in Redis, shared by every data-plane replica: one string key per entry
- * (`<prefix>e:<key>`, cache-store.ts's encoding) with its TTL (PX), so Redis expiry is the
- * cleanup and maxmemory policies apply. Entries over maxEntryBytes are never written (the
- * plugin checks before).
+ * (`<prefix>e:{<shared key>}[<caller part>]`, see cache-store.ts) with its TTL (PX), so Redis
+ * expiry is the cleanup and maxmemory policies apply. The braces are a hash tag: a caller's
+ * entry and the shared one of the same resource live on one Redis Cluster slot, so a lookup
+ * (MGET of both) and an invalidation (UNLINK of both) are one command on any topology. Entries
+ * over maxEntryBytes are never written (the plugin checks before).
  *
  * The miss lock is one key (`<prefix>l:<key>`, SET NX PX, released by a compare-and-delete
  * script), not Redlock: Redlock needs N independent masters and buys mutual exclusion that
  * survives a master's failure; here a lost or doubled lock costs one extra upstream call,
  * never a wrong answer, so one key on the Redis the entries live in is the right price.
+ *
+ * A purge scans every master (a Cluster's keys are spread over them; one Redis is its own only
+ * master) and deletes key by key, each command on its own slot.
  */
-import type { Cluster, Redis } from 'ioredis';
-import { type CacheEntry, type CacheStore, decodeEntry, encodeEntry } from './cache-store.ts';
+import { Cluster, type Redis } from 'ioredis';
+import { type CacheEntry, type CacheStore, callerPartAt, decodeEntry, encodeEntry } from './cache-store.ts';
 import type { RedisCaller } from './redis-connection.ts';
 
 const UNLOCK = `
@@ -30,10 +35,12 @@ interface Commands {
     count: 'COUNT',
     n: number,
   ): Promise<[string, string[]]>;
+  unlink(key: string): Promise<number>;
   unlink(...keys: string[]): Promise<number>;
 }
 
 export function defineCacheScripts(client: Redis | Cluster): void {
+  // One key: numberOfKeys tells a Cluster the slot.
   client.defineCommand('sluiceCacheUnlock', { numberOfKeys: 1, lua: UNLOCK });
 }
 
@@ -52,10 +59,17 @@ export class RedisCacheStore implements CacheStore {
     this.#locks = `${prefix}l:`;
   }
 
+  /** The Redis key of an entry: its shared part is the hash tag. */
+  #name(key: string): string {
+    const at = callerPartAt(key);
+    return at === key.length
+      ? `${this.#entries}{${key}}`
+      : `${this.#entries}{${key.slice(0, at)}}${key.slice(at)}`;
+  }
+
   async get(keys: readonly string[]): Promise<CacheEntry | null> {
-    const names = keys.map((k) => this.#entries + k);
-    // MGET: one round trip for the caller's own key and the shared one (keys of one request
-    // differ only after the path; on Redis Cluster they would need a hash tag, see the README).
+    // MGET: one round trip for the caller's own key and the shared one (one hash tag, one slot).
+    const names = keys.map((k) => this.#name(k));
     const values = await this.#redis.call('cache_get', (c) => c.mgetBuffer(...names));
     for (const v of values) if (v !== null) return decodeEntry(v);
     return null;
@@ -63,11 +77,11 @@ export class RedisCacheStore implements CacheStore {
 
   async set(key: string, entry: CacheEntry, ttlMs: number): Promise<void> {
     const value = encodeEntry(entry);
-    await this.#redis.call('cache_set', (c) => c.set(this.#entries + key, value, 'PX', Math.max(1, ttlMs)));
+    await this.#redis.call('cache_set', (c) => c.set(this.#name(key), value, 'PX', Math.max(1, ttlMs)));
   }
 
   async delete(keys: readonly string[]): Promise<void> {
-    const names = keys.map((k) => this.#entries + k);
+    const names = keys.map((k) => this.#name(k));
     await this.#redis.call('cache_delete', (c) => c.unlink(...names));
   }
 
@@ -80,19 +94,33 @@ export class RedisCacheStore implements CacheStore {
     await this.#redis.call('cache_unlock', (c) => c.sluiceCacheUnlock(this.#locks + key, owner));
   }
 
-  /** SCAN + UNLINK in batches of 500: never KEYS, never one huge command. */
+  /**
+   * SCAN every master + UNLINK in batches of 500: never KEYS, never one huge command. Each key is
+   * unlinked alone (routed to its slot's master), so the count is of entries really removed.
+   */
   async purge(prefix: string): Promise<number> {
-    const pattern = `${globEscape(this.#entries + prefix)}*`;
+    // Keys start with the path inside the hash tag's brace.
+    const pattern = `${globEscape(`${this.#entries}{${prefix}`)}*`;
+    const client = this.#redis.client;
+    const masters: Redis[] = client instanceof Cluster ? client.nodes('master') : [client];
+    const counts = await Promise.all(masters.map((node) => this.#purgeNode(node, pattern)));
+    return counts.reduce((a, b) => a + b, 0);
+  }
+
+  async #purgeNode(node: Redis, pattern: string): Promise<number> {
     let cursor = '0';
     let n = 0;
     do {
       const [next, keys] = await this.#redis.call(
         'cache_purge',
-        (c) => c.scan(cursor, 'MATCH', pattern, 'COUNT', 500),
+        () => node.scan(cursor, 'MATCH', pattern, 'COUNT', 500),
         10_000,
       );
       cursor = next;
-      if (keys.length) n += await this.#redis.call('cache_purge', (c) => c.unlink(...keys), 10_000);
+      const removed = await Promise.all(
+        keys.map((k) => this.#redis.call('cache_purge', (c) => c.unlink(k), 10_000)),
+      );
+      for (const r of removed) n += r;
     } while (cursor !== '0');
     return n;
   }

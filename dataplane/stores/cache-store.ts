@@ -33,6 +33,19 @@ export interface CacheStore {
 }
 
 /**
+ * A key is `<shared>` or `<shared>|c=<caller, URI-encoded>` (plugins/proxy-cache/key.ts builds
+ * them): a caller's entry is keyed by the shared entry's key and its own part. The Redis store
+ * keeps both under one hash tag, the shared part, so one request's keys share a Cluster slot.
+ */
+export const CALLER_PART = '|c=';
+
+/** Where a key's caller part starts, or its length for a shared key (no `|` is encoded in a part after the path). */
+export function callerPartAt(key: string): number {
+  const i = key.lastIndexOf('|');
+  return i >= 0 && key.startsWith('c=', i + 1) ? i : key.length;
+}
+
+/**
  * An entry as one Redis value: 4 bytes of policy-JSON length, the policy JSON (status inside),
  * then the body, so GET/MGET return it in one reply and nothing is base64'd.
  */

@@ -48,21 +48,14 @@ export async function openStores(o: StoreOptions, metrics: Metrics, log: Logger)
   defineIdempotencyScripts(client);
   defineRateLimitScripts(client);
   defineCacheScripts(client);
-  let lastError = '';
   const caller = new RedisCaller(client, {
     timeoutMs: o.redisTimeoutMs,
     observe: (op, seconds, ok) => metrics.storeOperation('redis', op, seconds, ok),
-    onError: (err) => {
-      // ioredis repeats the same error at every reconnect attempt: log each new one once.
-      if (err.message === lastError) return;
-      lastError = err.message;
-      log.warn({ err: err.message }, 'redis');
-    },
+    // Once per change of a node's state (RedisCaller): not at every reconnect attempt.
+    onError: (err, node) => log.warn({ err: err.message, node }, 'redis'),
+    onRecover: (node) => log.info({ node }, 'redis answers again'),
   });
-  client.on('ready', () => {
-    lastError = '';
-    log.info('redis connected');
-  });
+  client.once('ready', () => log.info('redis connected'));
   if (!(await caller.ready(5_000)))
     log.warn('redis is not reachable yet: idempotent requests get 503 until it is; other routes are served');
   const idempotency = new RedisIdempotencyStore(caller, `${o.redisPrefix}idem:`);

@@ -3,10 +3,16 @@
  *
  * Fail closed and stay bounded. Commands are never queued while the connection is down
  * (enableOfflineQueue off) and never re-sent after a reconnect (maxRetriesPerRequest 0: a
- * claim re-sent could claim twice). Each call has a deadline; when a deadline passes and
- * Redis has answered nothing for that long (a stalled server: SIGSTOP, a partition), the
- * connection is dropped, which fails every command waiting on it at once, and ioredis
- * reconnects with backoff. Calls in flight are capped, so a stall never grows a queue.
+ * claim re-sent could claim twice). Each call has a deadline; when a deadline passes, every
+ * node connection with commands waiting is asked a PING under the same deadline, and a node that
+ * answers that neither (a stalled server: SIGSTOP, a partition) has its connection dropped, which
+ * fails the commands waiting on it at once, and ioredis reconnects it with backoff. Only that
+ * node: on a Cluster the other masters' slots keep flowing. Calls in flight are capped, so a
+ * stall never grows a queue.
+ *
+ * On a Cluster every command names its keys (scripts are defined with numberOfKeys) and the keys
+ * of one command share a hash tag, so each goes whole to the master of its slot; nothing is
+ * pipelined (see BASE), so no batch can mix slots.
  */
 import { setTimeout as delay } from 'node:timers/promises';
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
@@ -19,8 +25,13 @@ export interface RedisConnectionOptions {
   maxInFlight?: number;
   /** Called after every call: its name, seconds taken and whether it succeeded. */
   observe?: (op: string, seconds: number, ok: boolean) => void;
-  /** Connection errors and stalls (logged by the caller, not thrown). */
-  onError?: (err: Error) => void;
+  /**
+   * A node's connection errors and stalls (logged by the caller, not thrown): once when the node
+   * starts failing, not at every reconnect attempt, until it answers again (onRecover).
+   */
+  onError?: (err: Error, node: string) => void;
+  /** A node that had failed answers again. */
+  onRecover?: (node: string) => void;
 }
 
 export type RedisClient = Redis | Cluster;
@@ -71,8 +82,17 @@ export function createRedisClient(url: string): RedisClient {
   if (scheme === 'redis-cluster')
     return new Cluster(hostsOf(hosts, 6379), {
       enableOfflineQueue: false,
-      enableAutoPipelining: true,
+      // Off, as for one Redis (BASE): ioredis groups a Cluster's auto-pipeline by the node of each
+      // command's first argument and refuses a whole batch whose keys span masters.
+      enableAutoPipelining: false,
       clusterRetryStrategy: (times) => Math.min(50 * 2 ** times, 2_000),
+      // A failed master's slots move to its replica; a command for them fails fast (its node is
+      // reconnecting) until the slot map is read again: at most this long after the failover.
+      slotsRefreshInterval: 1_000,
+      // Never re-sent: ioredis re-sends a command whose node connection closed (it may have run
+      // there). A redirection (MOVED, ASK) or TRYAGAIN / CLUSTERDOWN is still followed: the
+      // command did not run.
+      retryDelayOnFailover: 0,
       redisOptions: { ...BASE, ...auth },
     });
   if (!name)
@@ -82,14 +102,28 @@ export function createRedisClient(url: string): RedisClient {
   return new Redis({ ...BASE, ...auth, sentinels: hostsOf(hosts, 26379), name, db: db ? Number(db) : 0 });
 }
 
+/** host:port of one node connection (a Sentinel-found master: the name it is monitored by). */
+function nameOf(node: Redis): string {
+  const o = node.options;
+  return o.sentinels ? `sentinel master ${o.name}` : `${o.host ?? 'localhost'}:${o.port ?? 6379}`;
+}
+
+/** Commands sent on this connection and not yet answered (ioredis's own queue). */
+const waitingOn = (node: Redis): number =>
+  (node as unknown as { commandQueue: { length: number } }).commandQueue.length;
+
 export class RedisCaller<Commands> {
   readonly client: RedisClient;
   readonly #timeoutMs: number;
   readonly #maxInFlight: number;
   readonly #observe: NonNullable<RedisConnectionOptions['observe']>;
   readonly #onError: NonNullable<RedisConnectionOptions['onError']>;
+  readonly #onRecover: NonNullable<RedisConnectionOptions['onRecover']>;
+  /** The first error of each failing node, until it answers again. */
+  readonly #failing = new Map<string, string>();
+  /** Node connections being probed after a missed deadline (one probe at a time per node). */
+  readonly #probing = new WeakSet<Redis>();
   #inFlight = 0;
-  #lastReply = Date.now();
   #corked: { uncork(): void } | null = null;
   readonly #uncork = () => {
     this.#corked?.uncork();
@@ -102,7 +136,33 @@ export class RedisCaller<Commands> {
     this.#maxInFlight = opts.maxInFlight ?? 4_096;
     this.#observe = opts.observe ?? (() => {});
     this.#onError = opts.onError ?? (() => {});
-    client.on('error', (err: Error) => this.#onError(err));
+    this.#onRecover = opts.onRecover ?? (() => {});
+    if (client instanceof Cluster) {
+      // The Cluster's own errors (no node answers the slot map) and each node's, apart.
+      client.on('error', (err: Error) => this.#nodeFailed('cluster', err));
+      client.on('ready', () => this.#nodeAnswers('cluster'));
+      client.on('node error', (err: Error, node: string) => this.#nodeFailed(node, err));
+      client.on('+node', (node: Redis) => {
+        node.on('ready', () => this.#nodeAnswers(nameOf(node)));
+        // ioredis connects a Cluster's node at its first command and refuses the commands that
+        // come while it connects (they would be re-sent, which we never do): connect it now.
+        if (node.status === 'wait') node.connect().catch(() => {});
+      });
+    } else {
+      client.on('error', (err: Error) => this.#nodeFailed(nameOf(client), err));
+      client.on('ready', () => this.#nodeAnswers(nameOf(client)));
+    }
+  }
+
+  #nodeFailed(node: string, err: Error): void {
+    // A node away alternates errors (refused, closed) at each attempt: one line until it is back.
+    if (this.#failing.has(node)) return;
+    this.#failing.set(node, err.message);
+    this.#onError(err, node);
+  }
+
+  #nodeAnswers(node: string): void {
+    if (this.#failing.delete(node)) this.#onRecover(node);
   }
 
   get inFlight(): number {
@@ -112,11 +172,18 @@ export class RedisCaller<Commands> {
   /** Waits (bounded) for the first connection; false when Redis did not answer in time. */
   async ready(timeoutMs: number): Promise<boolean> {
     const until = Date.now() + timeoutMs;
-    while (this.client.status !== 'ready') {
+    while (!this.#ready()) {
       if (Date.now() >= until || this.client.status === 'end') return false;
       await delay(20);
     }
     return true;
+  }
+
+  /** Connected; on a Cluster, to every master too. */
+  #ready(): boolean {
+    const c = this.client;
+    if (c.status !== 'ready') return false;
+    return !(c instanceof Cluster) || c.nodes('master').every((n) => n.status === 'ready');
   }
 
   /** Runs one command (or script) with a deadline; any failure becomes a StoreUnavailableError. */
@@ -156,7 +223,6 @@ export class RedisCaller<Commands> {
       pending.then(
         (value) => {
           this.#inFlight--;
-          this.#lastReply = Date.now();
           if (late) return;
           clearTimeout(timer);
           this.#observe(op, seconds(), true);
@@ -178,10 +244,30 @@ export class RedisCaller<Commands> {
     });
   }
 
+  /**
+   * A call missed its deadline: each node connection with commands waiting gets a PING under the
+   * same deadline, and one that answers nothing (stalled) is dropped and reconnected, alone.
+   */
   #stalled(timeoutMs: number): void {
-    if (Date.now() - this.#lastReply < timeoutMs || this.client.status !== 'ready') return;
-    this.#onError(new Error(`redis answered nothing for ${timeoutMs} ms: reconnecting`));
-    this.client.disconnect(true);
+    const nodes = this.client instanceof Cluster ? this.client.nodes() : [this.client];
+    for (const node of nodes) {
+      if (node.status !== 'ready' || this.#probing.has(node) || waitingOn(node) === 0) continue;
+      this.#probing.add(node);
+      let answered = false;
+      const done = () => {
+        answered = true;
+        clearTimeout(timer);
+        this.#probing.delete(node);
+      };
+      const timer = setTimeout(() => {
+        this.#probing.delete(node);
+        if (answered || node.status !== 'ready') return;
+        this.#nodeFailed(nameOf(node), new Error(`answered nothing for ${timeoutMs} ms: reconnecting`));
+        node.disconnect(true);
+      }, timeoutMs);
+      // A refused PING (the connection failed meanwhile) is an answer: ioredis is on it already.
+      node.ping().then(done, done);
+    }
   }
 
   async close(): Promise<void> {

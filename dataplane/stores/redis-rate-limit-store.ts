@@ -38,12 +38,21 @@ for i = 1, n do out[1 + i] = counts[i]; out[1 + n + i] = resets[i] end
 return out
 `;
 
-interface Scripts {
-  sluiceRateHits(numKeys: number, ...args: (string | number)[]): Promise<number[]>;
-}
+/** A bucket has at most this many windows (second, minute, hour, day). */
+const MAX_WINDOWS = 4;
 
+type Hits = (...keysThenArgs: (string | number)[]) => Promise<number[]>;
+type Scripts = Record<`sluiceRateHits${number}`, Hits>;
+/** The script's name by number of windows. */
+const HITS = Array.from({ length: MAX_WINDOWS + 1 }, (_, n) => `sluiceRateHits${n}` as const);
+
+/**
+ * The script once per number of windows, each declaring its keys (numberOfKeys): ioredis sends a
+ * script with undeclared keys by the slot of its first argument, on a Cluster the key count.
+ */
 export function defineRateLimitScripts(client: RedisClient): void {
-  client.defineCommand('sluiceRateHits', { lua: HIT });
+  for (let n = 1; n <= MAX_WINDOWS; n++)
+    client.defineCommand(`sluiceRateHits${n}`, { numberOfKeys: n, lua: HIT });
 }
 
 interface Waiter {
@@ -100,10 +109,11 @@ export class RedisRateLimitStore implements RateLimitStore {
 
   #call({ bucket, windows, waiters }: Batch): void {
     const n = windows.length;
+    // One hash tag per bucket: its windows' counters share a slot, so one script sees them all.
     const keys = windows.map((w) => `${this.#prefix}{${bucket}}:${w.seconds}`);
     const args = [...windows.map((w) => w.limit), ...windows.map((w) => w.seconds), waiters.length];
     this.#redis
-      .call('rate_limit', (c) => c.sluiceRateHits(n, ...keys, ...args))
+      .call('rate_limit', (c) => c[HITS[n]](...keys, ...args))
       .then(
         (r) => {
           const admitted = r[0];

@@ -28,7 +28,7 @@ export interface PrivateRedis {
 
 // Not servers.ts's freePort: that module loads the data plane, and global-redis.ts runs in
 // vitest's main process.
-async function freePort(): Promise<number> {
+export async function freePort(): Promise<number> {
   const s = createServer().listen(0, '127.0.0.1');
   await once(s, 'listening');
   const port = (s.address() as AddressInfo).port;
@@ -36,8 +36,9 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-export async function startPrivateRedis(args: string[] = []): Promise<PrivateRedis> {
-  const port = await freePort();
+/** A redis-server on `port` (default: a free one), waited on until it answers PING. */
+export async function startPrivateRedis(args: string[] = [], port?: number): Promise<PrivateRedis> {
+  port ??= await freePort();
   const child = spawn(
     'redis-server',
     ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...args],

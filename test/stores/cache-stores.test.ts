@@ -102,7 +102,7 @@ describe('RedisCacheStore', () => {
   it('stores one key per entry with its TTL; binary bodies and the policy come back whole', async () => {
     const body = Buffer.from([0, 255, 1, 254, 10, 13]);
     await store.set('/bin?|GET', entry(body), 30_000);
-    const ttl = await raw.pttl(`${prefix}e:/bin?|GET`);
+    const ttl = await raw.pttl(`${prefix}e:{/bin?|GET}`);
     expect(ttl).toBeGreaterThan(25_000);
     expect(ttl).toBeLessThanOrEqual(30_000);
     const got = await store.get(['/bin?|GET']);

@@ -4,10 +4,9 @@
  * a Sentinel (redis-sentinel:// URL). Records must spread over the cluster's slots, and every
  * script must run in one slot (the hash tag keeps a record and its lease together).
  */
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { once } from 'node:events';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -21,6 +20,7 @@ import {
   defineIdempotencyScripts,
 } from '../../dataplane/stores/redis-idempotency-store.ts';
 import { startPrivateRedis, type PrivateRedis } from '../helpers/redis.ts';
+import { startRedisSentinel, type TestRedisSentinel } from '../helpers/redis-sentinel.ts';
 import { freePort } from '../helpers/servers.ts';
 
 const exec = promisify(execFile);
@@ -138,53 +138,20 @@ describe('Redis Cluster (redis-cluster://)', () => {
 });
 
 describe('Redis Sentinel (redis-sentinel://)', () => {
-  let master: PrivateRedis;
-  let sentinel: ChildProcess;
-  let sentinelPort: number;
-  const dir = mkdtempSync(join(tmpdir(), 'sluice-sentinel-'));
+  let sentinel: TestRedisSentinel;
 
   beforeAll(async () => {
-    master = await startPrivateRedis();
-    sentinelPort = await freePort();
-    const conf = join(dir, 'sentinel.conf');
-    writeFileSync(
-      conf,
-      [
-        `port ${sentinelPort}`,
-        'bind 127.0.0.1',
-        `dir ${dir}`,
-        `sentinel monitor mymaster 127.0.0.1 ${master.port} 1`,
-        'sentinel down-after-milliseconds mymaster 2000',
-        '',
-      ].join('\n'),
-    );
-    sentinel = spawn('redis-server', [conf, '--sentinel'], { stdio: 'ignore' });
-    const probe = new Redis({ port: sentinelPort, lazyConnect: true, retryStrategy: () => null });
-    probe.on('error', () => {}); // refused until the sentinel listens
-    for (let i = 0; ; i++) {
-      try {
-        await probe.connect();
-        const addr = (await probe.call('SENTINEL', 'get-master-addr-by-name', 'mymaster')) as string[] | null;
-        if (addr?.[1] === String(master.port)) break;
-      } catch {}
-      probe.disconnect();
-      if (i > 100) throw new Error('sentinel did not start');
-      await sleep(100);
-    }
-    probe.disconnect();
+    sentinel = await startRedisSentinel();
   }, 30_000);
   afterAll(async () => {
-    sentinel.kill('SIGKILL');
-    await once(sentinel, 'exit').catch(() => {});
-    await master.stop();
-    rmSync(dir, { recursive: true, force: true });
+    await sentinel?.stop();
   });
 
   it('finds the master through the sentinel and runs every operation there', async () => {
-    const { store, caller } = await storeFor(`redis-sentinel://127.0.0.1:${sentinelPort}/mymaster`);
+    const { store, caller } = await storeFor(sentinel.url);
     try {
       const ids = await exerciseStore(store);
-      const r = new Redis({ port: master.port });
+      const r = new Redis({ port: sentinel.master.port });
       expect(await r.exists(`sluice-topology:{${ids[0]}}`)).toBe(1);
       r.disconnect();
     } finally {

@@ -23,6 +23,7 @@ import {
   StoreUnavailableError,
 } from '../../stores/idempotency-store.ts';
 import { traced } from '../../observability/tracing.ts';
+import { StoreHealth } from '../../stores/store-health.ts';
 import { definePlugin } from '../types.ts';
 import { manifest } from './manifest.ts';
 import { Execution, keepTrying } from './execution.ts';
@@ -40,6 +41,8 @@ export default definePlugin(manifest, {
   create(config, deps) {
     const s = compileSettings(config);
     const store = deps.stores.idempotency;
+    // Store failures logged once per change of state, not per request (the metric counts each).
+    const health = new StoreHealth('idempotency store');
     const hooks = {
       onRequest(ctx: RequestContext) {
         if (!s.methods.has(ctx.method)) {
@@ -68,7 +71,7 @@ export default definePlugin(manifest, {
             detail: 'requests with an Idempotency-Key must identify their caller (Authorization)',
           });
         }
-        return withKey(ctx, s, store, deps, k.key, scope);
+        return withKey(ctx, s, store, deps, health, k.key, scope);
       },
     };
     return { bind: () => hooks };
@@ -80,6 +83,7 @@ async function withKey(
   s: Settings,
   store: IdempotencyStore,
   deps: RuntimeDeps,
+  health: StoreHealth,
   key: string,
   scope: string,
 ): Promise<void> {
@@ -123,7 +127,7 @@ async function withKey(
   } catch (err) {
     ctx.idempotencyOutcome = 'store_error';
     deps.metrics.idempotency(ctx.route.id, 'store_error');
-    deps.log.warn({ err, route: ctx.route.id, requestId: ctx.requestId }, 'idempotency store unavailable');
+    health.failed(deps.log, { route: ctx.route.id, requestId: ctx.requestId }, err);
     // The claim may still run once the store answers (it was sent): take that record back, so
     // the 503's "nothing ran, retry" holds and the key is not blocked for a lease.
     if (err instanceof StoreUnavailableError && err.mayHaveApplied)
@@ -133,6 +137,7 @@ async function withKey(
     });
   }
 
+  health.answered(deps.log, { route: ctx.route.id });
   if (result.outcome !== 'found') {
     ctx.idempotencyOutcome = result.outcome === 'claimed' ? 'executed' : 'takeover';
     deps.metrics.idempotency(ctx.route.id, result.outcome === 'claimed' ? 'executed' : 'takeover');

@@ -7,6 +7,7 @@
  * (`shared` leaves it out: the key of an entry stored once for everyone, Cache-Control: public).
  */
 import type { RequestContext } from '../../pipeline/context.ts';
+import { CALLER_PART } from '../../stores/cache-store.ts';
 
 export interface KeyInput {
   path: string;
@@ -36,7 +37,7 @@ export function sharedKey(k: KeyInput): string {
 }
 
 export const consumerKey = (shared: string, consumer: string): string =>
-  `${shared}|c=${encodeURIComponent(consumer)}`;
+  `${shared}${CALLER_PART}${encodeURIComponent(consumer)}`;
 
 /** The request's keys: [its caller's own, the shared one] on an authenticated route, else [the shared one]. */
 export function requestKeys(ctx: RequestContext, varyNames: readonly string[]): string[] {

@@ -13,6 +13,7 @@ import { answerProblem } from '../../pipeline/answer.ts';
 import type { RequestContext } from '../../pipeline/context.ts';
 import type { RuntimeDeps } from '../../pipeline/route.ts';
 import type { Decision, RateLimitStore, Window } from '../../stores/rate-limit-store.ts';
+import { StoreHealth } from '../../stores/store-health.ts';
 import { definePlugin } from '../types.ts';
 import { manifest } from './manifest.ts';
 
@@ -43,6 +44,13 @@ export default definePlugin(manifest, {
       headers: !config.hideHeaders,
     };
     const store: RateLimitStore = s.redis ? deps.stores.rateLimit : deps.stores.rateLimitLocal;
+    // Logged once when the store starts failing and once when it answers again, never per request
+    // (the metric counts each fallback or 503).
+    const health = new StoreHealth('rate limit store');
+    const answered = (ctx: RequestContext, d: Decision): void => {
+      health.answered(deps.log, { route: ctx.route.id });
+      decide(ctx, d);
+    };
 
     const decide = (ctx: RequestContext, d: Decision): void => {
       // The window closest to its limit speaks for the response.
@@ -96,8 +104,8 @@ export default definePlugin(manifest, {
             if (!s.redis) return decide(ctx, store.hit(bucket, windows) as Decision);
             const pending = Promise.resolve(store.hit(bucket, windows));
             return (ctx.span === null ? pending : traced(ctx.span, 'rate-limit hit', HIT_SPAN, pending)).then(
-              (d) => decide(ctx, d),
-              (err) => unavailable(ctx, err, bucket, s.failOpen, fallback, deps, decide),
+              (d) => answered(ctx, d),
+              (err) => unavailable(ctx, err, bucket, s.failOpen, fallback, deps, decide, health),
             );
           },
         };
@@ -114,8 +122,9 @@ function unavailable(
   fallback: Window[],
   deps: RuntimeDeps,
   decide: (ctx: RequestContext, d: Decision) => void,
+  health: StoreHealth,
 ): void {
-  deps.log.warn({ err: (err as Error).message, route: ctx.route.id }, 'rate limit store unavailable');
+  health.failed(deps.log, { route: ctx.route.id, failMode: failOpen ? 'open' : 'closed' }, err);
   if (!failOpen) {
     ctx.rateLimitResult = 'unavailable';
     deps.metrics.rateLimit(ctx.route.id, 'unavailable');
