@@ -82,10 +82,26 @@ export function createRedisClient(url: string): RedisClient {
   if (scheme === 'redis-cluster')
     return new Cluster(hostsOf(hosts, 6379), {
       enableOfflineQueue: false,
+      // Not ioredis's Cluster ready check (CLUSTER INFO's cluster_state, sent right after the slot
+      // map is read): it went to a node still connecting, which a Cluster without an offline queue
+      // refuses ("Connection is closed"), and the failed check closed the whole client and started
+      // over, again and again on a loaded machine (measured: a gateway not ready after 5 s). Ready
+      // here means every master's own connection is ready (RedisCaller.ready); a slot whose master
+      // is down answers CLUSTERDOWN to its own commands only.
+      enableReadyCheck: false,
       // Off, as for one Redis (BASE): ioredis groups a Cluster's auto-pipeline by the node of each
       // command's first argument and refuses a whole batch whose keys span masters.
       enableAutoPipelining: false,
       clusterRetryStrategy: (times) => Math.min(50 * 2 ** times, 2_000),
+      // A node whose connection fails reconnects with the same backoff instead of ending. ioredis
+      // ends it otherwise (no retry), and once every node has ended the Cluster itself closes and
+      // starts over from the seeds: on a loaded machine a slow connect or two closed a healthy
+      // Cluster client for seconds. A node that no longer serves slots is still dropped at the
+      // next slot-map refresh.
+      clusterNodeRetryStrategy: (times: number) => Math.min(50 * 2 ** times, 2_000),
+      // The slot map is read on a connection of its own: as long to answer as a connect may take
+      // (ioredis's 1 s, missed under load, failed the whole start and closed the client).
+      slotsRefreshTimeout: 2_000,
       // A failed master's slots move to its replica; a command for them fails fast (its node is
       // reconnecting) until the slot map is read again: at most this long after the failover.
       slotsRefreshInterval: 1_000,

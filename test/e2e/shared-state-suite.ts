@@ -168,8 +168,11 @@ export function sharedStateSuite(topology: string, redisUrl: () => string): void
           `rate-limit statuses ${JSON.stringify(Object.fromEntries(statuses))}; idempotency statuses ${JSON.stringify(Object.fromEntries(idemStatuses))}; ` +
           `executions ${executions.size} keys, max ${Math.max(...executions.values())} per key`,
       );
-      for (const g of gateways)
-        if (g.stderr().trim()) console.log(g.stderr().trim().split('\n').slice(-10).join('\n'));
+      // The gateways' own account of their stores (what a failure here needs first).
+      for (const [i, g] of gateways.entries()) {
+        const lines = `${g.stdout()}\n${g.stderr()}`.split('\n').filter((l) => /redis|store/i.test(l));
+        if (lines.length > 0) console.log(`gateway ${i}:\n${lines.slice(-10).join('\n')}`);
+      }
       expect([...statuses.keys()].sort()).toEqual([200, 429]);
       expect(admitted).toEqual(Array(BUCKETS).fill(LIMIT));
       expect(idemStatuses.get(503) ?? 0).toBe(0);

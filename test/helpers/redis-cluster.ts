@@ -56,15 +56,20 @@ export async function startRedisCluster(opts: { nodeTimeoutMs?: number } = {}): 
   const dir = mkdtempSync(join(tmpdir(), 'sluice-redis-cluster-'));
   const nodes: RedisClusterNode[] = [];
   try {
+    // Each node's cluster bus gets its own free port: the default (port + 10,000) can be taken, or
+    // beyond 65535 for a port above 55535, and the node then refuses to start.
     const ports = new Set<number>();
-    while (ports.size < 6) ports.add(await freePort());
+    while (ports.size < 12) ports.add(await freePort());
+    const [clientPorts, busPorts] = [[...ports].slice(0, 6), [...ports].slice(6)];
     nodes.push(
       ...(await Promise.all(
-        [...ports].map(async (port) => {
+        clientPorts.map(async (port, i) => {
           const node = await startPrivateRedis(
             [
               '--cluster-enabled',
               'yes',
+              '--cluster-port',
+              String(busPorts[i]),
               '--cluster-config-file',
               `nodes-${port}.conf`,
               '--cluster-node-timeout',
