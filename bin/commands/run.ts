@@ -50,14 +50,17 @@ export const run: Command<typeof flags> = {
     if (files.includes('-')) failIn('run', '-f - (standard input) is for validate: run re-reads its files');
     const options = dataplaneOptions('run', values, '.state');
     const workers = workersFlag('run', values);
-    const loaded = await loadOrExit(files, (n) => `sluice: the configuration has ${n} problem(s):`);
+    const loaded = await loadOrExit(files, (n) => `sluice: the configuration has ${n} problem(s):`, {
+      serve: true,
+    });
     const dp = await serve('run', { ...options, initialSnapshot: loaded.snapshot }, workers);
     const reload = serialized(async (trigger: string) => {
-      const next = await loadConfig(files).catch((err: Error) => ({
+      const next = await loadConfig(files, { serve: true }).catch((err: Error) => ({
         snapshot: null,
         problems: [{ where: files.join(', '), message: err.message }],
       }));
       if (next.problems.length || next.snapshot === null) {
+        dp.refused();
         dp.log.error({ trigger, problems: next.problems }, 'reload refused: the running configuration stays');
         return;
       }
