@@ -12,6 +12,7 @@ import { createSecureContext } from 'node:tls';
 import { setFlagsFromString } from 'node:v8';
 import type { Logger } from 'pino';
 import type { Snapshot } from './config/route-table.ts';
+import { CONFIG_MAX_BYTES } from './config/limits.ts';
 import { Metrics } from './observability/metrics.ts';
 import { createLogger } from './observability/log.ts';
 import { RuntimeHolder } from './runtime/holder.ts';
@@ -298,7 +299,7 @@ export async function startAdmin(
     log.info('no admin token given: generated one; PUT /config needs --admin-token to be usable');
   const server = createAdminServer(state, {
     token,
-    maxConfigBytes: 256 * 1024 * 1024,
+    maxConfigBytes: CONFIG_MAX_BYTES,
     tls: o.adminTls && {
       cert: await readFile(o.adminTls.certFile, 'utf8'),
       key: await readFile(o.adminTls.keyFile, 'utf8'),

@@ -5,7 +5,7 @@
  * controller/.
  */
 import { build } from '../controller/build.ts';
-import { loadFiles } from '../controller/source/file.ts';
+import { loadFiles, STDIN, STDIN_NAME } from '../controller/source/file.ts';
 import type { Snapshot } from './config/route-table.ts';
 
 export interface FileProblem {
@@ -22,11 +22,17 @@ export interface LoadedConfig {
   notes: FileProblem[];
 }
 
+/** Why files without a GatewayRoute are not served. */
+export const NO_ROUTES =
+  'holds no routes (no GatewayRoute): sluice run refuses it, as it would answer 404 to everything';
+
 /**
  * Reads the files (a directory: its *.yaml and *.yml; "-": standard input) and compiles them;
- * problems name the file, the object and the field.
+ * problems name the file, the object and the field. An empty file is a problem (file.ts); files
+ * that hold objects but no route are one when they are to be served (`serve`: sluice run; not
+ * sluice validate, which may check a file of GatewayPlugins alone).
  */
-export async function loadConfig(paths: string[]): Promise<LoadedConfig> {
+export async function loadConfig(paths: string[], o: { serve?: boolean } = {}): Promise<LoadedConfig> {
   const loaded = await loadFiles(paths);
   const result = build(loaded.resources);
   const toProblem = (d: Parameters<typeof describe>[0] & { field?: string; message: string }) => ({
@@ -36,6 +42,14 @@ export async function loadConfig(paths: string[]): Promise<LoadedConfig> {
   });
   const notes = loaded.diagnostics.filter((d) => d.ignored).map(toProblem);
   const problems = [...loaded.diagnostics.filter((d) => !d.ignored), ...result.diagnostics].map(toProblem);
+  // Serving no route answers 404 to everything: never what files to serve are for. (A pushed
+  // snapshot may be empty: the controller's when every GatewayRoute is deleted.)
+  if (o.serve && !problems.length && result.snapshot.table.routes.length === 0)
+    problems.push({
+      where: paths.map((p) => (p === STDIN ? STDIN_NAME : p)).join(', '),
+      field: undefined,
+      message: NO_ROUTES,
+    });
   return { snapshot: result.snapshot, problems, notes };
 }
 

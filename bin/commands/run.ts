@@ -35,9 +35,11 @@ export const run: Command<typeof flags> = {
     'sluice run -f gateway.yaml --workers auto --redis redis://127.0.0.1:6379   # one process per CPU',
   ],
   notes: [
-    'Signals: SIGHUP re-reads the files (an invalid edit is refused, logged, and the running',
-    'configuration stays); SIGTERM/SIGINT stop accepting, finish in-flight requests (bounded',
-    'by --drain-timeout-ms) and exit 0.',
+    'Signals: SIGHUP re-reads the files (an invalid edit is refused, logged, counted in',
+    'sluice_config_loads_total{result="rejected"}, and the running configuration stays; so is an',
+    'empty file, one without routes, one over 32 MiB or nested deeper than 64 levels);',
+    'SIGTERM/SIGINT stop accepting, finish in-flight requests (bounded by --drain-timeout-ms)',
+    'and exit 0.',
     '',
     'Workers: with --workers N > 1, each worker counts a local rate limit on its own (a limit L',
     'admits up to N×L; policy: redis is exact), and idempotency needs --redis (records in',
@@ -50,14 +52,17 @@ export const run: Command<typeof flags> = {
     if (files.includes('-')) failIn('run', '-f - (standard input) is for validate: run re-reads its files');
     const options = dataplaneOptions('run', values, '.state');
     const workers = workersFlag('run', values);
-    const loaded = await loadOrExit(files, (n) => `sluice: the configuration has ${n} problem(s):`);
+    const loaded = await loadOrExit(files, (n) => `sluice: the configuration has ${n} problem(s):`, {
+      serve: true,
+    });
     const dp = await serve('run', { ...options, initialSnapshot: loaded.snapshot }, workers);
     const reload = serialized(async (trigger: string) => {
-      const next = await loadConfig(files).catch((err: Error) => ({
+      const next = await loadConfig(files, { serve: true }).catch((err: Error) => ({
         snapshot: null,
         problems: [{ where: files.join(', '), message: err.message }],
       }));
       if (next.problems.length || next.snapshot === null) {
+        dp.refused();
         dp.log.error({ trigger, problems: next.problems }, 'reload refused: the running configuration stays');
         return;
       }

@@ -1,6 +1,7 @@
 /** `sluice validate`: check config files as `sluice run` would read them; optionally print what they compile to. */
 import { stringify } from 'yaml';
 import { type Command, failIn, parseCommand } from '../lib/command.ts';
+import { NO_ROUTES } from '../../dataplane/standalone.ts';
 import { FILE_FLAG, loadOrExit } from '../lib/config-files.ts';
 
 const flags = {
@@ -20,8 +21,10 @@ export const validate: Command<typeof flags> = {
   usage: 'sluice validate -f FILE|DIR|- [-f …] [-o json|yaml]',
   about: [
     'Reads the files as `sluice run` would (GatewayRoute, GatewayPlugin and Secret objects) and',
-    'compiles them. Problems name the file, the object and the field, and exit 1. Objects of',
-    'kinds sluice does not own (a Deployment in the same file) are skipped with a note on stderr.',
+    'compiles them. Problems name the file, the object and the field, and exit 1; so does an empty',
+    'file (it holds no routes). Objects of kinds sluice does not own (a Deployment in the same',
+    'file) are skipped with a note on stderr; files of GatewayPlugins alone get one too (run',
+    'refuses a configuration without routes).',
     'Prints "ok: N routes, hash H" (on stderr with -o, whose output goes to stdout).',
   ].join('\n'),
   flags,
@@ -39,6 +42,7 @@ export const validate: Command<typeof flags> = {
     if (output !== undefined && output !== 'json' && output !== 'yaml')
       failIn('validate', `-o must be json or yaml, not ${JSON.stringify(output)}`);
     const { snapshot } = await loadOrExit(files, (n) => `sluice: ${n} problem(s):`);
+    if (snapshot.table.routes.length === 0) process.stderr.write(`sluice: note: ${NO_ROUTES}\n`);
     const summary = `ok: ${snapshot.table.routes.length} routes, hash ${snapshot.hash}\n`;
     if (output === undefined) {
       process.stdout.write(summary);

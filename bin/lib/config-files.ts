@@ -21,12 +21,13 @@ export function formatProblems(problems: readonly FileProblem[]): string {
   return problems.map((p) => `  ${p.where}${p.field ? `: ${p.field}` : ''}: ${p.message}\n`).join('');
 }
 
-/** Loads the files; notes (ignored kinds) go to stderr; problems go to stderr and exit 1. */
+/** Loads the files (`serve`: see loadConfig); notes (ignored kinds) go to stderr; problems go to stderr and exit 1. */
 export async function loadOrExit(
   files: string[],
   problemsHeader: (n: number) => string,
+  o: { serve?: boolean } = {},
 ): Promise<LoadedConfig> {
-  const loaded = await loadConfig(files).catch((err: Error) => {
+  const loaded = await loadConfig(files, o).catch((err: Error) => {
     process.stderr.write(`sluice: ${err.message}\n`);
     process.exit(1);
   });

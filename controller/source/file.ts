@@ -4,12 +4,16 @@
  * objects and diagnostics out); loadFiles only adds the reading (files, directories, standard
  * input). A broken document is reported with its file and line and skipped; the other
  * documents still load. Objects of kinds Sluice does not own (a Deployment in the same file)
- * are skipped with a diagnostic marked `ignored`: a note, not a problem.
+ * are skipped with a diagnostic marked `ignored`: a note, not a problem. A file that holds
+ * nothing at all (empty, or only comments and ---) is a problem: what a half-written save looks
+ * like. Bounds (dataplane/config/limits.ts): a file over CONFIG_MAX_BYTES is not read, one nested
+ * deeper than CONFIG_MAX_DEPTH is refused at the line where it goes too deep.
  */
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { text as readStream } from 'node:stream/consumers';
-import { LineCounter, parseAllDocuments } from 'yaml';
+import { Composer, type Document, Lexer, LineCounter, Parser, type CST } from 'yaml';
+import { CONFIG_MAX_BYTES, CONFIG_MAX_DEPTH, YAML_MAX_ALIAS_COUNT } from '../../dataplane/config/limits.ts';
 import { configField } from '../api/gateway-plugin.ts';
 import type { Resource } from '../api/index.ts';
 import {
@@ -24,7 +28,10 @@ import {
 export type LoadReason =
   | 'FileUnreadable'
   | 'NoFiles'
+  | 'TooLarge'
+  | 'Empty'
   | 'YAMLSyntax'
+  | 'TooDeep'
   | 'NotAnObject'
   | 'UnknownKind'
   | 'MissingName'
@@ -80,7 +87,13 @@ export function parseYaml(
   const objects: LocatedObject[] = [];
   const diagnostics: LoadDiagnostic[] = [];
   const lines = new LineCounter();
-  const docs = parseAllDocuments(text, { lineCounter: lines, prettyErrors: false });
+  const docs = parseBounded(text, lines);
+  if ('tooDeep' in docs) {
+    const { line, document } = docs.tooDeep;
+    const message = `line ${line}: nests deeper than ${CONFIG_MAX_DEPTH} levels of mappings and sequences; the file is not read`;
+    return { objects, diagnostics: [{ file, document, line, reason: 'TooDeep', message }] };
+  }
+  let empty = true;
   docs.forEach((doc, document) => {
     // The line of the document's first content (its "---" marker, if any, comes before).
     const line = lines.linePos(doc.contents?.range?.[0] ?? doc.range[0]).line;
@@ -88,7 +101,7 @@ export function parseYaml(
     let value: unknown;
     try {
       if (doc.errors.length) throw doc.errors[0];
-      value = doc.toJS(); // throws too, e.g. on an alias bomb or an undefined alias
+      value = doc.toJS({ maxAliasCount: YAML_MAX_ALIAS_COUNT }); // throws too, e.g. on an alias bomb or an undefined alias
     } catch (err) {
       const pos = (err as { pos?: [number, number] }).pos;
       const errLine = pos ? lines.linePos(pos[0]).line : line;
@@ -97,6 +110,7 @@ export function parseYaml(
       return;
     }
     if (value === null || value === undefined) return; // an empty document, e.g. after a trailing "---"
+    empty = false;
     const checked = checkObject(value);
     if ('problem' in checked) {
       const { reason, field, message, ignored } = checked.problem;
@@ -123,7 +137,43 @@ export function parseYaml(
         ignored: true,
       });
   });
+  if (empty && !diagnostics.length)
+    diagnostics.push({
+      file,
+      line: 1,
+      reason: 'Empty',
+      message: 'holds no routes: the file is empty (or only comments and ---); an empty file is refused',
+    });
   return { objects, diagnostics };
+}
+
+const COLLECTIONS = new Set<CST.Token['type']>(['block-map', 'block-seq', 'flow-collection']);
+
+/**
+ * parseAllDocuments with the nesting bounded. yaml's composer and toJS recurse once per level
+ * (a document 10,000 levels deep ended in "Maximum call stack size exceeded") and the library
+ * has no depth option; its CST parser does not recurse, so its stack of open nodes is watched
+ * as it reads (the lexer-driven use its docs show) and the parse stops at the first level over
+ * CONFIG_MAX_DEPTH: the line, and the index of the document, where that happens.
+ */
+function parseBounded(
+  text: string,
+  lines: LineCounter,
+): Document.Parsed[] | { tooDeep: { line: number; document: number } } {
+  const parser = new Parser(lines.addNewLine);
+  lines.addNewLine(0); // as Parser.parse() does before the first line
+  const tokens: CST.Token[] = [];
+  const tooDeep = () => parser.stack.filter((t) => COLLECTIONS.has(t.type)).length > CONFIG_MAX_DEPTH;
+  for (const lexeme of new Lexer().lex(text)) {
+    for (const token of parser.next(lexeme)) tokens.push(token);
+    // The stack holds the document and, per level, one collection (and a scalar being read).
+    if (parser.stack.length > CONFIG_MAX_DEPTH && tooDeep()) {
+      const document = tokens.filter((t) => t.type === 'document').length;
+      return { tooDeep: { line: lines.linePos(parser.offset).line, document } };
+    }
+  }
+  for (const token of parser.end()) tokens.push(token);
+  return [...new Composer({ lineCounter: lines, prettyErrors: false }).compose(tokens)];
 }
 
 type Problem = { reason: LoadReason; field?: string; message: string; ignored?: true };
@@ -238,11 +288,20 @@ export async function loadFiles(
 ): Promise<LoadResult> {
   const files: FileText[] = [];
   const unreadable: LoadDiagnostic[] = [];
-  const read = async (file: string) => files.push({ file, text: await readFile(file, 'utf8') });
+  // A file over the bound is not read at all (its size is known first); standard input is read, then weighed.
+  const read = async (file: string) => {
+    const { size } = await stat(file);
+    if (size > CONFIG_MAX_BYTES) unreadable.push(tooLarge(file, size));
+    else files.push({ file, text: await readFile(file, 'utf8') });
+  };
   for (const path of paths) {
     try {
-      if (path === STDIN) files.push({ file: STDIN_NAME, text: await readStdin() });
-      else if ((await stat(path)).isDirectory()) {
+      if (path === STDIN) {
+        const text = await readStdin();
+        const size = Buffer.byteLength(text);
+        if (size > CONFIG_MAX_BYTES) unreadable.push(tooLarge(STDIN_NAME, size));
+        else files.push({ file: STDIN_NAME, text });
+      } else if ((await stat(path)).isDirectory()) {
         const names = (await readdir(path)).filter(isYamlFile).sort();
         if (names.length === 0)
           unreadable.push({
@@ -259,4 +318,10 @@ export async function loadFiles(
   }
   const result = parseFiles(files);
   return { ...result, diagnostics: [...unreadable, ...result.diagnostics] };
+}
+
+function tooLarge(file: string, bytes: number): LoadDiagnostic {
+  const mib = (n: number) => `${(n / 2 ** 20).toFixed(1)} MiB`;
+  const message = `is ${mib(bytes)}, over the ${mib(CONFIG_MAX_BYTES)} a config file may hold; not read`;
+  return { file, reason: 'TooLarge', message };
 }

@@ -43,6 +43,8 @@ export interface Cluster {
   workers: number;
   /** The same path as PUT /config: validate once, apply on every worker. */
   apply(snapshot: unknown): Promise<ApplyResult>;
+  /** Counts a configuration refused before it became a snapshot (sluice_config_loads_total{result="rejected"}). */
+  refused(): void;
   /** Every worker drains (bounded by drainTimeoutMs) and exits; then the admin port closes. */
   close(): Promise<void>;
 }
@@ -217,6 +219,7 @@ export async function startCluster(partial: Partial<DataPlaneOptions>, workers: 
     log,
     workers,
     apply: state.apply as Cluster['apply'],
+    refused: () => metrics.configLoads.labels('rejected').inc(),
     close() {
       closing ??= (async () => {
         await stopWorkers();

@@ -8,6 +8,7 @@ import { HANDLER_MANIFESTS, PLUGIN_MANIFESTS } from './catalog.ts';
 import { RouteTable, Snapshot } from './route-table.ts';
 import { tableHash } from './canonical-json.ts';
 import type { ConfigProblem } from './config-problem.ts';
+import { CONFIG_MAX_DEPTH, deeperThan } from './limits.ts';
 
 export interface TableError {
   /** route/… or upstream/… id, when the error belongs to one. */
@@ -176,6 +177,17 @@ function checkShaped(t: RouteTable): TableError[] {
 
 /** A snapshot as PUT /config receives it: shape, hash and table. */
 export function validateSnapshot(body: unknown): TableError[] {
+  // First, so nothing below (the schema's error walk, the canonical JSON of the hash) meets a
+  // value deep enough to overflow its stack.
+  const deep = deeperThan(body, CONFIG_MAX_DEPTH);
+  if (deep !== null)
+    return [
+      {
+        // The first levels of the path: enough to find the place, not 65 of them.
+        field: `${toField(deep.slice(0, 8))}…`,
+        message: `nests deeper than ${CONFIG_MAX_DEPTH} levels of objects and arrays`,
+      },
+    ];
   if (!checkSnapshot.Check(body)) {
     const shapeErrors = [...checkSnapshot.Errors(body)].filter((e) => !e.path.startsWith('/table'));
     if (shapeErrors.length)

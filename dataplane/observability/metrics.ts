@@ -74,7 +74,9 @@ export class Metrics {
   });
   readonly configLoads = new Counter({
     name: 'sluice_config_loads_total',
-    help: 'Snapshots offered to the data plane, by result (applied, unchanged, rejected).',
+    help:
+      'Configurations offered to the data plane, by result (applied, unchanged, rejected): pushed snapshots, and in ' +
+      'standalone mode the files re-read (files that do not compile, an empty one too, count as rejected).',
     labelNames: ['result'] as const,
     registers: [this.registry],
   });

@@ -86,7 +86,12 @@ export function createAdminServer(state: AdminState, opts: AdminOptions): Fastif
 
   app.setErrorHandler((err: { statusCode?: number; message: string }, _request, reply) => {
     const status = err.statusCode ?? 500;
-    if (status === 413) return sendError(reply, 'SLC_ERR_BODY_TOO_LARGE', err.message);
+    if (status === 413)
+      return sendError(
+        reply,
+        'SLC_ERR_BODY_TOO_LARGE',
+        `a body over ${opts.maxConfigBytes} bytes is refused`,
+      );
     if (status >= 400 && status < 500) return sendError(reply, 'SLC_ERR_BAD_REQUEST', err.message);
     return sendError(reply, 'SLC_ERR_INTERNAL');
   });

@@ -2,7 +2,8 @@
  * The sluice command's surface, through the real binary: one flag table per command (an
  * unknown flag is refused naming flag and command, exit 2), --help per command, --version,
  * and `sluice validate` reading standard input, directories, files with kinds it does not own,
- * and printing the compiled snapshot with -o json|yaml.
+ * and printing the compiled snapshot with -o json|yaml; empty, too deep and over-size files
+ * refused by validate and run.
  */
 import { spawn } from 'node:child_process';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -217,6 +218,76 @@ describe('sluice validate', () => {
     const other = await sluice(['validate', '-f', '-', '-o', 'xml'], route('a', '/a'));
     expect(other.code).toBe(2);
     expect(other.stderr).toContain('-o must be json or yaml');
+  });
+});
+
+describe('sluice validate and sluice run on empty, deep and over-size files', () => {
+  const EMPTY = 'holds no routes: the file is empty (or only comments and ---); an empty file is refused';
+
+  it('an empty file (or only comments and ---) holds no routes: exit 1 saying so, from validate and run', async () => {
+    for (const [name, text] of [
+      ['empty.yaml', ''],
+      ['comments.yaml', '# the routes will go here\n---\n'],
+    ]) {
+      const file = join(dir, name);
+      await writeFile(file, text);
+      const checked = await sluice(['validate', '-f', file]);
+      expect(checked).toEqual({
+        code: 1,
+        stdout: '',
+        stderr: `sluice: 1 problem(s):\n  ${file}: ${EMPTY}\n`,
+      });
+      const run = await sluice(['run', '-f', file, '--port', '0', '--admin-port', '0']);
+      expect(run.code).toBe(1);
+      expect(run.stderr).toContain(`${file}: ${EMPTY}`);
+    }
+    const piped = await sluice(['validate', '-f', '-'], '');
+    expect(piped.code).toBe(1);
+    expect(piped.stderr).toContain(`<stdin>: ${EMPTY}`);
+  });
+
+  it('GatewayPlugins alone: validate notes that run refuses them (exit 0), run exits 1', async () => {
+    const file = join(dir, 'plugins-only.yaml');
+    await writeFile(
+      file,
+      'apiVersion: sluice.dev/v1alpha1\nkind: GatewayPlugin\nmetadata: { name: p }\nspec:\n  plugin: request-transformer\n  requestTransformer: { add: { headers: ["X-A:1"] } }\n',
+    );
+    const checked = await sluice(['validate', '-f', file]);
+    expect(checked.code).toBe(0);
+    expect(checked.stderr).toBe(
+      'sluice: note: holds no routes (no GatewayRoute): sluice run refuses it, as it would answer 404 to everything\n',
+    );
+    const run = await sluice(['run', '-f', file, '--port', '0', '--admin-port', '0']);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain(`${file}: holds no routes (no GatewayRoute)`);
+  });
+
+  it('10,000 levels of YAML or JSON nesting: exit 1 naming the file and line, no stack overflow', async () => {
+    const n = 10_000;
+    const cases: [string, string, number][] = [
+      ['deep.json', `{"apiVersion": "v1",\n "a":\n${'['.repeat(n)}${']'.repeat(n)}}\n`, 3],
+      ['deep.yaml', `${route('a', '/a')}---\nspec:\n  x: ${'{a: '.repeat(n)}1${'}'.repeat(n)}\n`, 11], // the route's 8 lines, ---, spec:, then x
+    ];
+    for (const [name, text, line] of cases) {
+      const file = join(dir, name);
+      await writeFile(file, text);
+      const r = await sluice(['validate', '-f', file]);
+      expect(r.code).toBe(1);
+      expect(r.stderr).toBe(
+        `sluice: 1 problem(s):\n  ${file}: line ${line}: nests deeper than 64 levels of mappings and sequences; the file is not read\n`,
+      );
+      expect(r.stderr).not.toContain('call stack');
+    }
+  });
+
+  it('a file over 32 MiB is not read: exit 1 naming the file and its size', async () => {
+    const file = join(dir, 'huge.yaml');
+    await writeFile(file, `${route('a', '/a')}#${'x'.repeat(33 * 1024 * 1024)}\n`);
+    const r = await sluice(['validate', '-f', file]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toBe(
+      `sluice: 1 problem(s):\n  ${file}: is 33.0 MiB, over the 32.0 MiB a config file may hold; not read\n`,
+    );
   });
 });
 

@@ -1,14 +1,15 @@
 /**
  * `sluice run` re-reading its configuration, through the real binary: on SIGHUP (a directory's
  * new file is picked up), with --watch on every save, and an invalid edit is logged and
- * refused while the old configuration keeps serving. Also: a foreign kind in the file is
- * skipped with a note, not a failure.
+ * refused while the old configuration keeps serving; so are an empty file, a non-YAML one and
+ * one nested too deep, each refusal logged and counted in sluice_config_loads_total. Also: a
+ * foreign kind in the file is skipped with a note, not a failure.
  */
 import { mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type LaunchedProcess, launch } from '../helpers/processes.ts';
+import { type LaunchedProcess, launch, readMetric } from '../helpers/processes.ts';
 import { freePort, startUpstream, type Upstream } from '../helpers/servers.ts';
 
 let dir: string;
@@ -26,7 +27,10 @@ const route = (name: string, path: string, url = up.url) =>
   `apiVersion: sluice.dev/v1alpha1\nkind: GatewayRoute\nmetadata: { name: ${name}, namespace: default }\nspec:\n  service: { name: ${name}, url: "${url}" }\n  routes:\n    - name: r\n      paths: ["${path}"]\n`;
 
 /** `sluice run` on `paths` (files or directories), with its state dir outside them. */
-async function run(paths: string[], extra: string[] = []): Promise<LaunchedProcess & { proxy: string }> {
+async function run(
+  paths: string[],
+  extra: string[] = [],
+): Promise<LaunchedProcess & { proxy: string; admin: string }> {
   const [port, adminPort] = [await freePort(), await freePort()];
   const state = await mkdtemp(join(tmpdir(), 'sluice-reload-state-'));
   const proc = await launch(
@@ -50,7 +54,7 @@ async function run(paths: string[], extra: string[] = []): Promise<LaunchedProce
     state,
     { what: 'sluice run' },
   );
-  return Object.assign(proc, { proxy: `http://127.0.0.1:${port}` });
+  return Object.assign(proc, { proxy: `http://127.0.0.1:${port}`, admin: `http://127.0.0.1:${adminPort}` });
 }
 
 const status = (url: string) =>
@@ -141,6 +145,58 @@ describe('sluice run reloads', () => {
       await gw.stop();
     }
   });
+
+  it.each([
+    ['one process', []],
+    ['--workers 2', ['--workers', '2']],
+  ])(
+    'refuses an empty, a non-YAML, an invalid or a too deep file (%s): the old routes serve, each refusal is logged naming file and field or line, and counted',
+    async (_, extra) => {
+      const file = join(dir, `refused-${extra.length}.yaml`);
+      await writeFile(file, route('v', '/good'));
+      const gw = await run([file], extra);
+      const rejected = () => readMetric(gw.admin, 'sluice_config_loads_total', { result: 'rejected' });
+      const refusals = () =>
+        gw
+          .stdout()
+          .split('\n')
+          .filter((l) => l.includes('reload refused'));
+      const cases: [string, string, string][] = [
+        ['', 'an empty file', 'holds no routes: the file is empty'],
+        ['# all routes moved\n---\n', 'only a comment', 'holds no routes: the file is empty'],
+        ['routes: [/a, /b\nservice: x\n', 'not YAML', '"message":"line 2: '],
+        [route('v', '/broken', 'not a url'), 'schema-invalid', '"field":"spec.service.url"'],
+        [
+          `${route('v', '/deep')}  extra: ${'['.repeat(10_000)}\n`,
+          'too deep',
+          'line 9: nests deeper than 64 levels',
+        ],
+      ];
+      try {
+        expect(await status(`${gw.proxy}/good`)).toBe(200);
+        const before = await rejected();
+        for (const [i, [text, what, named]] of cases.entries()) {
+          await writeFile(file, text);
+          gw.process.kill('SIGHUP');
+          await expect.poll(rejected, { timeout: 10_000, message: what }).toBe(before + i + 1);
+          const logged = refusals()[i];
+          expect(logged, what).toContain(`"where":"${file}`);
+          expect(logged, what).toContain(named);
+          expect(await status(`${gw.proxy}/good`), what).toBe(200);
+        }
+        expect(refusals()).toHaveLength(cases.length); // one line per refusal
+        expect(await status(`${gw.proxy}/broken`)).toBe(404);
+        expect(gw.process.exitCode).toBeNull();
+        // The next good file applies.
+        await writeFile(file, route('v', '/fixed'));
+        gw.process.kill('SIGHUP');
+        await expect.poll(() => status(`${gw.proxy}/fixed`), { timeout: 10_000 }).toBe(200);
+        expect(await rejected()).toBe(before + cases.length);
+      } finally {
+        await gw.stop();
+      }
+    },
+  );
 
   it('starts with a foreign kind in the file, noting it on stderr', async () => {
     const file = join(dir, 'mixed.yaml');

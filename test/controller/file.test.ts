@@ -1,8 +1,9 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadFiles, parseFiles, parseYaml } from '../../controller/source/file.ts';
+import { CONFIG_MAX_BYTES, CONFIG_MAX_DEPTH } from '../../dataplane/config/limits.ts';
 
 const route = (name: string, extra = '') => `apiVersion: sluice.dev/v1alpha1
 kind: GatewayRoute
@@ -128,6 +129,89 @@ describe('parseYaml on hostile input', () => {
     ]);
     expect(parseYaml('a: *nowhere\n', 'alias.yaml').diagnostics).toMatchObject([
       { file: 'alias.yaml', reason: 'YAMLSyntax' },
+    ]);
+  });
+
+  it('refuses a file nested deeper than the bound at the line where it goes too deep, without a stack overflow', () => {
+    const tooDeep = (line: number, document = 0) => [
+      {
+        file: 'deep.yaml',
+        document,
+        line,
+        reason: 'TooDeep',
+        message: `line ${line}: nests deeper than ${CONFIG_MAX_DEPTH} levels of mappings and sequences; the file is not read`,
+      },
+    ];
+    // 10,000 levels: JSON (flow style) on one line and one per line; block sequences on one line.
+    const n = 10_000;
+    const oneLine = `${'['.repeat(n)}${']'.repeat(n)}`;
+    expect(parseYaml(oneLine, 'deep.yaml')).toEqual({ objects: [], diagnostics: tooDeep(1) });
+    const perLine = `${'{"a":\n'.repeat(n)}1${'}'.repeat(n)}`;
+    expect(parseYaml(perLine, 'deep.yaml').diagnostics).toEqual(tooDeep(CONFIG_MAX_DEPTH + 1));
+    expect(parseYaml(`${'- '.repeat(n)}x\n`, 'deep.yaml').diagnostics).toEqual(tooDeep(1));
+    // In a later document, after a good one: that document's index and line; nothing of the file loads.
+    const later = parseYaml(`${route('ok')}---\nspec: ${'['.repeat(n)}\n`, 'deep.yaml');
+    expect(later).toEqual({ objects: [], diagnostics: tooDeep(9, 1) }); // the route's 7 lines, ---, then spec
+  });
+
+  it('reads a block mapping exactly CONFIG_MAX_DEPTH deep, and refuses one level more on its line', () => {
+    const nested = (levels: number) =>
+      `${Array.from({ length: levels }, (_, i) => `${'  '.repeat(i)}k${i}:`).join('\n')} 1\n`;
+    const atBound = parseYaml(nested(CONFIG_MAX_DEPTH), 'deep.yaml').diagnostics;
+    expect(atBound.map((d) => d.reason)).toEqual(['UnknownKind']); // read: only not one of our objects
+    expect(parseYaml(nested(CONFIG_MAX_DEPTH + 1), 'deep.yaml').diagnostics).toMatchObject([
+      { reason: 'TooDeep', line: CONFIG_MAX_DEPTH + 1 },
+    ]);
+  });
+
+  it('refuses a file that holds nothing: empty, blank, only comments, only document markers', () => {
+    for (const text of ['', '\n\n  \n', '# routes go here\n', '---\n', '---\n# nothing\n---\n...\n']) {
+      expect(parseYaml(text, 'empty.yaml'), JSON.stringify(text)).toEqual({
+        objects: [],
+        diagnostics: [
+          {
+            file: 'empty.yaml',
+            line: 1,
+            reason: 'Empty',
+            message:
+              'holds no routes: the file is empty (or only comments and ---); an empty file is refused',
+          },
+        ],
+      });
+    }
+    // A file with an object of any kind is not empty, and a broken one has its own problem.
+    expect(
+      parseYaml('apiVersion: v1\nkind: ConfigMap\nmetadata: { name: c }\n', 'c.yaml').diagnostics,
+    ).toMatchObject([{ reason: 'UnknownKind', ignored: true }]);
+    expect(parseYaml('a: [\n', 'broken.yaml').diagnostics).toMatchObject([{ reason: 'YAMLSyntax' }]);
+  });
+
+  it('does not read a file over CONFIG_MAX_BYTES, nor take standard input over it', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sluice-big-'));
+    const big = join(dir, 'big.yaml');
+    writeFileSync(big, route('big'));
+    truncateSync(big, CONFIG_MAX_BYTES + 1); // the route, then zero bytes: too large before it is parsed
+    const atBound = join(dir, 'at-bound.yaml');
+    writeFileSync(
+      atBound,
+      `${route('at-bound')}#${' '.repeat(CONFIG_MAX_BYTES - route('at-bound').length - 2)}\n`,
+    );
+    const result = await loadFiles(
+      [big, atBound, '-'],
+      async () => `${route('piped')}#${'x'.repeat(CONFIG_MAX_BYTES)}`,
+    );
+    expect([...result.resources.routes.keys()]).toEqual(['default/at-bound']);
+    expect(result.diagnostics).toEqual([
+      {
+        file: big,
+        reason: 'TooLarge',
+        message: 'is 32.0 MiB, over the 32.0 MiB a config file may hold; not read',
+      },
+      {
+        file: '<stdin>',
+        reason: 'TooLarge',
+        message: 'is 32.0 MiB, over the 32.0 MiB a config file may hold; not read',
+      },
     ]);
   });
 });
