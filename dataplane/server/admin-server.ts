@@ -12,6 +12,7 @@ import type { ErrorCode } from '../errors/codes.ts';
 import { problem } from '../errors/problem.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import type { ApplyResult, RuntimeHolder } from '../runtime/holder.ts';
+import { arrivedAs } from '../state/last-good.ts';
 import type { CacheStores } from '../stores/cache-stores.ts';
 
 /**
@@ -83,6 +84,16 @@ export function createAdminServer(state: AdminState, opts: AdminOptions): Fastif
   const want = digest(`Bearer ${opts.token}`);
   const authorized = (header: string | undefined) =>
     header !== undefined && timingSafeEqual(digest(header), want);
+
+  // fastify's own JSON parser (prototype poisoning refused), remembering the text a snapshot came
+  // as: the last good snapshot is written as that text rather than serialized again.
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, text, done) =>
+    parseJson(request, text as string, (err: Error | null, body?: unknown) => {
+      if (err === null && typeof body === 'object' && body !== null) arrivedAs(body, text as string);
+      done(err, body);
+    }),
+  );
 
   app.setErrorHandler((err: { statusCode?: number; message: string }, _request, reply) => {
     const status = err.statusCode ?? 500;

@@ -1,5 +1,5 @@
 /** The admin API: PUT/GET /config, readiness, metrics, and the last good snapshot across restarts. */
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request } from 'undici';
@@ -137,6 +137,26 @@ describe('admin API', () => {
       expect(text).toContain(`sluice_config_info{hash="${v1().hash}"} 1`);
     } finally {
       await dp.close();
+    }
+  });
+
+  it('writes a pushed snapshot to the state dir as the text it came in, not serialized again', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'sluice-state-text-'));
+    const dp = await startTestDataPlane({ stateDir: dir });
+    try {
+      // Indented, so a second serialization (compact) would differ from the text pushed.
+      const text = JSON.stringify(v2(), null, 3);
+      const res = await request(`${dp.adminUrl}/config`, {
+        method: 'PUT',
+        body: text,
+        headers: { 'content-type': 'application/json', authorization: 'Bearer test-admin-token' },
+      });
+      expect(res.statusCode).toBe(200);
+      await dp.close(); // flushes the save
+      expect(await readFile(join(dir, 'last-good-snapshot.json'), 'utf8')).toBe(text);
+    } finally {
+      await dp.close();
+      await rm(dir, { recursive: true, force: true });
     }
   });
 
