@@ -203,7 +203,6 @@ export class Runner {
     const { hash } = result.snapshot;
     this.#ledger.record(result);
     if (this.#last?.snapshot.hash !== hash) {
-      m.snapshotBytes.set(Buffer.byteLength(JSON.stringify(result.snapshot)));
       m.snapshotInfo.reset();
       m.snapshotInfo.labels(hash).set(1);
       this.#unsynced = { hash, since: this.#unsynced?.since ?? changedAt };
@@ -214,6 +213,7 @@ export class Runner {
       'built',
     );
     this.publisher.publish(result.snapshot, built);
+    m.snapshotBytes.set(this.publisher.desiredBytes);
     this.#podsChanged();
   }
 

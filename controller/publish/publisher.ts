@@ -61,10 +61,14 @@ export interface PublisherOptions {
   log?: (level: 'info' | 'warn', msg: string, extra: Record<string, unknown>) => void;
 }
 
-/** A snapshot to run, its JSON, and the span of the build that made it (for the pushes' links). */
+/**
+ * A snapshot to run, its JSON, and the span of the build that made it (for the pushes' links).
+ * The JSON is encoded once, as bytes every push sends as they are (a string body is encoded again
+ * for each pod: 5,000 routes, 6.9 MB per pod and push).
+ */
 interface Desired {
   snapshot: Snapshot;
-  body: string;
+  body: Buffer;
   built: SpanContext | null;
 }
 
@@ -106,6 +110,11 @@ export class Publisher {
 
   get desired(): Snapshot | null {
     return this.#desired?.snapshot ?? null;
+  }
+
+  /** The size of what each push sends (sluice_controller_snapshot_bytes). */
+  get desiredBytes(): number {
+    return this.#desired?.body.length ?? 0;
   }
 
   /** Only an active publisher (the leader) talks to pods. */
@@ -159,7 +168,7 @@ export class Publisher {
   /** `built`: the span of the build that made it (controller/tracing.ts), which its pushes link to. */
   publish(snapshot: Snapshot, built: SpanContext | null = null): void {
     if (this.#desired?.snapshot.hash === snapshot.hash) return;
-    this.#desired = { snapshot, body: JSON.stringify(snapshot), built };
+    this.#desired = { snapshot, body: Buffer.from(JSON.stringify(snapshot)), built };
     if (this.#active) this.#all(false);
   }
 

@@ -65,6 +65,8 @@ describe('Publisher', () => {
     p.publish(v(2));
     await until(() => planes.every((d) => d.holder.hash === v(2).hash) && pushes.length === 3);
     expect(pushes).toEqual(['applied', 'applied', 'applied']);
+    // What each push sent: the snapshot's JSON (sluice_controller_snapshot_bytes).
+    expect(p.desiredBytes).toBe(Buffer.byteLength(JSON.stringify(v(2))));
     p.stop();
   });
 
