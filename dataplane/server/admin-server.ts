@@ -8,11 +8,11 @@ import { timingSafeEqual, createHash } from 'node:crypto';
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import { debugConfig } from '../config/debug-config.ts';
 import type { Snapshot } from '../config/route-table.ts';
+import { arrivedAs } from '../config/wire.ts';
 import type { ErrorCode } from '../errors/codes.ts';
 import { problem } from '../errors/problem.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import type { ApplyResult, RuntimeHolder } from '../runtime/holder.ts';
-import { arrivedAs } from '../state/last-good.ts';
 import type { CacheStores } from '../stores/cache-stores.ts';
 
 /**
@@ -86,7 +86,8 @@ export function createAdminServer(state: AdminState, opts: AdminOptions): Fastif
     header !== undefined && timingSafeEqual(digest(header), want);
 
   // fastify's own JSON parser (prototype poisoning refused), remembering the text a snapshot came
-  // as: the last good snapshot is written as that text rather than serialized again.
+  // as (config/wire.ts): its hash is checked on that text, and the last good snapshot is written
+  // as that text rather than serialized again.
   const parseJson = app.getDefaultJsonParser('error', 'error');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, text, done) =>
     parseJson(request, text as string, (err: Error | null, body?: unknown) => {
