@@ -140,6 +140,7 @@ describe('fingerprint', () => {
     ['route', { routeId: 'route/default/charges/create/1' }],
     ['path', { path: '/charges/1' }],
     ['query', { query: 'a=1&b=3' }],
+    ['order of a repeated parameter', { query: 'b=2&a=1&a=0' }],
     ['content type', { headers: { ...base.headers, 'content-type': 'application/x-www-form-urlencoded' } }],
     ['a listed header', { headers: { ...base.headers, 'user-agent': 'y' } }],
     [

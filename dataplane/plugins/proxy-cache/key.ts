@@ -1,12 +1,14 @@
 /**
  * The cache key: `<path>?<sorted query>|GET|h=<host>|r=<route id>[|v=<name>=<value>…][|c=<consumer>]`.
- * The path comes first so the admin API purges by path prefix; the route is there because two
+ * The query is sorted by parameter name, repeated parameters keeping their order (queryKey says
+ * why and what counts as repeated). The path comes first so the admin API purges by path prefix; the route is there because two
  * routes can serve one path and host (a header match selecting a version). HEAD reads GET's entries and a
  * POST's response is stored as the GET of its URI, so the method part is always GET. The
  * consumer part is there on authenticated routes: one caller's entries are never another's
  * (`shared` leaves it out: the key of an entry stored once for everyone, Cache-Control: public).
  */
 import type { RequestContext } from '../../pipeline/context.ts';
+import { queryKey } from '../../pipeline/query-key.ts';
 
 export interface KeyInput {
   path: string;
@@ -18,18 +20,8 @@ export interface KeyInput {
   varyNames: readonly string[];
 }
 
-/** The query's parameters in a stable order: ?b=2&a=1 and ?a=1&b=2 are one resource for the cache. */
-export function sortedQuery(query: string): string {
-  if (query.indexOf('&') === -1) return query;
-  return query
-    .split('&')
-    .filter((p) => p !== '')
-    .sort()
-    .join('&');
-}
-
 export function sharedKey(k: KeyInput): string {
-  let key = `${k.path}?${sortedQuery(k.query)}|GET|h=${k.host.toLowerCase()}|r=${k.routeId}`;
+  let key = `${k.path}?${queryKey(k.query)}|GET|h=${k.host.toLowerCase()}|r=${k.routeId}`;
   for (let i = 0; i < k.varyNames.length; i++)
     key += `|v=${k.varyNames[i]}=${encodeURIComponent(k.vary[i] ?? '')}`;
   return key;
