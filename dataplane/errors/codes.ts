@@ -5,6 +5,10 @@
 export const ERRORS = {
   SLC_ERR_ROUTE_NOT_FOUND: { status: 404, title: 'No route matches this request' },
   SLC_ERR_BAD_PATH: { status: 400, title: 'The request path cannot be normalized safely' },
+  SLC_ERR_BAD_PATH_VALUE: {
+    status: 400,
+    title: 'A value from the request cannot be placed in the upstream path (a dot segment or a separator)',
+  },
   SLC_ERR_BAD_HEADER: { status: 400, title: 'A request header is not acceptable' },
   SLC_ERR_BODY_TOO_LARGE: { status: 413, title: 'The request body is larger than allowed' },
   SLC_ERR_NOT_READY: { status: 503, title: 'The gateway has no configuration loaded yet' },
