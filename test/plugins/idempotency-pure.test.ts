@@ -1,10 +1,7 @@
 /** The pure parts of the idempotency plugin: key parsing, canonical JSON bodies, fingerprints, scopes. */
 import { describe, expect, it } from 'vitest';
-import {
-  canonicalJsonBody,
-  isJsonContentType,
-  scanJson,
-} from '../../dataplane/plugins/idempotency/canonical-body.ts';
+import { scanJson } from '../../dataplane/config/json-scan.ts';
+import { canonicalJsonBody, isJsonContentType } from '../../dataplane/plugins/idempotency/canonical-body.ts';
 import { fingerprint } from '../../dataplane/plugins/idempotency/fingerprint.ts';
 import { readIdempotencyKey } from '../../dataplane/plugins/idempotency/key.ts';
 import { callerScope, recordId } from '../../dataplane/plugins/idempotency/scope.ts';
