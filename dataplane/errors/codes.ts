@@ -85,6 +85,7 @@ export const ERRORS = {
   // The HTTP status is the gRPC status's, by the standard table (handlers/grpc/status.ts); 502 is
   // only the class it falls in when read without that table.
   SLC_ERR_GRPC_STATUS: { status: 502, title: 'The gRPC service answered with an error status' },
+  SLC_ERR_GRPC_CALL_FAILED: { status: 502, title: 'The gateway could not complete the gRPC call' },
   SLC_ERR_INSUFFICIENT_SCOPE: { status: 403, title: 'The token lacks a scope this route requires' },
   SLC_ERR_AUTH_UNAVAILABLE: { status: 503, title: 'The identity provider could not be reached' },
   SLC_ERR_CLIENT_CERT_MISSING: { status: 401, title: 'A verified client certificate is required' },

@@ -26,10 +26,10 @@ const spell = (k: string, escaped: boolean) =>
     ? `"${[...k].map((c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`).join('')}"`
     : JSON.stringify(k);
 
-function write(t: Tree, escape: () => boolean): string {
+function write(t: Tree, escapeNext: () => boolean): string {
   if ('leaf' in t) return JSON.stringify(t.leaf);
-  if ('arr' in t) return `[ ${t.arr.map((x) => write(x, escape)).join(' , ')} ]`;
-  return `{${t.obj.map(([k, v]) => `${spell(k, escape())} : ${write(v, escape)}`).join(',')}}`;
+  if ('arr' in t) return `[ ${t.arr.map((x) => write(x, escapeNext)).join(' , ')} ]`;
+  return `{${t.obj.map(([k, v]) => `${spell(k, escapeNext())} : ${write(v, escapeNext)}`).join(',')}}`;
 }
 
 /** The first duplicate in document order (the scan reads in that order), with its path. */
@@ -57,8 +57,8 @@ describe('scanJson', () => {
   it('finds the first duplicate key at any depth, whatever the spelling, and only then', () => {
     fc.assert(
       fc.property(tree, fc.infiniteStream(fc.boolean()), (t, flips) => {
-        const it = flips[Symbol.iterator]();
-        const text = write(t, () => it.next().value as boolean);
+        const coins = flips[Symbol.iterator]();
+        const text = write(t, () => coins.next().value as boolean);
         JSON.parse(text); // the scan's precondition
         expect(scanJson(text).duplicate).toEqual(firstDuplicate(t, ''));
       }),
