@@ -51,6 +51,10 @@ export const ERRORS = {
     status: 503,
     title: 'This gateway process has as many open WebSockets as it allows',
   },
+  SLC_ERR_WEBSOCKET_ORIGIN_REFUSED: {
+    status: 403,
+    title: 'Pages of this origin may not open a WebSocket on this route',
+  },
   SLC_ERR_CACHE_PURGE_FAILED: { status: 503, title: 'The cache store could not be purged' },
   SLC_ERR_CACHE_PURGE_UNSUPPORTED: {
     status: 501,
