@@ -30,6 +30,12 @@ export function sharedKey(k: KeyInput): string {
 export const consumerKey = (shared: string, consumer: string): string =>
   `${shared}|c=${encodeURIComponent(consumer)}`;
 
+/** The request's Host as the client sent it: HTTP/2 names it :authority (Node's compatibility API sets no host). */
+export function requestHost(ctx: RequestContext): string {
+  const h = ctx.req.headers;
+  return h.host ?? (h[':authority'] as string | undefined) ?? '';
+}
+
 /** The request's keys: [its caller's own, the shared one] on an authenticated route, else [the shared one]. */
 export function requestKeys(ctx: RequestContext, varyNames: readonly string[]): string[] {
   const headers = ctx.req.headers;
@@ -41,7 +47,7 @@ export function requestKeys(ctx: RequestContext, varyNames: readonly string[]): 
   const shared = sharedKey({
     path: ctx.path,
     query: ctx.query,
-    host: headers.host ?? '',
+    host: requestHost(ctx),
     routeId: ctx.route.id,
     vary,
     varyNames,
