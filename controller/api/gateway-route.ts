@@ -9,6 +9,7 @@ import { type Static, type TSchema, Type } from '@sinclair/typebox';
 import { BackendRef } from '../../dataplane/config/backend-ref.ts';
 import { HANDLER_MANIFESTS, handlerManifest } from '../../dataplane/config/catalog.ts';
 import { TOKEN_PATTERN } from '../../dataplane/config/http-grammar.ts';
+import { NAMED_ORIGIN_PATTERN } from '../../dataplane/config/origins.ts';
 import { ROUTE_PATH_PATTERN } from '../../dataplane/config/path-grammar.ts';
 import { Duration, Name, type ObjectMeta, PluginRef, type Status } from './common.ts';
 
@@ -212,10 +213,29 @@ export const RouteWebSocket = Type.Object(
           "Close a WebSocket (1009 to both sides) on a larger message, fragments summed; 0: no limit (default: the data plane's --ws-max-message-bytes).",
       }),
     ),
+    allowedOrigins: Type.Optional(
+      Type.Array(
+        Type.String({
+          pattern: NAMED_ORIGIN_PATTERN,
+          maxLength: 300,
+          description:
+            'An exact origin ("https://app.example.com", lower case, no path) or "https://*.example.com".',
+        }),
+        {
+          minItems: 1,
+          maxItems: 256,
+          description:
+            'Origins whose pages may open a WebSocket here: a handshake with another Origin gets 403 ' +
+            '(cross-site WebSocket hijacking: a browser sends the cookies of this site whatever page opens it). ' +
+            "Checked as well as the route's cors origins; unset: any origin (or cors's). Clients that send no Origin are not browsers and are let through.",
+        },
+      ),
+    ),
   },
   {
     additionalProperties: false,
-    description: "This route's WebSocket limits, in place of the data plane's.",
+    description:
+      "This route's WebSocket limits, in place of the data plane's, and the origins allowed to open one.",
   },
 );
 

@@ -31,8 +31,8 @@ export interface Draft extends Ranked {
   ruleIndex: number;
   stripPrefix: boolean;
   httpsRedirect: boolean;
-  /** The rule's WebSocket limits in ms and bytes (validate/gateway-route.ts checked the duration). */
-  websocket?: { idleTimeoutMs?: number; maxMessageBytes?: number };
+  /** The rule's WebSocket limits in ms and bytes (validate/gateway-route.ts checked the duration), its allowed origins. */
+  websocket?: { idleTimeoutMs?: number; maxMessageBytes?: number; allowedOrigins?: string[] };
   /** Set by expandVersions on the drafts of a versioned GatewayRoute: the version served. */
   version?: ModelVersion;
   /** How requests select that version: path, header, media-type or default. */

@@ -27,7 +27,7 @@ export const expandMatches: Pass = (state) => {
           match: matchOf(rule, path),
           stripPrefix: rule.stripPrefix ?? false,
           httpsRedirect: rule.httpsRedirect ?? false,
-          ...(rule.websocket && { websocket: webSocketLimits(rule.websocket) }),
+          ...(rule.websocket && { websocket: webSocketSettings(rule.websocket) }),
           plugins: [],
         });
       });
@@ -36,10 +36,11 @@ export const expandMatches: Pass = (state) => {
   return { ...state, drafts };
 };
 
-function webSocketLimits(ws: NonNullable<RouteRule['websocket']>): NonNullable<Draft['websocket']> {
+function webSocketSettings(ws: NonNullable<RouteRule['websocket']>): NonNullable<Draft['websocket']> {
   return {
     ...(ws.idleTimeout !== undefined && { idleTimeoutMs: parseDuration(ws.idleTimeout)! }),
     ...(ws.maxMessageBytes !== undefined && { maxMessageBytes: ws.maxMessageBytes }),
+    ...(ws.allowedOrigins?.length && { allowedOrigins: setOf(ws.allowedOrigins) }),
   };
 }
 

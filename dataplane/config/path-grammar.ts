@@ -96,6 +96,34 @@ function normalizeSlow(raw: string, refuseDots: boolean): Normalized {
   return `/${out.join('/')}`;
 }
 
+/**
+ * A segment of an upstream path built from request values (template lookups, each rendered
+ * with encodeURIComponent: an aggregate's call path, the request-transformer's path rewrite),
+ * read as the ingress reads a request path, so a value can only ever be text inside one
+ * segment. Refused, with why: everything the ingress refuses in a segment (an encoded "/",
+ * "\", NUL, ";", "?" or "#"; double encoding: a value "%2e" or "%2F" would be sent as "%252e",
+ * "%252F", which a server that decodes twice reads as "." or "/"; overlong UTF-8), a dot
+ * segment ("." or ".."; a back end that normalizes would climb, whatever escape it was sent
+ * as), and a segment that becomes a dot segment or holds "/" or "\" under Unicode compatibility
+ * mapping (NFKC, which some back ends apply: "．．", "／", "＼"; Windows best-fit conversion maps
+ * these fullwidth forms the same way).
+ * Returns null when the segment is safe.
+ */
+export function unsafeSegment(seg: string): string | null {
+  const d = seg.includes('%') ? decodeSegment(seg) : seg;
+  if (typeof d !== 'string') return d.error;
+  if (d === '.' || d === '..') return 'a dot segment ("." or "..") is refused';
+  if (NON_ASCII_ESCAPE.test(d)) {
+    // decodeSegment has checked the bytes are UTF-8: this cannot throw.
+    const text = decodeURIComponent(d).normalize('NFKC');
+    if (text === '.' || text === '..' || text.includes('/') || text.includes('\\'))
+      return 'a character that reads as ".", "/" or "\\" (Unicode compatibility mapping) is refused';
+  }
+  return null;
+}
+
+const NON_ASCII_ESCAPE = /%[89A-F]/;
+
 /** The value of one hex digit, or -1. */
 function hexValue(c: number): number {
   if (c >= 48 && c <= 57) return c - 48; // 0-9

@@ -7,6 +7,7 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { HANDLER_MANIFESTS, PLUGIN_NAMES } from './catalog.ts';
 import { MAX_TIMEOUT_MS } from './duration.ts';
+import { NAMED_ORIGIN_PATTERN } from './origins.ts';
 import { ROUTE_PATH_PATTERN } from './path-grammar.ts';
 
 export const TABLE_VERSION = 1;
@@ -109,12 +110,21 @@ export const Route = Type.Object(
     ),
     /** On the cleartext listener, answer 308 to the same URL over https (the TLS listener serves it). */
     httpsRedirect: Type.Optional(Type.Literal(true)),
-    /** This route's WebSocket limits, each in place of the data plane's (0: none). */
+    /**
+     * This route's WebSocket limits, each in place of the data plane's (0: none), and the origins
+     * whose pages may open one (a handshake with another Origin gets 403; none: any).
+     */
     websocket: Type.Optional(
       Type.Object(
         {
           idleTimeoutMs: Type.Optional(Type.Integer({ minimum: 0, maximum: MAX_TIMEOUT_MS })),
           maxMessageBytes: Type.Optional(Type.Integer({ minimum: 0 })),
+          allowedOrigins: Type.Optional(
+            Type.Array(Type.String({ pattern: NAMED_ORIGIN_PATTERN, maxLength: 300 }), {
+              minItems: 1,
+              maxItems: 256,
+            }),
+          ),
         },
         { additionalProperties: false },
       ),

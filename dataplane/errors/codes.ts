@@ -5,6 +5,10 @@
 export const ERRORS = {
   SLC_ERR_ROUTE_NOT_FOUND: { status: 404, title: 'No route matches this request' },
   SLC_ERR_BAD_PATH: { status: 400, title: 'The request path cannot be normalized safely' },
+  SLC_ERR_BAD_PATH_VALUE: {
+    status: 400,
+    title: 'A value from the request cannot be placed in the upstream path (a dot segment or a separator)',
+  },
   SLC_ERR_BAD_HEADER: { status: 400, title: 'A request header is not acceptable' },
   SLC_ERR_BODY_TOO_LARGE: { status: 413, title: 'The request body is larger than allowed' },
   SLC_ERR_NOT_READY: { status: 503, title: 'The gateway has no configuration loaded yet' },
@@ -47,6 +51,10 @@ export const ERRORS = {
     status: 503,
     title: 'This gateway process has as many open WebSockets as it allows',
   },
+  SLC_ERR_WEBSOCKET_ORIGIN_REFUSED: {
+    status: 403,
+    title: 'Pages of this origin may not open a WebSocket on this route',
+  },
   SLC_ERR_CACHE_PURGE_FAILED: { status: 503, title: 'The cache store could not be purged' },
   SLC_ERR_CACHE_PURGE_UNSUPPORTED: {
     status: 501,
@@ -81,6 +89,7 @@ export const ERRORS = {
   // The HTTP status is the gRPC status's, by the standard table (handlers/grpc/status.ts); 502 is
   // only the class it falls in when read without that table.
   SLC_ERR_GRPC_STATUS: { status: 502, title: 'The gRPC service answered with an error status' },
+  SLC_ERR_GRPC_CALL_FAILED: { status: 502, title: 'The gateway could not complete the gRPC call' },
   SLC_ERR_INSUFFICIENT_SCOPE: { status: 403, title: 'The token lacks a scope this route requires' },
   SLC_ERR_AUTH_UNAVAILABLE: { status: 503, title: 'The identity provider could not be reached' },
   SLC_ERR_CLIENT_CERT_MISSING: { status: 401, title: 'A verified client certificate is required' },

@@ -2,12 +2,18 @@
  * WebSocket upgrades (the only upgrades the server takes over: proxy-server.ts): the same ingress, route match and chain runner as any request
  * (asynchronous hooks included: a jwt-protected route verifies a fresh token here too), then the
  * route handler's upgrade, which takes the socket over. Past the process's bound on open
- * WebSockets (WebSocketSlots) the upgrade gets a 503 problem before the chain runs.
+ * WebSockets (WebSocketSlots) the upgrade gets a 503 problem before the chain runs; a handshake
+ * from a page of an origin the route's websocket.allowedOrigins does not list gets a 403 (the
+ * cors plugin checks its own origins the same way, in the chain): a browser sends this site's
+ * cookies whatever page opens the socket, so without the check any site could open one as its
+ * visitor (cross-site WebSocket hijacking).
  */
 import type { IncomingMessage } from 'node:http';
 import { ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
+import { compileOrigins, handshakeOrigins, type OriginRule } from '../config/origins.ts';
 import { answerProblem } from '../pipeline/answer.ts';
+import type { RequestContext } from '../pipeline/context.ts';
 import type { Observers } from '../pipeline/finish.ts';
 import { runChain } from '../pipeline/run-chain.ts';
 import type { RuntimeHolder } from '../runtime/holder.ts';
@@ -68,6 +74,31 @@ export function createUpgradeHandler(
     res.on('finish', () => {
       if (ctx.upgrade !== null) metrics.websocketConnection(ctx.route.id, 'refused');
     });
+    const refused = refusedOrigin(ctx);
+    if (refused !== null) {
+      answerProblem(ctx, 'SLC_ERR_WEBSOCKET_ORIGIN_REFUSED', {
+        detail: `the origin ${JSON.stringify(refused)} is not in this route's websocket.allowedOrigins`,
+        close: true,
+      });
+      return;
+    }
     runChain(ctx);
   };
+}
+
+/** Each route entry's allowedOrigins, compiled once (a retired table's entries take theirs with them). */
+const compiled = new WeakMap<readonly string[], OriginRule>();
+
+/** The first origin of the handshake the route's allowedOrigins does not allow, or null. */
+function refusedOrigin(ctx: RequestContext): string | null {
+  const list = ctx.route.entry.websocket?.allowedOrigins;
+  if (list === undefined) return null;
+  let rule = compiled.get(list);
+  if (rule === undefined) {
+    rule = compileOrigins(list);
+    compiled.set(list, rule);
+  }
+  for (const origin of handshakeOrigins(ctx.headers, ctx.repeatedHeaders))
+    if (!rule.allows(origin)) return origin;
+  return null;
 }

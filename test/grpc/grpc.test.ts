@@ -184,6 +184,36 @@ describe('grpc: bad requests never reach the service', () => {
       expect(srv.calls.Echo ?? 0).toBe(before);
     });
 
+  // JSON.parse keeps the last of two equal keys, a service's parser may keep the first: refused, at any depth.
+  const duplicates: [string, string, string, string][] = [
+    ['/echo-all', '{"item_id":"a","item_id":"b"}', 'item_id', 'item_id'],
+    ['/echo-all', '{"item_id":"a","\\u0069tem_id":"b"}', 'item_id', 'item_id'],
+    ['/echo-all', '{"page":{"size":1,"token":"t","size":2}}', 'size', 'page.size'],
+    ['/echo/abc', '{"size":1,"size":1}', 'size', 'page.size'], // the body is one field: its path under it
+    ['/event', '{"meta":{"a":{"b":[{"c":1},{"c":1,"c":2}]}}}', 'c', 'meta.a.b[1].c'],
+    ['/event', '{"meta":{"x":1},"note":"n","meta":{"x":2}}', 'meta', 'meta'],
+  ];
+  for (const [path, body, key, field] of duplicates)
+    it(`a duplicate key ${body}: 400 naming ${field}, zero calls`, async () => {
+      const before = srv.calls.Echo ?? 0;
+      const beforeEvent = srv.calls.EchoEvent ?? 0;
+      const r = await get(path, { method: 'POST', body });
+      expect(r.status).toBe(400);
+      expect(r.headers['content-type']).toBe('application/problem+json');
+      expect(r.json).toMatchObject({ code: 'SLC_ERR_JSON_DUPLICATE_KEY', status: 400, field });
+      expect(r.json.detail).toBe(`${field}: the key ${JSON.stringify(key)} is given twice`);
+      expect(srv.calls.Echo ?? 0).toBe(before);
+      expect(srv.calls.EchoEvent ?? 0).toBe(beforeEvent);
+    });
+
+  it('equal keys in different objects, and equal strings, are not duplicates', async () => {
+    const r = await get('/event', {
+      method: 'POST',
+      body: '{"meta":{"a":{"c":1},"b":{"c":1},"s":"c,c"},"list":[{"c":1},{"c":2}]}',
+    });
+    expect(r.status).toBe(200);
+  });
+
   it('query and path values are held to their field types too', async () => {
     const before = srv.calls.Echo ?? 0;
     for (const q of [

@@ -1,10 +1,7 @@
 /** The pure parts of the idempotency plugin: key parsing, canonical JSON bodies, fingerprints, scopes. */
 import { describe, expect, it } from 'vitest';
-import {
-  canonicalJsonBody,
-  isJsonContentType,
-  scanJson,
-} from '../../dataplane/plugins/idempotency/canonical-body.ts';
+import { scanJson } from '../../dataplane/config/json-scan.ts';
+import { canonicalJsonBody, isJsonContentType } from '../../dataplane/plugins/idempotency/canonical-body.ts';
 import { fingerprint } from '../../dataplane/plugins/idempotency/fingerprint.ts';
 import { readIdempotencyKey } from '../../dataplane/plugins/idempotency/key.ts';
 import { callerScope, recordId } from '../../dataplane/plugins/idempotency/scope.ts';
@@ -140,6 +137,7 @@ describe('fingerprint', () => {
     ['route', { routeId: 'route/default/charges/create/1' }],
     ['path', { path: '/charges/1' }],
     ['query', { query: 'a=1&b=3' }],
+    ['order of a repeated parameter', { query: 'b=2&a=1&a=0' }],
     ['content type', { headers: { ...base.headers, 'content-type': 'application/x-www-form-urlencoded' } }],
     ['a listed header', { headers: { ...base.headers, 'user-agent': 'y' } }],
     [

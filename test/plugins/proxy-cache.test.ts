@@ -108,6 +108,25 @@ describe('proxy-cache: what is stored', () => {
     expect(other.headers['cache-status']).toBe('sluice; fwd=miss; stored');
   });
 
+  it('repeated parameters are a list: each order is its own entry, answered by the upstream', async () => {
+    // Every spelling of one parameter name a back end may read as the same (see query-key.ts).
+    for (const [x, y] of [
+      ['id=1', 'id=2'],
+      ['id=1', 'ID=2'],
+      ['id=1', '%69d=2'],
+      ['id[]=1', 'id[]=2'],
+      ['a.b=1', 'a_b=2'],
+    ]) {
+      const first = await call(`/c/fresh?${x}&${y}`);
+      const other = await call(`/c/fresh?${y}&${x}`);
+      expect(other.headers['cache-status'], `${x} ${y}`).toBe('sluice; fwd=miss; stored');
+      expect(JSON.parse(other.body).url).toContain(`?${y}&${x}`);
+      const again = await call(`/c/fresh?${x}&${y}`);
+      expect(again.headers['cache-status']).toMatch(/hit/);
+      expect(again.body).toBe(first.body);
+    }
+  });
+
   it("Vary: the response's Vary header selects: another Accept-Language is not served the stored one", async () => {
     const en = await call('/c/vary', { 'accept-language': 'en' });
     expect(en.json().lang).toBe('en');

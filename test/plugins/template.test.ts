@@ -26,6 +26,7 @@ import {
   renderPath,
 } from '../../dataplane/pipeline/transform/path-rewrite.ts';
 import { applyQueryVerbs, compileQueryVerbs } from '../../dataplane/plugins/request-transformer/query.ts';
+import { SAFE_PATH_VALUES, UNSAFE_PATH_VALUES } from '../helpers/unsafe-path-values.ts';
 
 /** Every source answers with the same value. */
 const all = (v: string): Sources => ({
@@ -140,7 +141,7 @@ describe('rendering', () => {
   });
 
   it('path segments and query values percent-encode "/", "&", "=" and the rest', () => {
-    expect(render(template('{{ path.id }}'), all('../a/b'), pathSegment)).toBe('..%2Fa%2Fb');
+    expect(render(template('{{ path.id }}'), all('../a/b'), pathSegment)).toBe('..%2Fa%2Fb'); // then refused: renderPath
     expect(render(template('{{ query.q }}'), all('a&b=c#d+e'), queryValue)).toBe('a%26b%3Dc%23d%2Be');
   });
 });
@@ -159,11 +160,21 @@ describe('templates cannot inject structure (property tests)', () => {
     );
   });
 
-  it('a path value stays inside its segment, and never climbs', () => {
+  it('a path value stays inside its segment, or the request is refused when it could climb or split', () => {
     const rw = compilePathRewrite({ pattern: '/u/{id}', rewrite: '/v2/{{ path.id }}/x' }, template);
+    // An oracle written apart from path-grammar.ts: what some back end could read as a separator or a dot segment.
+    const couldClimb = (v: string) => {
+      const n = v.toWellFormed().normalize('NFKC');
+      return /[;?#\0]|%[0-9a-fA-F]{2}/.test(v) || /[/\\]/.test(n) || n === '.' || n === '..';
+    };
     fc.assert(
       fc.property(nasty, (v) => {
         const path = renderPath(rw, all(v));
+        if (typeof path !== 'string') {
+          expect(couldClimb(v)).toBe(true);
+          return;
+        }
+        expect(couldClimb(v)).toBe(false);
         const segs = path.split('/');
         expect(segs).toHaveLength(4);
         expect(segs[1]).toBe('v2');
@@ -171,8 +182,18 @@ describe('templates cannot inject structure (property tests)', () => {
         expect(['.', '..']).not.toContain(segs[2]);
         expect(decodeURIComponent(segs[2])).toBe(v.toWellFormed());
       }),
-      { numRuns: 500 },
+      { numRuns: 1000 },
     );
+  });
+
+  it('refuses every spelling of a dot segment or separator, keeps the values near them', () => {
+    const rw = compilePathRewrite({ pattern: '/u/{id}', rewrite: '/v2/{{ path.id }}' }, template);
+    for (const v of UNSAFE_PATH_VALUES) expect(renderPath(rw, all(v)), v).toHaveProperty('error');
+    for (const v of SAFE_PATH_VALUES) expect(renderPath(rw, all(v))).toBe(`/v2/${encodeURIComponent(v)}`);
+    // A literal next to a value can make a dot segment too: "." + "." is refused.
+    const joined = compilePathRewrite({ pattern: '/u/{id}', rewrite: '/.{{ path.id }}' }, template);
+    expect(renderPath(joined, all('.'))).toHaveProperty('error');
+    expect(renderPath(joined, all('a'))).toBe('/.a');
   });
 
   it('a query value adds no parameter and decodes back to the value', () => {
@@ -222,8 +243,10 @@ describe('path parameters', () => {
     expect(captureParams(rw, '/users//orders/7')).toBeNull();
   });
 
-  it('a value of "." or ".." is encoded, so the rewritten path never climbs', () => {
-    expect(renderPath(rw, all('..'))).toBe('/v2/%2E%2E');
+  it('a value of "." or ".." is refused, so the rewritten path never climbs (not even where a back end decodes %2E)', () => {
+    expect(renderPath(rw, all('..'))).toEqual({
+      error: 'segment 2 of the upstream path, from the request: a dot segment ("." or "..") is refused',
+    });
   });
 });
 

@@ -29,6 +29,47 @@ const LAUGHS = `<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol">${Array.
 const envelope = (body: string) =>
   `<soap:Envelope xmlns:soap="http://schemas.xmlsoap.org/soap/envelope/"><soap:Body>${body}</soap:Body></soap:Envelope>`;
 
+const inV = (text: string) => envelope(`<R><v>${text}</v></R>`);
+/** 200 answers that are not well-formed XML 1.0, one per way of not being it. */
+const MALFORMED: Record<string, string | Buffer> = {
+  'undeclared entity': inV('&foo;'),
+  'an HTML entity (undeclared in XML)': inV('&nbsp;'),
+  'undeclared entity in an attribute': inV('<x a="&foo;"/>'),
+  'reference to NUL': inV('&#0;'),
+  'hex reference to NUL': inV('&#x0;'),
+  'reference to a C0 control': inV('&#1;'),
+  'reference to a surrogate': inV('&#xD800;'),
+  'reference to U+FFFE': inV('&#xFFFE;'),
+  'reference above U+10FFFF': inV('&#x110000;'),
+  'empty reference': inV('&#;'),
+  'bare ampersand': inV('a & b'),
+  'raw NUL': inV('a\u0000b'),
+  'raw C0 control': inV('a\u0001b'),
+  'raw U+FFFF': inV('a\uFFFFb'),
+  'unclosed root':
+    '<soap:Envelope xmlns:soap="http://schemas.xmlsoap.org/soap/envelope/"><soap:Body><R/></soap:Body>',
+  'unclosed inner tag': inV('<x>'),
+  'mismatched tags': inV('<x></y>'),
+  'text after the root': `${inV('x')}trailing`,
+  'an element after the root': `${inV('x')}<more/>`,
+  'two documents': `<?xml version="1.0"?>${inV('x')}<?xml version="1.0"?>${inV('y')}`,
+  '"]]>" in text': inV('a ]]> b'),
+  '"<" in an attribute': inV('<x a="<"/>'),
+  'duplicate attribute': inV('<x a="1" a="2"/>'),
+  '"--" in a comment': inV('<!-- a -- b -->'),
+  'a misplaced XML declaration': inV('<?xml version="1.0"?>'),
+  'overlong UTF-8': Buffer.concat([
+    Buffer.from(inV('|').split('|')[0]),
+    Buffer.from([0xc0, 0xae]),
+    Buffer.from(inV('|').split('|')[1]),
+  ]),
+};
+/** Well-formed answers near those: they are answered 200. */
+const WELL_FORMED: Record<string, string> = {
+  'leading zeros in a reference': inV('&#x0000041;&#0066;'),
+  'a comment and white space after the root': `${inV('ok')}<!-- c -->\n  `,
+  '">" in text': inV('a > b'),
+};
 const ORDER_ELEMENTS = [
   { path: 'customer', value: '{{ body.customer }}' },
   { path: 'item/sku', value: '{{ body.item.sku }}' },
@@ -61,7 +102,11 @@ beforeAll(async () => {
     else if (path === '/nofault') xml(500, envelope('<R><v>odd</v></R>'));
     else if (path === '/oneway') res.writeHead(202).end();
     else if (path === '/entity-in-text') xml(200, envelope('<R><v>a &lt;b&gt; &amp; &#65;</v></R>'));
-    else return false;
+    else if (path === '/malformed') {
+      // The answer the client names in X-Case: a 200 whose body is not well-formed XML (or is, for the controls).
+      const body = MALFORMED[String(req.headers['x-case'])] ?? WELL_FORMED[String(req.headers['x-case'])];
+      res.writeHead(200, { 'content-type': 'text/xml; charset=utf-8' }).end(body);
+    } else return false;
     return true;
   });
   const dead = `http://127.0.0.1:${await freePort()}`;
@@ -100,9 +145,18 @@ beforeAll(async () => {
     ),
     withService(
       gatewayRoute('evil', [
-        ...['xxe', 'laughs', 'deep', 'big', 'text', 'broken', 'nofault', 'entity-in-text', 'oneway'].map(
-          (p) => soapRule(p, { path: `/${p}`, maxDepth: 32, maxResponseBytes: 4096 }),
-        ),
+        ...[
+          'xxe',
+          'laughs',
+          'deep',
+          'big',
+          'text',
+          'broken',
+          'nofault',
+          'entity-in-text',
+          'oneway',
+          'malformed',
+        ].map((p) => soapRule(p, { path: `/${p}`, maxDepth: 32, maxResponseBytes: 4096 })),
       ]),
       { url: evil.url },
     ),
@@ -369,6 +423,23 @@ describe('soap: hostile or broken answers', () => {
       expect(r.text).not.toContain('NullPointer');
       expect(r.text).not.toContain('odd');
     }
+  });
+
+  it.each(Object.keys(MALFORMED))(
+    'a 200 that is not well-formed XML is a 502, never a 200: %s',
+    async (name) => {
+      const r = await post('/malformed', {}, { 'x-case': name });
+      expect(r.status).toBe(502);
+      expect(r.headers['content-type']).toBe('application/problem+json');
+      expect(r.json.code).toBe('SLC_ERR_SOAP_BAD_RESPONSE');
+      expect(r.json.detail).toMatch(/^the SOAP response is not (well-formed XML|UTF-8)/);
+      expect(r.text).not.toMatch(/foo|nbsp|trailing|more/);
+    },
+  );
+
+  it.each(Object.keys(WELL_FORMED))('a well-formed answer near those is translated: %s', async (name) => {
+    const r = await post('/malformed', {}, { 'x-case': name });
+    expect(r.status).toBe(200);
   });
 
   it('a one-way answer (202, no body) is an empty JSON object', async () => {

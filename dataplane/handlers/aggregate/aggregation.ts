@@ -68,8 +68,8 @@ export class Aggregation implements CallOwner {
     this.#budget = agg.maxBodyBytes;
   }
 
-  /** Dispatches every call (a call may settle at once, e.g. an open breaker, and end the answer early). */
-  start(headers: Record<string, string>, sources: Sources, span: Span | null = null): void {
+  /** Dispatches every call to its path (callPaths) (a call may settle at once, e.g. an open breaker, and end the answer early). */
+  start(headers: Record<string, string>, paths: readonly string[], span: Span | null = null): void {
     const calls = this.#agg.calls;
     if (span !== null) this.#spans = [];
     for (let i = 0; i < calls.length && !this.#done; i++) {
@@ -77,7 +77,7 @@ export class Aggregation implements CallOwner {
       const parent = span === null ? null : startCallSpan(span, c.name);
       if (parent !== null) this.#spans![i] = parent;
       this.#timers[i] = setTimeout(timedOut, c.timeoutMs, this, i);
-      const path = c.up.basePath + renderPath(c.path, sources);
+      const path = paths[i];
       const abort = new AbortController();
       this.#aborts[i] = abort;
       callUpstream(
@@ -164,6 +164,17 @@ export class Aggregation implements CallOwner {
   #deliver(status: number, type: string, doc: unknown): void {
     deliverJson(this.#sink, status, type, doc);
   }
+}
+
+/** Each call's upstream path for this request, or null when a request value cannot stand in one (path-rewrite.ts). */
+export function callPaths(agg: BoundAggregate, sources: Sources): string[] | null {
+  const paths: string[] = [];
+  for (const c of agg.calls) {
+    const p = renderPath(c.path, sources);
+    if (typeof p !== 'string') return null;
+    paths.push(c.up.basePath + p);
+  }
+  return paths;
 }
 
 // Optimization: one function for every timer, the aggregation and call as its arguments (no closure per call).

@@ -12,7 +12,7 @@ import type { ResponseSink } from '../../upstream/call.ts';
 import { callHeaders } from '../call-headers.ts';
 import { ClientSink } from '../client-sink.ts';
 import { defineHandler } from '../types.ts';
-import { Aggregation, type BoundAggregate } from './aggregation.ts';
+import { Aggregation, type BoundAggregate, callPaths } from './aggregation.ts';
 import { manifest } from './manifest.ts';
 
 const JSON_ACCEPT = { accept: 'application/json' };
@@ -45,9 +45,12 @@ export default defineHandler(manifest, {
           if (pattern !== null && params === null)
             return sink.end({ code: 'SLC_ERR_ROUTE_NOT_FOUND', sent: false });
           if (ctx.hasBody && ctx.body === null) ctx.req.resume(); // a body no call sends: read and dropped
+          // Every call's path first: a request value that cannot stand in one refuses the request before any call.
+          const paths = callPaths(agg, new RequestSources(ctx, params, false));
+          if (paths === null) return sink.end({ code: 'SLC_ERR_BAD_PATH_VALUE', sent: false });
           new Aggregation(agg, sink, ctx.requestId).start(
             callHeaders(ctx.headers, JSON_ACCEPT),
-            new RequestSources(ctx, params, false),
+            paths,
             ctx.span,
           );
         };

@@ -5,12 +5,14 @@
  */
 import type { Client, Metadata, StatusObject } from '@grpc/grpc-js';
 import type { FoundMethod } from '../../config/proto-files.ts';
+import { ERRORS } from '../../errors/codes.ts';
 import { problem } from '../../errors/problem.ts';
 import type { Metrics } from '../../observability/metrics.ts';
 import { type Attributes, endRpcSpan, type Span } from '../../observability/tracing.ts';
 import type { ResponseSink } from '../../upstream/call.ts';
 import type { UpstreamRuntime } from '../../upstream/pools.ts';
 import { deliver } from '../deliver.ts';
+import { localFailure } from './local-status.ts';
 import type { BoundMapping } from './request-message.ts';
 import { BREAKER_FAILURES, httpOfGrpc } from './status.ts';
 
@@ -50,19 +52,32 @@ export function settled(b: BoundCall, s: StatusObject, startNs: bigint, span: Sp
   if (span !== null) endRpcSpan(span, s.code, httpOfGrpc(s.code).name, s.details);
 }
 
-/** A gRPC error status answered as its HTTP status, with a problem carrying grpcStatus and the service's message. */
+/**
+ * A gRPC error status answered as its HTTP status, with a problem carrying grpcStatus and the
+ * service's message; one grpc-js made itself (local-status.ts) is the gateway's failure to
+ * complete the call: 502, in the gateway's words, never the library's text.
+ */
 export function deliverStatus(
   sink: ResponseSink,
   s: StatusObject,
   requestId: string,
   headers: Record<string, string | string[]>,
 ): void {
-  const { name, status } = httpOfGrpc(s.code === 0 ? 2 : s.code); // OK without a message: UNKNOWN
-  const doc = problem('SLC_ERR_GRPC_STATUS', OWN_DETAIL[s.code] ?? s.details, {
-    status,
-    grpcStatus: name,
-    requestId,
-  });
+  const local = OWN_DETAIL[s.code] === undefined ? localFailure(s) : null;
+  let status: number;
+  let doc: ReturnType<typeof problem>;
+  if (local !== null) {
+    status = ERRORS.SLC_ERR_GRPC_CALL_FAILED.status;
+    doc = problem('SLC_ERR_GRPC_CALL_FAILED', local, { requestId });
+  } else {
+    const mapped = httpOfGrpc(s.code === 0 ? 2 : s.code); // OK without a message: UNKNOWN
+    status = mapped.status;
+    doc = problem('SLC_ERR_GRPC_STATUS', OWN_DETAIL[s.code] ?? s.details, {
+      status,
+      grpcStatus: mapped.name,
+      requestId,
+    });
+  }
   headers['content-type'] = 'application/problem+json';
   deliver(sink, status, headers, Buffer.from(JSON.stringify(doc)));
 }

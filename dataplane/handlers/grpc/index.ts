@@ -91,7 +91,7 @@ function start(b: BoundCall, ctx: RequestContext, sink: ResponseSink) {
       break;
     } catch (err) {
       if (!(err instanceof JsonMismatch)) throw err;
-      const doc = problem('SLC_ERR_BAD_REQUEST', err.message, { field: err.field, requestId: ctx.requestId });
+      const doc = problem(err.code, err.message, { field: err.field, requestId: ctx.requestId });
       return deliver(
         sink,
         400,

@@ -9,6 +9,7 @@
  */
 import type protobuf from 'protobufjs';
 import { type HttpTemplate, matchTemplate } from '../../config/http-template.ts';
+import { scanJson } from '../../config/json-scan.ts';
 import { fromJson } from './json.ts';
 import { JsonMismatch } from './json-mismatch.ts';
 import { fieldNamed } from '../../config/proto-files.ts';
@@ -41,11 +42,23 @@ export function requestObject(
   let out: Obj = {};
   if (body !== null && body.length > 0) {
     if (m.body === null) throw new JsonMismatch('', 'this route takes no body');
+    const text = body.toString('utf8');
     let json: unknown;
     try {
-      json = JSON.parse(body.toString('utf8'));
+      json = JSON.parse(text);
     } catch {
       throw new JsonMismatch('', 'is not JSON');
+    }
+    // JSON.parse keeps a duplicate's last value, the service's parser might keep the first: refused.
+    const dup = scanJson(text).duplicate;
+    if (dup !== null) {
+      const field =
+        m.body === '*' ? dup.path : `${m.body.name}${dup.path.startsWith('[') ? '' : '.'}${dup.path}`;
+      throw new JsonMismatch(
+        field,
+        `the key ${JSON.stringify(dup.key)} is given twice`,
+        'SLC_ERR_JSON_DUPLICATE_KEY',
+      );
     }
     out = m.body === '*' ? fromJson(m.request, json) : fromJson(m.request, { [m.body.name]: json });
   }

@@ -2,13 +2,19 @@
  * The SOAP service's answer, read as untrusted XML: refused outright when it declares a DTD or
  * an entity (no external entity, no billion laughs: `<!DOCTYPE`, `<!ENTITY` and every other
  * `<!` declaration but comments and CDATA never reach the parser), refused past `maxDepth`
- * levels of nesting (the parser's own bound), and refused when it is not UTF-8. What is left
- * is validated and parsed by fast-xml-parser with attributes ignored, namespace prefixes stripped, text kept
- * as strings (repeated elements become arrays), only XML's five predefined entities and
- * character references decoded. The Body's first element becomes the JSON answer; a Fault
- * becomes a problem carrying its code and string, never the XML.
+ * levels of nesting (the parser's own bound), and refused when it is not UTF-8 or not
+ * well-formed XML 1.0. Well-formedness is checked by saxes, a conforming parser (jsdom's):
+ * fast-xml-parser's validator checks syntax only and lets through an undeclared entity
+ * (`&foo;`, `&nbsp;`), a character reference to what XML forbids (`&#0;`, `&#xD800;`), a raw
+ * control character, an element after the root, `<` in an attribute, `]]>` in text, `--` in a
+ * comment, a misplaced XML declaration. What is left is parsed by fast-xml-parser with
+ * attributes ignored, namespace prefixes stripped, text kept as strings (repeated elements
+ * become arrays), only XML's five predefined entities and character references decoded. The
+ * Body's first element becomes the JSON answer; a Fault becomes a problem carrying its code and
+ * string, never the XML.
  */
 import { XMLParser } from 'fast-xml-parser';
+import { SaxesParser } from 'saxes';
 import type { ErrorCode } from '../../errors/codes.ts';
 
 /** What the answer comes to: a JSON document, or a problem (code, detail, extension members). */
@@ -24,28 +30,21 @@ const UTF8 = new TextDecoder('utf-8', { fatal: true });
 
 /** XML's predefined entities; a DTD never reaches the parser, so no other name can be defined. */
 const PREDEFINED: Record<string, string> = { lt: '<', gt: '>', amp: '&', quot: '"', apos: "'" };
-const REFERENCE = /&(?:#x([0-9A-Fa-f]{1,6})|#([0-9]{1,7})|(lt|gt|amp|quot|apos));/g;
-/** A character reference to something XML 1.0 forbids (NUL, C0 controls, surrogates) stays as written. */
-const xmlChar = (c: number) =>
-  c === 0x9 ||
-  c === 0xa ||
-  c === 0xd ||
-  (c >= 0x20 && c <= 0xd7ff) ||
-  (c >= 0xe000 && c <= 0xfffd) ||
-  (c >= 0x10000 && c <= 0x10ffff);
+const REFERENCE = /&(?:#x([0-9A-Fa-f]+)|#([0-9]+)|(lt|gt|amp|quot|apos));/g;
 
 /**
  * The parser's entity decoder: the five predefined entities and character references, nothing
  * else (fast-xml-parser's own decodes character references only together with HTML entities).
+ * The document is well-formed by then: every reference is one of these, to a character XML allows.
  */
 const XML_REFERENCES = {
   decode: (text: string) =>
     text.includes('&')
-      ? text.replace(REFERENCE, (ref, hex?: string, dec?: string, name?: string) => {
-          if (name !== undefined) return PREDEFINED[name];
-          const c = hex !== undefined ? Number.parseInt(hex, 16) : Number(dec);
-          return xmlChar(c) ? String.fromCodePoint(c) : ref;
-        })
+      ? text.replace(REFERENCE, (_ref, hex?: string, dec?: string, name?: string) =>
+          name !== undefined
+            ? PREDEFINED[name]
+            : String.fromCodePoint(hex !== undefined ? Number.parseInt(hex, 16) : Number(dec)),
+        )
       : text,
   setExternalEntities: () => {},
   addInputEntities: () => {},
@@ -82,9 +81,11 @@ export class SoapReader {
     }
     if (DECLARATION.test(text))
       return { code: 'SLC_ERR_SOAP_DTD_REFUSED', detail: 'the SOAP response declares a DTD or an entity' };
+    const notWellFormed = wellFormed(text);
+    if (notWellFormed !== null) return bad(`the SOAP response is not well-formed XML (${notWellFormed})`);
     let xml: Record<string, unknown>;
     try {
-      xml = this.#parser.parse(text, true); // validated too: the parser alone accepts mismatched tags
+      xml = this.#parser.parse(text);
     } catch (err) {
       if (/nested/i.test((err as Error).message))
         return {
@@ -107,6 +108,20 @@ export class SoapReader {
     if (first === undefined) return { doc: {} };
     const value = body[first];
     return { doc: { [first]: Array.isArray(value) ? value[0] : value } };
+  }
+}
+
+/**
+ * Null when `text` is a well-formed XML 1.0 document, else where it stops being one, in our
+ * words (the parser's message is not passed on). No handler is registered: saxes only checks.
+ */
+function wellFormed(text: string): string | null {
+  const p = new SaxesParser();
+  try {
+    p.write(text).close();
+    return null;
+  } catch {
+    return `line ${p.line}, column ${p.column}`;
   }
 }
 

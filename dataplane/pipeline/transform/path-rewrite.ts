@@ -5,10 +5,12 @@
  * rewrite, an aggregate's call paths) captures its own parameters, once per request,
  * from the normalized path (a segment's value is decoded; the normalizer has refused an encoded
  * "/"). Each segment of the rewrite renders on its own and every looked-up value is
- * percent-encoded, "/" included, so a value is always inside one segment; a segment that comes
- * out as "." or ".." is encoded too, so it never climbs. A path that does not match the pattern
- * is forwarded as it would be without the rewrite.
+ * percent-encoded, so a value is always inside one segment; a segment built from request values
+ * that is a dot segment or holds a path separator in any spelling (config/path-grammar.ts,
+ * unsafeSegment) refuses the request before anything is sent. A path that does not match the
+ * pattern is forwarded as it would be without the rewrite.
  */
+import { unsafeSegment } from '../../config/path-grammar.ts';
 import { pathSegment, render, type Sources, type Template } from '../../config/template.ts';
 import { PATH_PARAM as PARAM } from '../../config/transform-schema.ts';
 
@@ -57,13 +59,18 @@ export function captureParams(rw: PathRewrite, path: string): Record<string, str
   return params;
 }
 
-const DOTS = /^\.{1,2}$/;
-
-export function renderPath(rw: PathRewrite, sources: Sources): string {
+/** The upstream path, or why a request value cannot stand in it (the request is refused with SLC_ERR_BAD_PATH_VALUE). */
+export function renderPath(rw: PathRewrite, sources: Sources): string | { error: string } {
   let out = '';
-  for (const t of rw.segments) {
+  for (let i = 0; i < rw.segments.length; i++) {
+    const t = rw.segments[i];
     const seg = render(t, sources, pathSegment) as string;
-    out += `/${DOTS.test(seg) ? seg.replaceAll('.', '%2E') : seg}`;
+    // Literal segments were checked with the config; only request values can make one unsafe.
+    if (t.literal === null) {
+      const why = unsafeSegment(seg);
+      if (why !== null) return { error: `segment ${i + 1} of the upstream path, from the request: ${why}` };
+    }
+    out += `/${seg}`;
   }
   return out;
 }

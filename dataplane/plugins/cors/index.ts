@@ -19,6 +19,7 @@
  * upstream's header object, which would not reach the gateway's own answers. Routes without
  * cors pay nothing.
  */
+import { handshakeOrigins } from '../../config/origins.ts';
 import { answered, answerProblem } from '../../pipeline/answer.ts';
 import type { RequestContext } from '../../pipeline/context.ts';
 import { definePlugin } from '../types.ts';
@@ -49,6 +50,17 @@ export default definePlugin(manifest, {
 
     const hooks = {
       onRequest(ctx: RequestContext): void {
+        // A WebSocket handshake carries this site's cookies whatever page opens it: only the
+        // policy's origins may (cross-site WebSocket hijacking); clients without Origin are no browsers.
+        if (ctx.upgrade !== null)
+          for (const o of handshakeOrigins(ctx.headers, ctx.repeatedHeaders))
+            if (policy.allowOrigin(o) === null) {
+              answerProblem(ctx, 'SLC_ERR_WEBSOCKET_ORIGIN_REFUSED', {
+                detail: `the origin ${JSON.stringify(o)} is not among this route's cors origins`,
+                close: true,
+              });
+              return;
+            }
         // An Origin sent on two lines was joined at ingress ("a, b"): it is no origin, never allowed.
         const repeated = ctx.repeatedHeaders;
         const origin = repeated?.has('origin') ? 'null' : ctx.headers.origin;

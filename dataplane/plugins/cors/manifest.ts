@@ -11,10 +11,7 @@ import safeRegex from 'safe-regex2';
 import type { ConfigProblem } from '../../config/config-problem.ts';
 import { HEADER_NAME_PATTERN, TOKEN_PATTERN } from '../../config/http-grammar.ts';
 import { pluginManifest } from '../../config/manifest.ts';
-
-/** A serialized origin as browsers send it (lower case, no path), optionally with `*.` in front of the host. */
-const HOST = '(\\*\\.)?[a-z0-9-]+(\\.[a-z0-9-]+)*|\\[[0-9a-f:.]+\\]';
-export const ORIGIN_PATTERN = `^(\\*|[a-z][a-z0-9+.-]*://(${HOST})(:[0-9]{1,5})?)$`;
+import { ORIGIN_PATTERN } from '../../config/origins.ts';
 
 const NO_ORIGIN = 'set origins or originRegex (with neither, no origin is allowed)';
 const STAR_NOT_ALONE = '"*" allows every origin and must be alone (no other origins, no originRegex)';

@@ -6,8 +6,8 @@
  * requested header.
  */
 import { TOKEN } from '../../config/http-grammar.ts';
-import type { CorsConfig } from './manifest.ts';
-import { compileOrigins } from './origins.ts';
+import { compileOrigins } from '../../config/origins.ts';
+import { anchoredRegex, type CorsConfig } from './manifest.ts';
 
 export const DEFAULT_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'];
 /** Vary of an actual response: the response depends on the Origin (a cache must not give one origin's answer to another). */
@@ -32,7 +32,7 @@ export interface CorsPolicy {
 }
 
 export function compilePolicy(config: CorsConfig): CorsPolicy {
-  const origins = compileOrigins(config.origins ?? [], config.originRegex ?? []);
+  const origins = compileOrigins(config.origins ?? [], (config.originRegex ?? []).map(anchoredRegex));
   const credentials = config.credentials === true;
   // `*` is answered as `*` only without credentials (the checks refuse the other case; this is the second lock).
   const star = origins.any && !credentials;

@@ -1,12 +1,13 @@
 /**
  * request_hash (spec §2.1 rule 2, §8): SHA-256 hex, 64 characters, over what makes two
  * requests the same operation: method, route id, normalized path, query parameters in sorted
- * order, content type, the values of the headers the operation depends on, and the body
- * (canonical when it is JSON, raw bytes otherwise). The client's own headers are read, before
+ * order (repeated ones in theirs: pipeline/query-key.ts), content type, the values of the
+ * headers the operation depends on, and the body (canonical when it is JSON, raw bytes otherwise). The client's own headers are read, before
  * any transformer, so a config change to added headers does not turn retries into 422s.
  */
 import { createHash, hash } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
+import { queryKey } from '../../pipeline/query-key.ts';
 import { canonicalJsonBody, isJsonContentType } from './canonical-body.ts';
 
 export interface FingerprintInput {
@@ -32,7 +33,7 @@ export function fingerprint(input: FingerprintInput): FingerprintResult {
     // Not JSON after all: hashed as bytes; the upstream will say what it thinks of it.
     if ('text' in c) body = c.text;
   }
-  const query = input.query === '' ? '' : input.query.split('&').sort().join('&');
+  const query = queryKey(input.query);
   const head = JSON.stringify([
     input.method,
     input.routeId,

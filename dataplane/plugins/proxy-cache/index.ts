@@ -6,7 +6,8 @@
  *     stale, stale-while-revalidate→ answered from the entry; one background request refreshes it
  *     stale / not for this request → revalidated with the upstream (revalidate.ts)
  *     nothing                      → forwarded; the response is stored on its way (record.ts)
- * Concurrent misses for one key make one upstream call (coalesce.ts).
+ * Concurrent misses for one key make one upstream call (coalesce.ts). Headers that change what a
+ * back end serves but are not in the key are removed first (override-headers.ts).
  * The store failing is a bypass (fwd=bypass), never an error: the cache is an optimisation.
  */
 import type { RequestContext } from '../../pipeline/context.ts';
@@ -15,8 +16,9 @@ import type { CacheEntry, CacheStore } from '../../stores/cache-store.ts';
 import { definePlugin } from '../types.ts';
 import { type Forward, fwdStatus, hitStatus, staleHitStatus } from './cache-status.ts';
 import { Coalescer } from './coalesce.ts';
-import { requestKeys } from './key.ts';
+import { requestHost, requestKeys } from './key.ts';
 import { manifest } from './manifest.ts';
+import { stripOverrides } from './override-headers.ts';
 import { policyRequest, staleAllowance, staleSeconds } from './policy.ts';
 import { Recorder } from './record.ts';
 import { type Context, refreshInBackground, revalidate } from './revalidate.ts';
@@ -80,6 +82,9 @@ class Cache {
 
   #onRequest(ctx: RequestContext): void | Promise<void> {
     const m = ctx.method;
+    // What the cache answers or stores from must not depend on headers outside its key.
+    if (m === 'GET' || m === 'HEAD' || (m === 'POST' && this.#s.post))
+      stripOverrides(ctx.headers, this.#s.stripHeaders, requestHost(ctx));
     if (m === 'GET' || (m === 'HEAD' && this.#s.head)) return this.#lookup(ctx, false);
     ctx.cacheResult = 'method';
     this.#deps.metrics.cache(ctx.route.id, 'method');

@@ -1,6 +1,7 @@
 /** The proxy-cache config, defaults filled in and durations in ms: compiled once per snapshot. */
 import { parseDuration } from '../../config/duration.ts';
 import { checkProxyCacheConfig, type ProxyCacheConfig } from './manifest.ts';
+import { overridesToStrip } from './override-headers.ts';
 
 export interface Settings {
   store: 'memory' | 'redis';
@@ -11,6 +12,8 @@ export interface Settings {
   post: boolean;
   /** Lower-case request header names in the key. */
   varyHeaders: readonly string[];
+  /** Override headers removed from the requests the cache answers or stores from (override-headers.ts). */
+  stripHeaders: ReadonlySet<string>;
   maxSwrS: number;
   maxSieS: number;
   keepForRevalidationMs: number;
@@ -44,6 +47,7 @@ export function compileSettings(c: ProxyCacheConfig): Settings {
     head: methods.includes('HEAD'),
     post: methods.includes('POST'),
     varyHeaders: (c.varyHeaders ?? []).map((h) => h.toLowerCase()),
+    stripHeaders: overridesToStrip(c.varyHeaders ?? []),
     maxSwrS: ms(c.maxStaleWhileRevalidate, DEFAULTS.maxStaleWhileRevalidate) / 1000,
     maxSieS: ms(c.maxStaleIfError, DEFAULTS.maxStaleIfError) / 1000,
     keepForRevalidationMs: ms(c.keepForRevalidation, DEFAULTS.keepForRevalidation),

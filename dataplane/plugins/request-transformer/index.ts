@@ -107,7 +107,12 @@ export default definePlugin(manifest, {
             }
             const params = rewrite === null ? null : captureParams(rewrite, ctx.path);
             const sources = new RequestSources(ctx, params, copyHeaders);
-            if (rewrite !== null && params !== null) ctx.upstreamPath = renderPath(rewrite, sources);
+            if (rewrite !== null && params !== null) {
+              const path = renderPath(rewrite, sources);
+              if (typeof path !== 'string')
+                return answerProblem(ctx, 'SLC_ERR_BAD_PATH_VALUE', { detail: path.error });
+              ctx.upstreamPath = path;
+            }
             if (query !== null) ctx.query = applyQueryVerbs(query, ctx.query, sources);
             if (body === null || ctx.body !== null || !ctx.hasBody) return finish(ctx, sources);
             return readBody(ctx.req, ctx.route.deps.limits.maxBodyBytes).then(
