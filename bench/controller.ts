@@ -75,6 +75,8 @@ const API_KEY = 'bench-key-0123456789';
 interface Sizing {
   limitMiB: number;
   heapMiB: number;
+  /** SLUICE_NODE_FLAG, which the #! line passes after its own flags (the controller's young generation). */
+  nodeFlag: string | null;
 }
 function mebibytes(q: string): number {
   const m = /^(\d+)(Mi|Gi)$/.exec(q);
@@ -88,7 +90,13 @@ function sizing(preset: string): { controller: Sizing; dataplane: Sizing } {
     const limit = over[role]?.resources?.limits?.memory ?? base[role].resources.limits.memory;
     const percent = over[role]?.heapPercent ?? base[role].heapPercent;
     const limitMiB = mebibytes(limit);
-    return { limitMiB, heapMiB: Math.floor((limitMiB * percent) / (100 * workers)) };
+    const semi =
+      role === 'controller' ? (over.controller?.semiSpaceMiB ?? base.controller.semiSpaceMiB) : null;
+    return {
+      limitMiB,
+      heapMiB: Math.floor((limitMiB * percent) / (100 * workers)),
+      nodeFlag: semi === null ? null : `--max-semi-space-size=${semi}`,
+    };
   };
   return {
     controller: of('controller', 1),
@@ -352,6 +360,7 @@ async function main(): Promise<number> {
       argv: [
         NODE,
         ...SLUICE_NODE_FLAGS,
+        ...(sz.nodeFlag ? [sz.nodeFlag] : []),
         ...snapshotFlags,
         ...args[more[0] === 'controller' ? 'controller-node-flags' : 'dataplane-node-flags']!.split(
           ' ',
@@ -480,7 +489,11 @@ async function main(): Promise<number> {
       preset: args.preset,
       entry: args.source ? 'bin/sluice.ts' : 'dist/bin/sluice.js',
       flags: {
-        controller: `${SLUICE_NODE_FLAGS.join(' ')} --max-old-space-size=${SIZE.controller.heapMiB}`,
+        controller:
+          `${SLUICE_NODE_FLAGS.join(' ')} ${SIZE.controller.nodeFlag ?? ''} --max-old-space-size=${SIZE.controller.heapMiB}`.replace(
+            '  ',
+            ' ',
+          ),
         dataplane: `${SLUICE_NODE_FLAGS.join(' ')} --max-old-space-size=${SIZE.dataplane.heapMiB}`,
       },
       limitsMiB: { controller: SIZE.controller.limitMiB, dataplane: SIZE.dataplane.limitMiB },

@@ -1,4 +1,4 @@
-#!/usr/bin/env -S node --max-semi-space-size=16
+#!/usr/bin/env -S node --max-semi-space-size=16 ${SLUICE_NODE_FLAG}
 /**
  * The sluice command: a dispatcher. Each command (bin/commands/) has its own flags, --help and
  * examples; what they share is in bin/lib/.

@@ -16,7 +16,8 @@ export const SLUICE_NODE_FLAGS = (
   /^#!.*[/ ]node(.*)$/m.exec(readFileSync(join(ROOT, 'bin/sluice.ts'), 'utf8').split('\n')[0])?.[1] ?? ''
 )
   .split(' ')
-  .filter(Boolean);
+  // `${SLUICE_NODE_FLAG}` (env -S expands it): the role's own flag, which the bench adds itself.
+  .filter((f) => f !== '' && !f.startsWith('${'));
 /** Clock ticks per second of /proc's CPU times. */
 export const HZ = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout?.trim()) || 100;
 

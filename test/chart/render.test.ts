@@ -166,6 +166,19 @@ describe('rendered pods', () => {
     expect(await nodeOptions({}, 'gw-sluice-controller')).toBe('--max-old-space-size=192');
   });
 
+  it("the controller's young generation: SLUICE_NODE_FLAG, which the binary's #! line passes after its own", async () => {
+    const flag = async (set: Record<string, string>) =>
+      container(await render({ set }), 'gw-sluice-controller').env.find(
+        (e: { name: string }) => e.name === 'SLUICE_NODE_FLAG',
+      )?.value;
+    expect(await flag({})).toBe('--max-semi-space-size=4');
+    expect(await flag({ 'controller.semiSpaceMiB': '8' })).toBe('--max-semi-space-size=8');
+    expect(await flag({ 'controller.resources.limits.memory': 'null' })).toBe('--max-semi-space-size=4');
+    expect(
+      container(await render({}), 'gw-sluice-dataplane').env.map((e: { name: string }) => e.name),
+    ).not.toContain('SLUICE_NODE_FLAG');
+  });
+
   it('a rolling update loses no request: grace period = preStop + 2 x drain + 5 s; no old pod leaves before a new one is ready', async () => {
     const ms = await render({ set: { 'dataplane.preStopSeconds': '7', 'dataplane.drainSeconds': '20' } });
     const d = find(ms, 'Deployment', 'gw-sluice-dataplane');

@@ -75,6 +75,15 @@ describe('npm package', () => {
     expect(stdout.trim()).toContain(version);
   });
 
+  it("SLUICE_NODE_FLAG reaches Node through the #! line (the chart sets the controller's young generation so)", async () => {
+    const bin = join(prefix, 'bin', 'sluice');
+    const run = exec(bin, ['--version'], {
+      env: { ...env, SLUICE_NODE_FLAG: '--no-such-v8-flag-here' },
+      cwd: dir,
+    });
+    await expect(run).rejects.toMatchObject({ stderr: expect.stringContaining('--no-such-v8-flag-here') });
+  });
+
   // The image's entrypoint is `tini -- sluice` (Dockerfile): the same here, but for the image
   // itself, which needs a Docker engine. tini comes from Debian (.ci/run installs it).
   it.skipIf(!TINI && !process.env.CI)(
@@ -109,6 +118,9 @@ describe('npm package', () => {
           .split(' ');
         const cmdline = (await readFile(`/proc/${child}/cmdline`, 'utf8')).split('\0');
         expect(cmdline).toContain('--max-semi-space-size=16');
+        // SLUICE_NODE_FLAG (unset here) adds no argument.
+        expect(cmdline.filter((a) => a.startsWith('--'))[0]).toBe('--max-semi-space-size=16');
+        expect(cmdline.slice(0, -1).some((a) => a === '' || a.includes('SLUICE_NODE_FLAG'))).toBe(false); // ends with a NUL
         tini.kill('SIGTERM');
         const [code] = await once(tini, 'exit');
         expect(code).toBe(0);
