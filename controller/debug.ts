@@ -9,7 +9,7 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { debugConfig } from '../dataplane/config/debug-config.ts';
+import { debugConfigText } from '../dataplane/config/debug-config.ts';
 import type { Snapshot } from '../dataplane/config/route-table.ts';
 
 const digest = (s: string) => createHash('sha256').update(s).digest();
@@ -40,6 +40,6 @@ export function serveDebugConfig(
     res.end('no snapshot built yet\n');
   } else {
     res.writeHead(200, { 'content-type': 'application/json' });
-    res.end(req.method === 'HEAD' ? undefined : JSON.stringify(debugConfig(snapshot)));
+    res.end(req.method === 'HEAD' ? undefined : debugConfigText(snapshot));
   }
 }

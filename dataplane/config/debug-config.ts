@@ -8,6 +8,7 @@
  * certificate's private key. Certificates themselves are public and stay. The hash is the real
  * snapshot's (GET /config's, the pods'), never one of the redacted text.
  */
+import { canonicalJson } from './canonical-json.ts';
 import { pluginManifest } from './catalog.ts';
 import { resolvedSecretField } from './manifest.ts';
 import type { PluginInstance, RouteTable, Snapshot } from './route-table.ts';
@@ -28,6 +29,14 @@ const WHAT_IS_REDACTED =
 
 export function debugConfig(snapshot: Snapshot): DebugConfig {
   return { hash: snapshot.hash, redacted: WHAT_IS_REDACTED, table: redactTable(snapshot.table) };
+}
+
+/**
+ * The answer's text: canonical JSON, so the controller's (the table as built) and a pod's (the
+ * table as parsed from the wire, keys sorted) read byte for byte alike when they hold the same.
+ */
+export function debugConfigText(snapshot: Snapshot): string {
+  return canonicalJson(debugConfig(snapshot));
 }
 
 /** A copy of the table without Secret values; the input is not touched (it is the running one). */

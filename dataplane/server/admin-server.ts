@@ -6,7 +6,7 @@
  */
 import { timingSafeEqual, createHash } from 'node:crypto';
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
-import { debugConfig } from '../config/debug-config.ts';
+import { debugConfigText } from '../config/debug-config.ts';
 import type { Snapshot } from '../config/route-table.ts';
 import { arrivedAs } from '../config/wire.ts';
 import type { ErrorCode } from '../errors/codes.ts';
@@ -131,7 +131,8 @@ export function createAdminServer(state: AdminState, opts: AdminOptions): Fastif
   app.get('/debug/config', async (request, reply) => {
     if (!authorized(request.headers.authorization)) return unauthorized(reply, 'GET /debug/config');
     const running = state.snapshot();
-    return running === null ? sendError(reply, 'SLC_ERR_NOT_READY') : debugConfig(running);
+    if (running === null) return sendError(reply, 'SLC_ERR_NOT_READY');
+    return reply.type('application/json').send(debugConfigText(running));
   });
   // proxy-cache purge: keys start with the request path (plugins/proxy-cache/key.ts), so
   // prefix=/api/items removes every method, query, variant and caller of that subtree; "/" all.
