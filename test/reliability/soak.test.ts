@@ -1,0 +1,147 @@
+/**
+ * A soak: one gateway under steady load for SOAK_SECONDS (default 900, `make reliability`'s 15
+ * minutes), 32 clients in a closed loop over a mix of routes, in-memory stores as a single
+ * process runs them:
+ *  - GET /api/…      plain proxy;
+ *  - POST /charges   idempotency, a new key each time (records kept 10 s, so the store turns over);
+ *  - GET /limited/…  a local rate limit per x-bucket header (100 buckets, a limit never reached);
+ *  - GET /cache/…    proxy-cache (memory), 2,000 ids the upstream marks cacheable for 5 s.
+ * The gateway's RSS is sampled every 10 s. Asserted: 0 failed requests, and after a warm-up
+ * (a fifth of the run, at least 90 s: the idempotency store's records are swept every 60 s) RSS grows less than 20 % (the median of the last three
+ * samples against that of the first three after warm-up: one GC cycle is not growth).
+ * Printed: requests and rate, RSS at start / after warm-up / end / max, and the growth.
+ */
+import { once } from 'node:events';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { failures, type Shot, startLoad, statusLine } from '../helpers/load.ts';
+import { rssBytes, type SluiceProcess, startSluice } from '../helpers/processes.ts';
+
+const SOAK_SECONDS = Number(process.env.SOAK_SECONDS ?? 900);
+const SAMPLE_MS = 10_000;
+/** The idempotency store's steady state: records kept 10 s, swept every 60 s (memory-idempotency-store.ts). */
+const WARM_UP_MS = Math.max(90_000, (SOAK_SECONDS * 1000) / 5);
+const CONCURRENCY = 32;
+
+const yaml = (port: number) => `
+apiVersion: sluice.dev/v1alpha1
+kind: GatewayPlugin
+metadata: { name: idem }
+spec: { plugin: idempotency, config: { ttl: 10s } }
+---
+apiVersion: sluice.dev/v1alpha1
+kind: GatewayPlugin
+metadata: { name: limit }
+spec: { plugin: rate-limiting, config: { second: 1000000, limitBy: header, header: x-bucket } }
+---
+apiVersion: sluice.dev/v1alpha1
+kind: GatewayPlugin
+metadata: { name: cache }
+spec: { plugin: proxy-cache, config: { store: memory } }
+---
+apiVersion: sluice.dev/v1alpha1
+kind: GatewayRoute
+metadata: { name: soak }
+spec:
+  service: { name: up, url: "http://127.0.0.1:${port}" }
+  routes:
+    - { name: api, paths: ["/api"] }
+    - { name: charges, paths: ["/charges"], methods: [POST], plugins: [{ name: idem }] }
+    - { name: limited, paths: ["/limited"], plugins: [{ name: limit }] }
+    - { name: cache, paths: ["/cache"], plugins: [{ name: cache }] }
+`;
+
+const MiB = (b: number) => `${Math.round(b / 2 ** 20)} MiB`;
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+
+describe(`soak: ${SOAK_SECONDS} s of mixed load on one gateway`, () => {
+  // Not helpers/servers.ts's startUpstream: it records every request, millions here.
+  const upstream = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      const body = JSON.stringify({ url: req.url });
+      res.writeHead(200, {
+        'content-type': 'application/json',
+        ...(req.url?.startsWith('/cache') ? { 'cache-control': 'public, max-age=5' } : {}),
+      });
+      res.end(body);
+    });
+  });
+  let gw: SluiceProcess;
+  beforeAll(async () => {
+    upstream.listen(0, '127.0.0.1');
+    await once(upstream, 'listening');
+    gw = await startSluice({ yaml: yaml((upstream.address() as AddressInfo).port) });
+  });
+  afterAll(async () => {
+    await gw?.stop();
+    upstream.closeAllConnections();
+    upstream.close();
+  });
+
+  it(
+    '0 failed requests; RSS growth after warm-up under 20 %',
+    async () => {
+      const pid = gw.process.pid;
+      const samples: { at: number; rss: number }[] = [];
+      const sample = () => samples.push({ at: performance.now() - t0, rss: rssBytes(pid) ?? Number.NaN });
+      const t0 = performance.now();
+      sample();
+      const load = startLoad({
+        url: gw.proxyUrl,
+        concurrency: CONCURRENCY,
+        timeoutMs: 10_000,
+        next: (i): Shot => {
+          switch (i % 4) {
+            case 0:
+              return { path: `/api/items/${i}`, kind: 'api' };
+            case 1:
+              return {
+                path: '/charges',
+                method: 'POST',
+                headers: {
+                  authorization: 'Bearer soak',
+                  'content-type': 'application/json',
+                  'idempotency-key': `soak-${i.toString(36).padStart(32, '0')}`,
+                },
+                body: '{"amount":1}',
+                kind: 'idem',
+              };
+            case 2:
+              return { path: `/limited/${i}`, headers: { 'x-bucket': `b${i % 100}` }, kind: 'limit' };
+            default:
+              return { path: `/cache/${i % 2_000}`, kind: 'cache' };
+          }
+        },
+      });
+      const timer = setInterval(sample, SAMPLE_MS);
+      try {
+        await sleep(SOAK_SECONDS * 1000);
+      } finally {
+        clearInterval(timer);
+        await load.stop();
+      }
+      sample();
+      const ms = performance.now() - t0;
+      const after = samples.filter((s) => s.at >= WARM_UP_MS).map((s) => s.rss);
+      const base = median(after.slice(0, 3));
+      const end = median(after.slice(-3));
+      const growth = (end - base) / base;
+      const max = Math.max(...samples.map((s) => s.rss));
+      console.log(
+        `[soak] ${SOAK_SECONDS} s, ${load.done()} requests (${Math.round(load.done() / (ms / 1000))}/s, ${CONCURRENCY} clients, ` +
+          `proxy/idempotency/rate limit/cache 1:1:1:1); statuses ${statusLine(load.byStatus)}; failed ${failures(load.byStatus)}` +
+          `${load.errors.size ? ` (${JSON.stringify(Object.fromEntries(load.errors))})` : ''}; ` +
+          `RSS start ${MiB(samples[0].rss)}, after ${Math.round(WARM_UP_MS / 1000)} s warm-up ${MiB(base)}, end ${MiB(end)}, ` +
+          `max ${MiB(max)}; growth after warm-up ${(growth * 100).toFixed(1)} %; ` +
+          `samples (MiB, every ${SAMPLE_MS / 1000} s): ${samples.map((s) => Math.round(s.rss / 2 ** 20)).join(' ')}`,
+      );
+      expect(failures(load.byStatus)).toBe(0);
+      expect(after.length).toBeGreaterThanOrEqual(3);
+      expect(growth).toBeLessThan(0.2);
+    },
+    (SOAK_SECONDS + 120) * 1000,
+  );
+});
