@@ -42,8 +42,13 @@ unit: deps
 test-k8s: deps
 	vitest run --config vitest.k8s.config.ts
 
-## reliability: failure tests too slow for `make test` (vitest.reliability.config.ts): a Redis Cluster
-## master SIGKILLed under load through three gateways (~1 min; needs redis-server and redis-cli)
+## reliability: failure and abuse tests too slow for `make test` (vitest.reliability.config.ts,
+## test/reliability/, one file at a time; ~25 min, 15 of them the soak; figures printed, bench/README.md
+## "Reliability"): a Redis Cluster and a Redis Sentinel master SIGKILLed under load through three
+## gateways; a rolling restart of three gateways behind HAProxy, endpoint removal first and plain
+## SIGTERM; a soak of SOAK_SECONDS (default 900) with RSS sampled; 500 slowloris connections;
+## HTTP/2 rapid reset, CONTINUATION and SETTINGS floods; 2× overload with --max-in-flight.
+## Needs redis-server, redis-cli, haproxy (HAPROXY=path; default /usr/sbin/haproxy) and openssl
 reliability: deps
 	vitest run --config vitest.reliability.config.ts
 
