@@ -176,6 +176,22 @@ export class Metrics {
     labelNames: ['route', 'result'] as const,
     registers: [this.registry],
   });
+  readonly #shed = new Counter({
+    name: 'sluice_requests_shed_total',
+    help:
+      'Requests answered 503 (SLC_ERR_OVERLOADED) without being routed, by reason: max_in_flight (the ' +
+      "process's --max-in-flight), adaptive (the adaptive limit, --adaptive-concurrency).",
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
+  readonly #h2Cut = new Counter({
+    name: 'sluice_http2_connections_cut_total',
+    help:
+      'h2 connections the gateway cut (GOAWAY ENHANCE_YOUR_CALM), by reason: rapid_reset (too many streams ' +
+      'reset or left unanswered within the window, CVE-2023-44487).',
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
   readonly #circuitIds = new Set<string>();
   /** Per-consumer analytics; null (the default) when off. */
   readonly consumers: ConsumerAnalytics | null;
@@ -261,6 +277,14 @@ export class Metrics {
   websocketClosed(route: string, reason: WebSocketCloseReason): void {
     this.#wsOpen.dec();
     this.#wsClosed.series(route, reason).inc();
+  }
+
+  requestShed(reason: 'max_in_flight' | 'adaptive'): void {
+    this.#shed.labels(reason).inc();
+  }
+
+  http2SessionCut(reason: 'rapid_reset'): void {
+    this.#h2Cut.labels(reason).inc();
   }
 
   configHash(hash: string): void {
