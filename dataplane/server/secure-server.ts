@@ -49,7 +49,7 @@ export function createSecureProxyServer(
   const ingress = { ...opts, proto: 'https' as const };
   // The compatibility request and response stand in for node:http's: what the pipeline uses of
   // them (headers, rawHeaders, socket, writeHead, write, end, destroy) they have.
-  const onRequest = requestListener(holder, ingress, obs, draining) as unknown as (
+  const onRequest = requestListener(holder, ingress, obs) as unknown as (
     req: Http2ServerRequest,
     res: Http2ServerResponse,
   ) => void;
