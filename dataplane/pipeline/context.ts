@@ -3,6 +3,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex, Writable } from 'node:stream';
 import type { CacheOutcome, IdempotencyOutcome, RateLimitResult } from '../observability/metrics.ts';
 import type { Span } from '../observability/tracing.ts';
+import type { CallSignal } from '../upstream/call-signal.ts';
 import { clientSignal } from './client-signal.ts';
 import type { RuntimeRoute } from './route.ts';
 
@@ -70,7 +71,7 @@ export class RequestContext {
   /** The W3C trace id of the request's server span, for logs and problem bodies; null when tracing is off. */
   traceId: string | null = null;
   /** Made on first use (client-signal.ts): only handlers that call an upstream for the client pay for it. */
-  #signal: AbortSignal | null = null;
+  #signal: CallSignal | null = null;
 
   constructor(
     req: IncomingMessage,
@@ -97,7 +98,7 @@ export class RequestContext {
    * Aborted when the client goes away before its response ended: every upstream call made for
    * the client carries it (a background call, which outlives the client, does not).
    */
-  get signal(): AbortSignal {
+  get signal(): CallSignal {
     if (this.#signal === null) this.#signal = clientSignal(this.res);
     return this.#signal;
   }

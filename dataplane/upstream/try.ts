@@ -13,6 +13,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Writable } from 'node:stream';
 import { type Dispatcher, errors } from 'undici';
+import type { CallSignal } from './call-signal.ts';
 import { arm, disarm, Expiring, touch } from './deadlines.ts';
 
 const noop = () => {};
@@ -27,10 +28,10 @@ export abstract class UpstreamTry extends Expiring implements Dispatcher.Dispatc
   #settled = false;
   #onDrain: (() => void) | null = null;
   /** The caller's signal (the client gone, an aggregate call withdrawn) and its listener. */
-  readonly #signal: AbortSignal | undefined;
+  readonly #signal: CallSignal | undefined;
   #onAbort: (() => void) | null = null;
 
-  constructor(headersTimeoutMs: number, bodyTimeoutMs: number, signal: AbortSignal | undefined) {
+  constructor(headersTimeoutMs: number, bodyTimeoutMs: number, signal: CallSignal | undefined) {
     super();
     this.#headersTimeoutMs = headersTimeoutMs;
     this.#bodyTimeoutMs = bodyTimeoutMs;
@@ -48,7 +49,8 @@ export abstract class UpstreamTry extends Expiring implements Dispatcher.Dispatc
         return;
       }
       this.#onAbort = () => controller.abort(signal.reason as Error);
-      signal.addEventListener('abort', this.#onAbort, { once: true });
+      // Removed when the try settles; an abort comes once (no `once` option object to allocate).
+      signal.addEventListener('abort', this.#onAbort);
     }
   }
 
