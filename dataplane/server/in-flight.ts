@@ -16,6 +16,7 @@
  * response.
  */
 import type { ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { AdaptiveLimit } from './adaptive-limit.ts';
 
@@ -88,8 +89,10 @@ export class InFlight {
    */
   #drained(res: ServerResponse): void {
     if (!('stream' in res)) {
-      const socket = res.req?.socket;
-      if (socket !== undefined && !socket.destroyed) socket.end();
+      const socket = res.req?.socket as (Socket & { _httpMessage?: unknown }) | undefined;
+      // A pipelined request's response already holds the socket (node:http hands it over before
+      // this 'close'): that one ends the connection when it closes.
+      if (socket !== undefined && !socket.destroyed && socket._httpMessage == null) socket.end();
     }
     if (this.#count === 0) this.#idle?.();
   }

@@ -115,6 +115,36 @@ describe('draining on SIGTERM (one process)', () => {
     }
   });
 
+  it('a request arriving on a kept-alive connection while draining is answered with Connection: close', async () => {
+    up.seen.length = 0;
+    const gw = await startSluice({ yaml: yaml(), args: DRAIN });
+    try {
+      const socket = connect(gw.proxyPort, '127.0.0.1');
+      await once(socket, 'connect');
+      let text = '';
+      socket.setEncoding('utf8').on('data', (d: string) => {
+        text += d;
+      });
+      const closed = once(socket, 'close');
+      socket.write('GET /slow HTTP/1.1\r\nHost: x\r\n\r\n');
+      await expect.poll(() => up.seen.length, { timeout: 5_000 }).toBe(1);
+      gw.process.kill('SIGTERM');
+      await expect.poll(async () => (await admin(gw, '/readyz')).status, { timeout: 1_000 }).toBe(503);
+      // The next request on the same connection (behind the slow one): served, then the connection ends.
+      socket.write('GET /fast HTTP/1.1\r\nHost: x\r\n\r\n');
+      await closed;
+      const replies = text.split(/(?=HTTP\/1\.1 )/);
+      expect(replies).toHaveLength(2);
+      expect(replies[0]).toMatch(/^HTTP\/1\.1 200/);
+      expect(replies[0]).toContain('finished');
+      expect(replies[1]).toMatch(/^HTTP\/1\.1 200/);
+      expect(replies[1].toLowerCase()).toContain('connection: close');
+      expect((await gw.exited).code).toBe(0);
+    } finally {
+      await gw.stop();
+    }
+  });
+
   it('with only idle keep-alive connections: exits within about a second', async () => {
     const gw = await startSluice({ yaml: yaml(), args: DRAIN });
     try {
