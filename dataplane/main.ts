@@ -263,6 +263,7 @@ export async function startDataPlane(partial: Partial<DataPlaneOptions>): Promis
         // /readyz answers 503 from now on (load balancers stop sending), /healthz stays 200; the
         // process goes as soon as its requests in flight are done, the drain timeout bounding it.
         draining = true;
+        serverOpts.webSockets.goingAway();
         const drain = Promise.all([serverOpts.inFlight.drain(), ...listeners.map((l) => l.close())]);
         const timer = new Promise<void>((r) => setTimeout(r, o.drainTimeoutMs).unref());
         await Promise.race([drain, timer]);

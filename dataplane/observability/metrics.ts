@@ -30,7 +30,13 @@ export type RateLimitResult = 'allowed' | 'limited' | 'fallback' | 'unavailable'
 /** How a WebSocket upgrade ended: a 101, refused by the chain (auth, rate limit, …), past --max-websockets, the upstream's handshake failed. */
 export type WebSocketResult = 'accepted' | 'refused' | 'limit' | 'upstream_error';
 /** How an open WebSocket ended: a Close frame passed (normal), the idle timeout, a message over the limit, a side failed or hung up. */
-export type WebSocketCloseReason = 'normal' | 'idle' | 'too_big' | 'upstream_error' | 'client_error';
+export type WebSocketCloseReason =
+  | 'normal'
+  | 'idle'
+  | 'too_big'
+  | 'upstream_error'
+  | 'client_error'
+  | 'shutdown';
 
 /** How a soap route's request ended (sluice_soap_requests_total). */
 export type SoapResult = 'ok' | 'client_fault' | 'server_fault' | 'refused' | 'bad_request' | 'error';
@@ -154,7 +160,8 @@ export class Metrics {
     name: 'sluice_websocket_closed_total',
     help:
       'WebSockets ended, by route id and reason: normal (after a Close frame), idle (timeout), too_big (a message ' +
-      'over the limit), upstream_error, client_error (a side hung up without a Close, or sent invalid frames).',
+      'over the limit), upstream_error, client_error (a side hung up without a Close, or sent invalid frames), ' +
+      'shutdown (1001 to both sides: the process drains).',
     labelNames: ['route', 'reason'] as const,
     registers: [this.registry],
   });

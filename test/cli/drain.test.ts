@@ -2,8 +2,8 @@
  * Draining as load balancers expect, on real `sluice run` processes (one process, and a cluster
  * of two workers): on SIGTERM /readyz answers 503 at once (saying draining) while /healthz stays
  * 200, the request in flight completes (then its connection is closed), idle keep-alive connections are
- * closed at once, and the process exits as soon as nothing is in flight, far before its 30 s
- * drain timeout.
+ * closed at once, an open WebSocket is closed with 1001, and the process exits as soon as nothing
+ * is in flight, far before its 30 s drain timeout.
  */
 import { once } from 'node:events';
 import { connect } from 'node:net';
@@ -11,7 +11,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type SluiceProcess, startSluice } from '../helpers/processes.ts';
+import WebSocket from 'ws';
 import { startUpstream, type Upstream } from '../helpers/servers.ts';
+import { startWsUpstream } from '../helpers/ws-upstream.ts';
 
 const SLOW_MS = 1_500;
 const DRAIN = ['--drain-timeout-ms', '30000'];
@@ -142,6 +144,31 @@ describe('draining on SIGTERM (one process)', () => {
       expect((await gw.exited).code).toBe(0);
     } finally {
       await gw.stop();
+    }
+  });
+
+  it('an open WebSocket is closed with 1001 (going away) on both sides, and does not hold the process', async () => {
+    const wsUp = await startWsUpstream();
+    const gw = await startSluice({
+      yaml: yaml().replace(`url: "${up.url}"`, `url: "${wsUp.url}"`),
+      args: DRAIN,
+    });
+    try {
+      const ws = new WebSocket(`${gw.proxyUrl.replace('http', 'ws')}/chat`);
+      await once(ws, 'open');
+      ws.send('hi');
+      expect(String((await once(ws, 'message'))[0])).toBe('echo:hi');
+      const closed = once(ws, 'close');
+      const t0 = Date.now();
+      gw.process.kill('SIGTERM');
+      const [code] = (await closed) as [number];
+      expect(code).toBe(1001);
+      expect((await gw.exited).code).toBe(0);
+      expect(Date.now() - t0).toBeLessThan(5_000); // the drain timeout is 30 s
+      await expect.poll(() => wsUp.closes, { timeout: 2_000 }).toEqual([1001]);
+    } finally {
+      await gw.stop();
+      await wsUp.close();
     }
   });
 
