@@ -13,6 +13,11 @@
  * √limit × SMOOTHING per window while they do not. Requests past the limit are shed at once
  * (503 + Retry-After) instead of queueing: a client retries elsewhere rather than waiting.
  *
+ * What it sees is the process's latency, all routes mixed (answers under 400 only: refusals
+ * are too fast to compare): it suits a process whose mix of routes is steady. Long streams
+ * (SSE, NDJSON) read as slow requests, and a sudden shift towards much faster routes (cache
+ * hits) lowers the floor for a period; for such traffic the fixed bound alone is the better fit.
+ *
  * Hand-written: no maintained npm package implements a latency-gradient limiter (the load
  * shedders on npm, under-pressure and overload-protection, watch event-loop delay and memory, a
  * different signal that reacts only once the process itself is saturated); this is ~60 lines.

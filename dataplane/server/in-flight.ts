@@ -66,7 +66,9 @@ export class InFlight {
       const release = this.#release;
       res.on('close', function (this: ServerResponse) {
         release.call(this);
-        adaptive.sample(performance.now() - start, n + 1);
+        // Refusals (a 404 scan, 401s, 429s) answer in microseconds: counted, they would pull the
+        // floor down and make every real request look queued.
+        if (this.statusCode < 400) adaptive.sample(performance.now() - start, n + 1);
       });
     }
     return null;
