@@ -96,9 +96,12 @@ export class RequestContext {
 
   /**
    * Aborted when the client goes away before its response ended: every upstream call made for
-   * the client carries it (a background call, which outlives the client, does not).
+   * the client carries it (a background call, which outlives the client, does not). None for an
+   * execution under an Idempotency-Key (keyed): it runs to its end, its response stored for the
+   * client's retry, and is never left half done.
    */
-  get signal(): CallSignal {
+  get signal(): CallSignal | undefined {
+    if (this.keyed) return undefined;
     if (this.#signal === null) this.#signal = clientSignal(this.res);
     return this.#signal;
   }

@@ -93,7 +93,7 @@ export function tunnel(
         relay(socket as Socket, upstream, first, limitsOf(ctx, limits.websocket), metrics, ctx.route.id);
       },
       (err) => {
-        if (ctx.signal.aborted) {
+        if (ctx.signal?.aborted) {
           ctx.res.statusCode = 499;
           finishRequest(ctx, 'SLC_ERR_CLIENT_CLOSED');
           return;
