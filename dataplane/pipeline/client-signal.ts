@@ -6,23 +6,21 @@
  * when the socket closes, node:http2's compatibility response when its stream closes. Whether
  * the response had ended tells a normal close from a cancel: a reset h2 stream's compatibility
  * response reads as *finished* (writableFinished) but never as *ended* (writableEnded).
- * (A Withdrawal, not an AbortController: see upstream/call-signal.ts for the cost.)
  */
 import type { ServerResponse } from 'node:http';
-import { type CallSignal, Withdrawal } from '../upstream/call-signal.ts';
 import { CLIENT_CLOSED } from '../upstream/errors.ts';
 
-export function clientSignal(res: ServerResponse): CallSignal {
-  const signal = new Withdrawal();
+export function clientSignal(res: ServerResponse): AbortSignal {
+  const controller = new AbortController();
   if (isClosed(res)) {
-    if (!res.writableEnded) signal.abort(CLIENT_CLOSED);
+    if (!res.writableEnded) controller.abort(CLIENT_CLOSED);
   }
   // `on`, not `once` (no wrapper to allocate): a response emits 'close' once.
   else
     res.on('close', () => {
-      if (!res.writableEnded) signal.abort(CLIENT_CLOSED);
+      if (!res.writableEnded) controller.abort(CLIENT_CLOSED);
     });
-  return signal;
+  return controller.signal;
 }
 
 /** Closed already (the client left while a plugin waited): no 'close' is to come. */

@@ -3,7 +3,6 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex, Writable } from 'node:stream';
 import type { CacheOutcome, IdempotencyOutcome, RateLimitResult } from '../observability/metrics.ts';
 import type { Span } from '../observability/tracing.ts';
-import type { CallSignal } from '../upstream/call-signal.ts';
 import { clientSignal } from './client-signal.ts';
 import type { RuntimeRoute } from './route.ts';
 
@@ -71,7 +70,7 @@ export class RequestContext {
   /** The W3C trace id of the request's server span, for logs and problem bodies; null when tracing is off. */
   traceId: string | null = null;
   /** Made on first use (client-signal.ts): only handlers that call an upstream for the client pay for it. */
-  #signal: CallSignal | null = null;
+  #signal: AbortSignal | null = null;
 
   constructor(
     req: IncomingMessage,
@@ -100,7 +99,7 @@ export class RequestContext {
    * execution under an Idempotency-Key (keyed): it runs to its end, its response stored for the
    * client's retry, and is never left half done.
    */
-  get signal(): CallSignal | undefined {
+  get signal(): AbortSignal | undefined {
     if (this.keyed) return undefined;
     if (this.#signal === null) this.#signal = clientSignal(this.res);
     return this.#signal;

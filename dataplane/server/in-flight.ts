@@ -32,7 +32,8 @@ export class InFlight {
   /**
    * One listener for every request (its response is `this`): no closure per request.
    * Optimization: a count, not a Set of the responses: keying a Set by each response cost
-   * ~6 µs a request on the plain proxy path (bench A/B on this machine).
+   * 6-10 µs a request on the plain proxy path (an A/B of the same process under wrk, this
+   * project's machine).
    */
   readonly #release: (this: ServerResponse) => void;
 

@@ -14,7 +14,6 @@ import type { ErrorCode } from '../errors/codes.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import { endAttemptSpan, type Span, startAttemptSpan } from '../observability/tracing.ts';
 import { readBody } from './body.ts';
-import type { CallSignal } from './call-signal.ts';
 import { mayHaveReachedUpstream, upstreamErrorCode } from './errors.ts';
 import { endToEndHeaders } from './response-headers.ts';
 import type { UpstreamRuntime } from './pools.ts';
@@ -34,7 +33,7 @@ export interface UpstreamRequest {
    * aggregate call past its time, or its aggregate answered): a try still queued in the pool or
    * waiting to be retried is never sent, one under way is cut and its connection freed.
    */
-  signal?: CallSignal;
+  signal?: AbortSignal;
   /** The request's server span (tracing on): each try is a child span, and the upstream gets its traceparent. */
   span?: Span | null;
 }

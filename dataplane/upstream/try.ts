@@ -13,7 +13,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Writable } from 'node:stream';
 import { type Dispatcher, errors } from 'undici';
-import type { CallSignal } from './call-signal.ts';
 import { arm, disarm, Expiring, touch } from './deadlines.ts';
 
 const noop = () => {};
@@ -28,10 +27,10 @@ export abstract class UpstreamTry extends Expiring implements Dispatcher.Dispatc
   #settled = false;
   #onDrain: (() => void) | null = null;
   /** The caller's signal (the client gone, an aggregate call withdrawn) and its listener. */
-  readonly #signal: CallSignal | undefined;
+  readonly #signal: AbortSignal | undefined;
   #onAbort: (() => void) | null = null;
 
-  constructor(headersTimeoutMs: number, bodyTimeoutMs: number, signal: CallSignal | undefined) {
+  constructor(headersTimeoutMs: number, bodyTimeoutMs: number, signal: AbortSignal | undefined) {
     super();
     this.#headersTimeoutMs = headersTimeoutMs;
     this.#bodyTimeoutMs = bodyTimeoutMs;

@@ -14,15 +14,11 @@ import type { Metrics } from '../../observability/metrics.ts';
 import type { Sources } from '../../config/template.ts';
 import { type PathRewrite, renderPath } from '../../pipeline/transform/path-rewrite.ts';
 import { callUpstream, type ResponseSink } from '../../upstream/call.ts';
-import { type CallSignal, Withdrawal } from '../../upstream/call-signal.ts';
 import { upstreamErrorCode } from '../../upstream/errors.ts';
 import type { UpstreamRuntime } from '../../upstream/pools.ts';
 import { deliverJson } from '../deliver.ts';
 import { CallSink, type CallOwner, type Outcome } from './call-sink.ts';
 import { ERRORS_MEMBER } from './manifest.ts';
-
-/** Why a call no longer wanted is withdrawn (its time is up, or the aggregate answered): read as a timeout. */
-const WITHDRAWN = Object.assign(new Error('aggregate: call withdrawn'), { name: 'AbortError' });
 
 /** A call as bound to its route, once per snapshot. */
 export interface BoundCall {
@@ -55,7 +51,7 @@ export class Aggregation implements CallOwner {
   readonly #outcomes: (Outcome | undefined)[];
   readonly #timers: (NodeJS.Timeout | undefined)[];
   /** Withdraws a call no longer wanted: never sent if still queued in its pool, else cut. */
-  readonly #aborts: Withdrawal[] = [];
+  readonly #aborts: AbortController[] = [];
   readonly #startNs = process.hrtime.bigint();
   /** Each call's span (tracing on), else null. */
   #spans: Span[] | null = null;
@@ -63,7 +59,7 @@ export class Aggregation implements CallOwner {
   #budget: number;
   #done = false;
   /** The client's signal and its listener: the client gone, every call is withdrawn. */
-  #signal: CallSignal | null = null;
+  #signal: AbortSignal | null = null;
   #onGone: (() => void) | null = null;
 
   constructor(agg: BoundAggregate, sink: ResponseSink, requestId: string) {
@@ -84,7 +80,7 @@ export class Aggregation implements CallOwner {
     headers: Record<string, string>,
     sources: Sources,
     span: Span | null = null,
-    signal?: CallSignal,
+    signal?: AbortSignal,
   ): void {
     const calls = this.#agg.calls;
     if (signal !== undefined) {
@@ -103,11 +99,11 @@ export class Aggregation implements CallOwner {
       if (parent !== null) this.#spans![i] = parent;
       this.#timers[i] = setTimeout(timedOut, c.timeoutMs, this, i);
       const path = c.up.basePath + renderPath(c.path, sources);
-      const abort = new Withdrawal();
+      const abort = new AbortController();
       this.#aborts[i] = abort;
       callUpstream(
         c.up,
-        { path, method: 'GET', headers, body: null, keyed: false, signal: abort, span: parent },
+        { path, method: 'GET', headers, body: null, keyed: false, signal: abort.signal, span: parent },
         new CallSink(this, i),
         this.#agg.metrics,
       );
@@ -134,7 +130,7 @@ export class Aggregation implements CallOwner {
     this.#agg.metrics.aggregateCall(this.#agg.routeId, call.name, result, this.#startNs);
     if (this.#spans?.[index] !== undefined) endCallSpan(this.#spans[index], result);
     this.#pending--;
-    if (!('value' in outcome)) this.#aborts[index].abort(WITHDRAWN);
+    if (!('value' in outcome)) this.#aborts[index].abort();
     if (call.required && !('value' in outcome)) this.#answer(index);
     else if (this.#pending === 0) this.#answer(-1);
   }
@@ -154,7 +150,7 @@ export class Aggregation implements CallOwner {
     for (const t of this.#timers) if (t !== undefined) clearTimeout(t);
     for (let i = 0; i < calls.length; i++) {
       if (this.#outcomes[i] !== undefined) continue;
-      this.#aborts[i]?.abort(WITHDRAWN);
+      this.#aborts[i]?.abort();
       if (this.#spans?.[i] !== undefined) endCallSpan(this.#spans[i], 'withdrawn');
     }
   }

@@ -9,7 +9,6 @@ import type { RequestContext } from '../../pipeline/context.ts';
 import { RequestSources } from '../../pipeline/transform/sources.ts';
 import { captureParams, compilePathRewrite } from '../../pipeline/transform/path-rewrite.ts';
 import type { ResponseSink } from '../../upstream/call.ts';
-import type { CallSignal } from '../../upstream/call-signal.ts';
 import { callHeaders } from '../call-headers.ts';
 import { ClientSink } from '../client-sink.ts';
 import { defineHandler } from '../types.ts';
@@ -40,7 +39,7 @@ export default defineHandler(manifest, {
             ? null
             : compilePathRewrite({ pattern: entry.pattern, rewrite: '/' }, template);
         // `signal`: the client's when the answer goes to it (none for a call in the background).
-        const call = (ctx: RequestContext, sink: ResponseSink, signal?: CallSignal) => {
+        const call = (ctx: RequestContext, sink: ResponseSink, signal?: AbortSignal) => {
           if (ctx.method !== 'GET' && ctx.method !== 'HEAD')
             return sink.end({ code: 'SLC_ERR_METHOD_NOT_ALLOWED', sent: false });
           const params = pattern === null ? null : captureParams(pattern, ctx.path);

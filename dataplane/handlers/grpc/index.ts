@@ -14,7 +14,6 @@ import { problem } from '../../errors/problem.ts';
 import { rpcSpanAttributes, startRpcSpan } from '../../observability/tracing.ts';
 import type { RequestContext } from '../../pipeline/context.ts';
 import type { ResponseSink } from '../../upstream/call.ts';
-import type { CallSignal } from '../../upstream/call-signal.ts';
 import { ClientSink } from '../client-sink.ts';
 import { deliver } from '../deliver.ts';
 import { defineHandler } from '../types.ts';
@@ -78,7 +77,7 @@ export default defineHandler(manifest, {
 
 // Returns what sink.end or deliver return (nothing): `return sink.end(…)` ends a branch.
 // `signal`: the client's when the answer goes to it (none for a call in the background).
-function start(b: BoundCall, ctx: RequestContext, sink: ResponseSink, signal?: CallSignal) {
+function start(b: BoundCall, ctx: RequestContext, sink: ResponseSink, signal?: AbortSignal) {
   const request = b.method.request;
   let bytes: Uint8Array | null = null;
   // The first binding whose method and path fit; one whose path fits another method's: 405.

@@ -9,7 +9,6 @@ import type { BoundHandler, RuntimeDeps } from '../../pipeline/route.ts';
 import type { RequestContext } from '../../pipeline/context.ts';
 import { limitedStream } from '../../upstream/body.ts';
 import { type Body, callUpstream, type ResponseSink } from '../../upstream/call.ts';
-import type { CallSignal } from '../../upstream/call-signal.ts';
 import { upstreamPath } from '../../upstream/path.ts';
 import type { UpstreamRuntime } from '../../upstream/pools.ts';
 import { ClientSink } from '../client-sink.ts';
@@ -43,7 +42,7 @@ function bindTo(up: UpstreamRuntime, stripLength: number, deps: RuntimeDeps): Bo
     upstreamPath(ctx.path, ctx.query, stripLength, up.basePath, ctx.upstreamPath);
   // `signal`: the client's (RequestContext.signal) when the answer goes to it; none for a call in
   // the background (an accepted asynchronous operation, a cache refresh), which outlives the client.
-  const call = (ctx: RequestContext, sink: ResponseSink, signal?: CallSignal) => {
+  const call = (ctx: RequestContext, sink: ResponseSink, signal?: AbortSignal) => {
     ctx.upstreamAddress = up.origin;
     callUpstream(
       up,

@@ -66,9 +66,8 @@ export function tunnel(
       // The pool's own timeouts are off (upstream/deadlines.ts keeps those of proxied requests);
       // undici takes this one from the options of any request, an upgrade's too.
       headersTimeout: up.headersTimeout,
-      // The client gone during the upstream's handshake: the handshake is cut (and its connection
-      // freed). undici reads aborted, reason and addEventListener only, which a CallSignal has.
-      signal: ctx.signal as unknown as AbortSignal,
+      // The client gone during the upstream's handshake: the handshake is cut (and its connection freed).
+      signal: ctx.signal,
     } as Dispatcher.UpgradeOptions)
     .then(
       ({ headers, socket: upstream }) => {

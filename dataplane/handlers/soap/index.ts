@@ -12,7 +12,6 @@ import type { RequestContext } from '../../pipeline/context.ts';
 import { captureParams, compilePathRewrite } from '../../pipeline/transform/path-rewrite.ts';
 import { isJsonType } from '../../pipeline/transform/json-fields.ts';
 import { callUpstream, type ResponseSink } from '../../upstream/call.ts';
-import type { CallSignal } from '../../upstream/call-signal.ts';
 import { callHeaders } from '../call-headers.ts';
 import { ClientSink } from '../client-sink.ts';
 import { deliverJson } from '../deliver.ts';
@@ -61,7 +60,7 @@ export default defineHandler(manifest, {
         };
 
         // `signal`: the client's when the answer goes to it (none for a call in the background).
-        const call = (ctx: RequestContext, sink: ResponseSink, signal?: CallSignal) => {
+        const call = (ctx: RequestContext, sink: ResponseSink, signal?: AbortSignal) => {
           if (ctx.method !== 'POST') return sink.end({ code: 'SLC_ERR_METHOD_NOT_ALLOWED', sent: false });
           const params = pattern === null ? null : captureParams(pattern, ctx.path);
           if (pattern !== null && params === null)
