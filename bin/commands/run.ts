@@ -36,8 +36,9 @@ export const run: Command<typeof flags> = {
   ],
   notes: [
     'Signals: SIGHUP re-reads the files (an invalid edit is refused, logged, and the running',
-    'configuration stays); SIGTERM/SIGINT stop accepting, finish in-flight requests (bounded',
-    'by --drain-timeout-ms) and exit 0.',
+    'configuration stays); SIGTERM/SIGINT drain: /readyz answers 503 at once, idle connections',
+    'close, in-flight requests finish, and the process exits 0 as soon as none is left (bounded',
+    'by --drain-timeout-ms).',
     '',
     'Workers: with --workers N > 1, each worker counts a local rate limit on its own (a limit L',
     'admits up to N×L; policy: redis is exact), and idempotency needs --redis (records in',
