@@ -18,6 +18,7 @@ import { createLogger } from './observability/log.ts';
 import { RuntimeHolder } from './runtime/holder.ts';
 import { type AdminState, createAdminServer, holderAdminState } from './server/admin-server.ts';
 import type { FastifyInstance } from 'fastify';
+import { InFlight } from './server/in-flight.ts';
 import { createProxyServer } from './server/proxy-server.ts';
 import { createSecureProxyServer } from './server/secure-server.ts';
 import { WebSocketSlots } from './server/websocket.ts';
@@ -75,6 +76,10 @@ export interface DataPlaneOptions {
   wsIdleTimeoutMs: number;
   /** The largest WebSocket message (the sum of its frames' payloads); past it the socket is closed (1009); 0 = no limit. */
   wsMaxMessageBytes: number;
+  /** Requests this process has in flight at most (0: no bound); past it a request gets 503 SLC_ERR_OVERLOADED (server/in-flight.ts). */
+  maxInFlight: number;
+  /** Below maxInFlight, an adaptive limit on observed latency (server/adaptive-limit.ts). */
+  adaptiveConcurrency: boolean;
   /** A snapshot to start with (standalone mode); otherwise the last good one from stateDir. */
   initialSnapshot?: unknown;
   /** initialSnapshot was validated already (by a cluster primary, once for every worker). */
@@ -107,6 +112,13 @@ export const DEFAULTS: DataPlaneOptions = {
   maxWebSockets: 10_000,
   wsIdleTimeoutMs: 300_000,
   wsMaxMessageBytes: 1024 * 1024,
+  // Far above what one process serves well (a core proxies some 10-20k req/s, so 10,000 in
+  // flight means seconds of queue), yet a bound on memory: each request in flight holds its
+  // request, response, upstream request and buffers, a few tens of KB at most, so ~100s of MB at
+  // worst. It is the backstop against an unbounded queue; --adaptive-concurrency, or a lower
+  // value measured for the routes served, sheds earlier.
+  maxInFlight: 10_000,
+  adaptiveConcurrency: false,
 };
 
 export interface DataPlane {
@@ -198,6 +210,7 @@ export async function startDataPlane(partial: Partial<DataPlaneOptions>): Promis
     requestTimeoutMs: 300_000,
     keepAliveTimeoutMs: o.keepAliveTimeoutMs,
     webSockets: new WebSocketSlots(o.maxWebSockets),
+    inFlight: new InFlight(o.maxInFlight || Number.POSITIVE_INFINITY, o.adaptiveConcurrency),
   };
   const observers = { metrics, log, accessLog: o.accessLog, tracing };
   const proxy = createProxyServer(holder, serverOpts, observers);
@@ -218,8 +231,15 @@ export async function startDataPlane(partial: Partial<DataPlaneOptions>): Promis
   }
   const listeners = secure === null ? [proxy] : [proxy, secure];
   // After the proxy port: /readyz answering means the proxy port is open.
+  let draining = false;
   const admin =
-    o.admin === false ? null : await startAdmin(holderAdminState(holder, metrics, stores.cache), o, log);
+    o.admin === false
+      ? null
+      : await startAdmin(
+          holderAdminState(holder, metrics, stores.cache, () => draining),
+          o,
+          log,
+        );
   const proxyUrl = urlOf(proxy.server.address() as AddressInfo);
   const httpsUrl = secure === null ? '' : urlOf(secure.server.address() as AddressInfo, 'https');
   const adminUrl = admin?.url ?? '';
@@ -241,7 +261,11 @@ export async function startDataPlane(partial: Partial<DataPlaneOptions>): Promis
     stores,
     close() {
       closing ??= (async () => {
-        const drain = Promise.all(listeners.map((l) => l.close()));
+        // /readyz answers 503 from now on (load balancers stop sending), /healthz stays 200; the
+        // process goes as soon as its requests in flight are done, the drain timeout bounding it.
+        draining = true;
+        serverOpts.webSockets.goingAway();
+        const drain = Promise.all([serverOpts.inFlight.drain(), ...listeners.map((l) => l.close())]);
         const timer = new Promise<void>((r) => setTimeout(r, o.drainTimeoutMs).unref());
         await Promise.race([drain, timer]);
         for (const l of listeners) l.closeAll();

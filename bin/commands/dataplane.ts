@@ -24,7 +24,10 @@ export const dataplane: Command<typeof flags> = {
     'sluice dataplane --state-dir /tmp/s --redis redis-sentinel://sentinel:26379/mymaster',
     'sluice dataplane --state-dir /var/lib/sluice --workers auto --redis redis://redis:6379   # one process per CPU',
   ],
-  notes: 'Signals: SIGTERM/SIGINT stop accepting, finish in-flight requests, exit 0.',
+  notes: [
+    'Signals: SIGTERM/SIGINT drain: /readyz answers 503 at once, idle connections close, in-flight',
+    'requests finish, and the process exits 0 as soon as none is left (bounded by --drain-timeout-ms).',
+  ].join('\n'),
   async main(argv) {
     const values = parseCommand(dataplane, argv);
     if (!values['state-dir']) failIn('dataplane', 'needs --state-dir (where the last good snapshot is kept)');

@@ -73,6 +73,18 @@ export const DATAPLANE_FLAGS = {
     arg: 'N',
     help: `on SIGTERM, time allowed for in-flight requests (default ${DEFAULTS.drainTimeoutMs})`,
   },
+  'max-in-flight': {
+    type: 'string',
+    arg: 'N',
+    help: [
+      'requests in flight per process (each worker of --workers its own; WebSockets not counted);',
+      `past it a request gets 503 + Retry-After at once (default ${DEFAULTS.maxInFlight}; 0: no bound)`,
+    ].join('\n'),
+  },
+  'adaptive-concurrency': {
+    type: 'boolean',
+    help: 'below --max-in-flight, shed past an adaptive limit that falls as latency rises (default off)',
+  },
   'max-websockets': {
     type: 'string',
     arg: 'N',
@@ -159,6 +171,8 @@ export function dataplaneOptions(
     maxBodyBytes: int('max-body-bytes', DEFAULTS.maxBodyBytes),
     maxHeaderBytes: int('max-header-bytes', DEFAULTS.maxHeaderBytes),
     drainTimeoutMs: int('drain-timeout-ms', DEFAULTS.drainTimeoutMs),
+    maxInFlight: int('max-in-flight', DEFAULTS.maxInFlight),
+    adaptiveConcurrency: values['adaptive-concurrency'] === true,
     maxWebSockets: int('max-websockets', DEFAULTS.maxWebSockets),
     wsIdleTimeoutMs: int('ws-idle-timeout-ms', DEFAULTS.wsIdleTimeoutMs),
     wsMaxMessageBytes: int('ws-max-message-bytes', DEFAULTS.wsMaxMessageBytes),

@@ -184,6 +184,8 @@ export async function startCluster(partial: Partial<DataPlaneOptions>, workers: 
     }),
     snapshot: () => current,
     ready: () => hash() !== '' && serving().length === workers,
+    // From the stop on (SIGTERM): every worker drains.
+    draining: () => phase === 'stopping',
     metrics: async () => {
       const replies = await Promise.all(serving().map((m) => m.metrics(METRICS_TIMEOUT_MS)));
       const fromWorkers = replies.flatMap((r) => {

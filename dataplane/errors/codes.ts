@@ -94,6 +94,13 @@ export const ERRORS = {
   SLC_ERR_AUTH_UNAVAILABLE: { status: 503, title: 'The identity provider could not be reached' },
   SLC_ERR_CLIENT_CERT_MISSING: { status: 401, title: 'A verified client certificate is required' },
   SLC_ERR_CLIENT_CERT_FORBIDDEN: { status: 403, title: 'This client certificate is not allowed here' },
+  // Never reaches the client (it is gone): nginx's 499, for the access log and the metrics.
+  SLC_ERR_CLIENT_CLOSED: { status: 499, title: 'The client closed the request before its response' },
+  SLC_ERR_DRAINING: { status: 503, title: 'The gateway is draining: it is shutting down' },
+  SLC_ERR_OVERLOADED: {
+    status: 503,
+    title: 'This gateway process has as many requests in flight as it allows; retry shortly',
+  },
 } as const satisfies Record<string, { status: number; title: string }>;
 
 export type ErrorCode = keyof typeof ERRORS;

@@ -45,7 +45,10 @@ export class ClientSink implements ResponseSink {
     }
     const taps = ctx.taps;
     if (taps !== null) for (const tap of taps) tap.fail(failure.sent);
-    if (!ctx.res.headersSent) {
+    if (failure.code === 'SLC_ERR_CLIENT_CLOSED') {
+      // Nobody to answer: the status is for the access log and the metrics (nginx's 499).
+      if (!ctx.res.headersSent) ctx.res.statusCode = 499;
+    } else if (!ctx.res.headersSent) {
       ctx.status = 0;
       sendProblem(ctx.res, failure.code, {
         requestId: ctx.requestId,

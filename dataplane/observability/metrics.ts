@@ -30,7 +30,13 @@ export type RateLimitResult = 'allowed' | 'limited' | 'fallback' | 'unavailable'
 /** How a WebSocket upgrade ended: a 101, refused by the chain (auth, rate limit, …), past --max-websockets, the upstream's handshake failed. */
 export type WebSocketResult = 'accepted' | 'refused' | 'limit' | 'upstream_error';
 /** How an open WebSocket ended: a Close frame passed (normal), the idle timeout, a message over the limit, a side failed or hung up. */
-export type WebSocketCloseReason = 'normal' | 'idle' | 'too_big' | 'upstream_error' | 'client_error';
+export type WebSocketCloseReason =
+  | 'normal'
+  | 'idle'
+  | 'too_big'
+  | 'upstream_error'
+  | 'client_error'
+  | 'shutdown';
 
 /** How a soap route's request ended (sluice_soap_requests_total). */
 export type SoapResult = 'ok' | 'client_fault' | 'server_fault' | 'refused' | 'bad_request' | 'error';
@@ -156,7 +162,8 @@ export class Metrics {
     name: 'sluice_websocket_closed_total',
     help:
       'WebSockets ended, by route id and reason: normal (after a Close frame), idle (timeout), too_big (a message ' +
-      'over the limit), upstream_error, client_error (a side hung up without a Close, or sent invalid frames).',
+      'over the limit), upstream_error, client_error (a side hung up without a Close, or sent invalid frames), ' +
+      'shutdown (1001 to both sides: the process drains).',
     labelNames: ['route', 'reason'] as const,
     registers: [this.registry],
   });
@@ -176,6 +183,22 @@ export class Metrics {
       'answer: a DTD or entity, too large or deep, not a SOAP answer), bad_request (400, no call), error (no answer: ' +
       'time-out, open breaker, no connection).',
     labelNames: ['route', 'result'] as const,
+    registers: [this.registry],
+  });
+  readonly #shed = new Counter({
+    name: 'sluice_requests_shed_total',
+    help:
+      'Requests answered 503 (SLC_ERR_OVERLOADED) without being routed, by reason: max_in_flight (the ' +
+      "process's --max-in-flight), adaptive (the adaptive limit, --adaptive-concurrency).",
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
+  readonly #h2Cut = new Counter({
+    name: 'sluice_http2_connections_cut_total',
+    help:
+      'h2 connections the gateway cut (GOAWAY ENHANCE_YOUR_CALM), by reason: rapid_reset (too many streams ' +
+      'reset or left unanswered within the window, CVE-2023-44487).',
+    labelNames: ['reason'] as const,
     registers: [this.registry],
   });
   readonly #circuitIds = new Set<string>();
@@ -263,6 +286,14 @@ export class Metrics {
   websocketClosed(route: string, reason: WebSocketCloseReason): void {
     this.#wsOpen.dec();
     this.#wsClosed.series(route, reason).inc();
+  }
+
+  requestShed(reason: 'max_in_flight' | 'adaptive'): void {
+    this.#shed.labels(reason).inc();
+  }
+
+  http2SessionCut(reason: 'rapid_reset'): void {
+    this.#h2Cut.labels(reason).inc();
   }
 
   configHash(hash: string): void {

@@ -3,6 +3,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex, Writable } from 'node:stream';
 import type { CacheOutcome, IdempotencyOutcome, RateLimitResult } from '../observability/metrics.ts';
 import type { Span } from '../observability/tracing.ts';
+import { clientSignal } from './client-signal.ts';
 import type { RuntimeRoute } from './route.ts';
 
 /** Who is calling: set by the authenticate phase (later issues), read by rate limits and idempotency. */
@@ -68,6 +69,8 @@ export class RequestContext {
   span: Span | null = null;
   /** The W3C trace id of the request's server span, for logs and problem bodies; null when tracing is off. */
   traceId: string | null = null;
+  /** Made on first use (client-signal.ts): only handlers that call an upstream for the client pay for it. */
+  #signal: AbortSignal | null = null;
 
   constructor(
     req: IncomingMessage,
@@ -88,6 +91,18 @@ export class RequestContext {
     this.headers = headers;
     this.requestId = requestId;
     this.startNs = startNs;
+  }
+
+  /**
+   * Aborted when the client goes away before its response ended: every upstream call made for
+   * the client carries it (a background call, which outlives the client, does not). None for an
+   * execution under an Idempotency-Key (keyed): it runs to its end, its response stored for the
+   * client's retry, and is never left half done.
+   */
+  get signal(): AbortSignal | undefined {
+    if (this.keyed) return undefined;
+    if (this.#signal === null) this.#signal = clientSignal(this.res);
+    return this.#signal;
   }
 
   addTap(tap: ResponseTap): void {

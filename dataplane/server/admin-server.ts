@@ -1,6 +1,7 @@
 /**
  * The admin port (never exposed by the public Service): PUT /config (bearer token), GET /config,
- * GET /debug/config (bearer token: the running snapshot, Secrets redacted), /healthz, /readyz,
+ * GET /debug/config (bearer token: the running snapshot, Secrets redacted), /healthz, /readyz (503
+ * while draining),
  * /metrics, DELETE /cache?prefix= (bearer token). A rejected snapshot answers 422 with errors naming route ids and
  * fields, and the running configuration stays.
  */
@@ -30,6 +31,8 @@ export interface AdminState {
   snapshot(): Snapshot | null;
   /** Ready: a configuration is loaded (by every worker). */
   ready(): boolean;
+  /** Draining (SIGTERM): /readyz answers 503 whatever ready() says, /healthz stays 200. */
+  draining?(): boolean;
   /** The Prometheus text of /metrics. */
   metrics(): Promise<string>;
   readonly metricsContentType: string;
@@ -39,8 +42,14 @@ export interface AdminState {
   counted(method: string, route: string, status: number): void;
 }
 
-export function holderAdminState(holder: RuntimeHolder, metrics: Metrics, cache?: CacheStores): AdminState {
+export function holderAdminState(
+  holder: RuntimeHolder,
+  metrics: Metrics,
+  cache?: CacheStores,
+  draining?: () => boolean,
+): AdminState {
   return {
+    ...(draining && { draining }),
     apply: (snapshot) => holder.apply(snapshot),
     get hash() {
       return holder.hash;
@@ -149,9 +158,15 @@ export function createAdminServer(state: AdminState, opts: AdminOptions): Fastif
     }
   });
   app.get('/healthz', async () => ({ status: 'ok' }));
-  app.get('/readyz', async (_request, reply) =>
-    state.ready() ? { status: 'ready', hash: state.hash } : sendError(reply, 'SLC_ERR_NOT_READY'),
-  );
+  app.get('/readyz', async (_request, reply) => {
+    if (state.draining?.())
+      return sendError(
+        reply,
+        'SLC_ERR_DRAINING',
+        'draining: requests in flight finish, then the process exits',
+      );
+    return state.ready() ? { status: 'ready', hash: state.hash } : sendError(reply, 'SLC_ERR_NOT_READY');
+  });
   app.get('/metrics', async (_request, reply) => {
     reply.type(state.metricsContentType);
     return state.metrics();

@@ -16,6 +16,7 @@ import { finishRefused, type Observers } from '../pipeline/finish.ts';
 import type { RuntimeHolder } from '../runtime/holder.ts';
 import { peerOf } from './client-address.ts';
 import { createRequestHandler, type IngressOptions, refuse as refuseRequest } from './handle.ts';
+import type { InFlight } from './in-flight.ts';
 import { createUpgradeHandler, type WebSocketSlots } from './websocket.ts';
 
 export interface ProxyServerOptions extends IngressOptions {
@@ -25,12 +26,17 @@ export interface ProxyServerOptions extends IngressOptions {
   keepAliveTimeoutMs: number;
   /** The process's bound on open WebSockets, shared by its listeners. */
   webSockets: WebSocketSlots;
+  /** The process's requests in flight (overload bound, draining), shared by its listeners. */
+  inFlight: InFlight;
 }
 
 export interface ProxyServer {
   server: Server | Http2SecureServer;
   listen(o: { host: string; port: number }): Promise<void>;
-  /** Stops accepting; resolves when every connection has ended (in-flight requests finish, then close). */
+  /**
+   * Stops accepting and closes idle connections at once; resolves when every connection has
+   * ended (in-flight requests finish, then their connections close: InFlight.drain).
+   */
   close(): Promise<void>;
   /** Cuts every connection still open (past the drain timeout). */
   closeAll(): void;
@@ -39,22 +45,28 @@ export interface ProxyServer {
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'TRACE'];
 const PROXIED = new Set(METHODS);
 const ALLOW = METHODS.join(', ');
+/**
+ * A shed request's Retry-After: one second, about how long a burst takes to pass, and what a
+ * client that retries at once (many do, ignoring it) would wait anyway behind a load balancer.
+ */
+const RETRY_AFTER_S = '1';
+const SHED_DETAIL = {
+  max_in_flight: 'the process has --max-in-flight requests in flight',
+  adaptive: 'the process is at its adaptive concurrency limit (latency is rising)',
+};
 
 export function createProxyServer(
   holder: RuntimeHolder,
   opts: ProxyServerOptions,
   obs: Observers,
 ): ProxyServer {
-  const draining = { closing: false };
-  const server = createServer(http1Options(opts), requestListener(holder, opts, obs, draining));
+  const server = createServer(http1Options(opts), requestListener(holder, opts, obs));
   attachHttp1Handlers(server, holder, opts, obs);
   return {
     server,
     listen: (at) => listenOn(server, at),
-    close: () => {
-      draining.closing = true;
-      return new Promise((resolve) => server.close(() => resolve()));
-    },
+    // Node's close() also closes the connections idle now; those in flight close after their response.
+    close: () => new Promise((resolve) => server.close(() => resolve())),
     closeAll: () => server.closeAllConnections(),
   };
 }
@@ -73,17 +85,27 @@ export function http1Options(opts: ProxyServerOptions) {
   };
 }
 
-/** Every request of a listener (HTTP/1.x, and h2 on the TLS listener): methods we proxy go to the ingress. */
+/**
+ * Every request of a listener (HTTP/1.x, and h2 on the TLS listener): admitted within the
+ * process's in-flight bound (else shed at once), then methods we proxy go to the ingress.
+ */
 export function requestListener(
   holder: RuntimeHolder,
-  opts: IngressOptions,
+  opts: IngressOptions & { inFlight: InFlight },
   obs: Observers,
-  draining: { closing: boolean },
 ) {
   const handle = createRequestHandler(holder, opts, obs);
+  const inFlight = opts.inFlight;
   return (req: IncomingMessage, res: ServerResponse): void => {
-    // While draining, a request on a kept-alive connection is still served, then the connection closes.
-    if (draining.closing) res.shouldKeepAlive = false;
+    // While draining, a request on a kept-alive connection is still served, then the connection closes (admit).
+    const shed = inFlight.admit(res);
+    if (shed !== null) {
+      obs.metrics.requestShed(shed);
+      refuseRequest(req, res, obs, process.hrtime.bigint(), 'SLC_ERR_OVERLOADED', SHED_DETAIL[shed], false, {
+        'retry-after': RETRY_AFTER_S,
+      });
+      return;
+    }
     if (!PROXIED.has(req.method ?? '')) {
       const start = process.hrtime.bigint();
       refuseRequest(

@@ -21,7 +21,9 @@ import {
 import type { Socket } from 'node:net';
 import type { SecureContext } from 'node:tls';
 import type { Observers } from '../pipeline/finish.ts';
+import { peerOf } from './client-address.ts';
 import { CountingResponse } from './h2-response.ts';
+import { RESET_WINDOW_MS, watchSession } from './h2-sessions.ts';
 import type { RuntimeHolder } from '../runtime/holder.ts';
 import { H2_MAX_CONCURRENT_STREAMS, H2_MAX_SESSION_MEMORY_MB, TLS_CONTEXT_OPTIONS } from '../tls/settings.ts';
 import {
@@ -47,7 +49,7 @@ export function createSecureProxyServer(
   const ingress = { ...opts, proto: 'https' as const };
   // The compatibility request and response stand in for node:http's: what the pipeline uses of
   // them (headers, rawHeaders, socket, writeHead, write, end, destroy) they have.
-  const onRequest = requestListener(holder, ingress, obs, draining) as unknown as (
+  const onRequest = requestListener(holder, ingress, obs) as unknown as (
     req: Http2ServerRequest,
     res: Http2ServerResponse,
   ) => void;
@@ -74,7 +76,16 @@ export function createSecureProxyServer(
     sessions.add(s);
     s.once('close', () => sessions.delete(s));
     if (draining.closing) s.close();
-    closeWhenIdle(s, opts.keepAliveTimeoutMs);
+    watchSession(s, {
+      keepAliveTimeoutMs: opts.keepAliveTimeoutMs,
+      onFlood: (session, unanswered) => {
+        obs.metrics.http2SessionCut('rapid_reset');
+        obs.log.warn(
+          { client: peerOf(session.socket), unanswered, windowMs: RESET_WINDOW_MS },
+          'h2 connection cut: too many streams reset or left unanswered (rapid reset); GOAWAY ENHANCE_YOUR_CALM',
+        );
+      },
+    });
   });
   server.on('secureConnection', (socket: Socket) => {
     sockets.add(socket);
@@ -96,25 +107,6 @@ export function createSecureProxyServer(
       for (const socket of sockets) socket.destroy();
     },
   };
-}
-
-/**
- * An h2 session without an open stream for `ms` is closed (GOAWAY), like an idle HTTP/1.1
- * keep-alive connection. Not the server's own timeout: that destroys a session on `ms` of
- * silence even while a stream waits for a slow upstream, taking its other streams with it.
- * (Node's session timer fires once per quiet period, so it is re-armed while streams are open.)
- */
-function closeWhenIdle(session: Http2Session, ms: number): void {
-  let open = 0;
-  session.on('stream', (stream) => {
-    open++;
-    stream.once('close', () => open--);
-  });
-  session.setTimeout(ms);
-  session.on('timeout', () => {
-    if (open === 0) session.close();
-    else session.setTimeout(ms);
-  });
 }
 
 /**

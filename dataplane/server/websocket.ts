@@ -17,6 +17,7 @@ import type { RequestContext } from '../pipeline/context.ts';
 import type { Observers } from '../pipeline/finish.ts';
 import { runChain } from '../pipeline/run-chain.ts';
 import type { RuntimeHolder } from '../runtime/holder.ts';
+import { GOING_AWAY } from '../handlers/proxy/ws-relay.ts';
 import { type IngressOptions, ingress } from './handle.ts';
 
 /**
@@ -27,6 +28,8 @@ import { type IngressOptions, ingress } from './handle.ts';
 export class WebSocketSlots {
   readonly max: number;
   #taken = 0;
+  /** The client sockets holding a slot: told to go away when the process drains. */
+  readonly #sockets = new Set<Duplex>();
 
   constructor(max: number) {
     this.max = max;
@@ -40,8 +43,17 @@ export class WebSocketSlots {
   take(socket: Duplex): boolean {
     if (this.#taken >= this.max) return false;
     this.#taken++;
-    socket.once('close', () => this.#taken--);
+    this.#sockets.add(socket);
+    socket.once('close', () => {
+      this.#taken--;
+      this.#sockets.delete(socket);
+    });
     return true;
+  }
+
+  /** Draining: every open WebSocket is ended with 1001 (going away) on both sides (ws-relay.ts). */
+  goingAway(): void {
+    for (const socket of this.#sockets) socket.emit(GOING_AWAY);
   }
 }
 

@@ -29,9 +29,9 @@ export interface UpstreamRequest {
   /** An idempotency key protects the request: a POST or PATCH may be retried when no try was sent. */
   keyed: boolean;
   /**
-   * The caller no longer wants the answer (an aggregate call past its time, or its aggregate
-   * answered): a try still queued in the pool or waiting to be retried is never sent, one under
-   * way is cut.
+   * The caller no longer wants the answer (the client went away: RequestContext.signal; an
+   * aggregate call past its time, or its aggregate answered): a try still queued in the pool or
+   * waiting to be retried is never sent, one under way is cut and its connection freed.
    */
   signal?: AbortSignal;
   /** The request's server span (tracing on): each try is a child span, and the upstream gets its traceparent. */
@@ -105,7 +105,8 @@ export function callUpstream(
 
 function dispatch(call: Call, body: Body, tries: Tries | null) {
   const { up, req, sink } = call;
-  if (req.signal?.aborted) return sink.end({ code: 'SLC_ERR_UPSTREAM_TIMEOUT', sent: tries?.sent ?? false });
+  if (req.signal?.aborted)
+    return sink.end({ code: upstreamErrorCode(req.signal.reason), sent: tries?.sent ?? false });
   if (up.breaker !== null && !up.breaker.allow())
     return sink.end({ code: 'SLC_ERR_UPSTREAM_CIRCUIT_OPEN', sent: tries?.sent ?? false });
   let headersTimeout = up.retry?.perTryMs ?? up.headersTimeout;
@@ -166,6 +167,9 @@ class Attempt extends UpstreamTry {
     if (this.#span !== null) endAttemptSpan(this.#span, this.#status, err);
     if (this.#retryStatus) retryLater(call, body, { ...tries!, sent: true }, 'status');
     else if (err === null) call.sink.end(null);
+    else if (call.req.signal?.aborted)
+      // Withdrawn (the client went away): neither the upstream's failure nor a try to repeat.
+      call.sink.end({ code: upstreamErrorCode(call.req.signal.reason), sent: true });
     else {
       if (!responded) call.up.breaker?.record(false);
       const sent = mayHaveReachedUpstream(err);

@@ -20,6 +20,15 @@ const UNREACHABLE = new Set([
   'UND_ERR_DESTROYED',
 ]);
 
+/**
+ * Why a request's signal aborts when its client goes away (pipeline/client-signal.ts): one
+ * object for every request (no stack captured per cancel); its code maps to 499 below.
+ */
+export const CLIENT_CLOSED: Error = Object.assign(new Error('the client closed the request'), {
+  name: 'AbortError',
+  code: 'SLC_CLIENT_CLOSED',
+});
+
 export class BodyTooLargeError extends Error {
   readonly code = 'SLC_BODY_TOO_LARGE';
 }
@@ -32,7 +41,8 @@ function codeOf(err: unknown): string {
 
 export function upstreamErrorCode(err: unknown): ErrorCode {
   if (err instanceof BodyTooLargeError) return 'SLC_ERR_BODY_TOO_LARGE';
-  // The caller withdrew the call (UpstreamRequest.signal): only ever because its time was up.
+  if (err === CLIENT_CLOSED) return 'SLC_ERR_CLIENT_CLOSED';
+  // Otherwise a caller withdrew the call (an aggregate call past its time).
   if ((err as { name?: unknown } | null)?.name === 'AbortError') return 'SLC_ERR_UPSTREAM_TIMEOUT';
   const code = codeOf(err);
   if (TIMEOUTS.has(code)) return 'SLC_ERR_UPSTREAM_TIMEOUT';

@@ -26,7 +26,7 @@ export abstract class UpstreamTry extends Expiring implements Dispatcher.Dispatc
   #responded = false;
   #settled = false;
   #onDrain: (() => void) | null = null;
-  /** The caller's signal (an aggregate call withdrawn) and its listener. */
+  /** The caller's signal (the client gone, an aggregate call withdrawn) and its listener. */
   readonly #signal: AbortSignal | undefined;
   #onAbort: (() => void) | null = null;
 
@@ -48,7 +48,8 @@ export abstract class UpstreamTry extends Expiring implements Dispatcher.Dispatc
         return;
       }
       this.#onAbort = () => controller.abort(signal.reason as Error);
-      signal.addEventListener('abort', this.#onAbort, { once: true });
+      // Removed when the try settles; an abort comes once (no `once` option object to allocate).
+      signal.addEventListener('abort', this.#onAbort);
     }
   }
 
@@ -115,11 +116,21 @@ export abstract class UpstreamTry extends Expiring implements Dispatcher.Dispatc
     }
   }
 
-  /** The Writable closed: the body went through whole, or the client went away (the upstream is cut). */
+  /**
+   * The Writable closed: the body went through whole, or the client went away (the upstream is
+   * cut, which also ends a wait for 'drain'). Whole means ended *and* finished: node:http2's
+   * compatibility response of a stream the client reset reads as finished without being ended.
+   */
   #closed(out: Writable): void {
     if (this.#out !== out) return;
     this.#out = null;
-    const err = out.errored ?? (out.writableFinished ? null : prematureClose());
+    const err =
+      out.errored ??
+      (out.writableEnded && out.writableFinished
+        ? null
+        : this.#signal?.aborted
+          ? (this.#signal.reason as Error)
+          : prematureClose());
     this.#settle(err);
     if (err !== null) {
       disarm(this);

@@ -192,6 +192,18 @@ describe('rendered pods', () => {
     expect(pod.volumes.find((v: { name: string }) => v.name === 'state').emptyDir).toBeDefined();
     expect(flag(pod.containers[0].args, '--state-dir')).toBe('/var/lib/sluice');
   });
+
+  it('overload: --max-in-flight from dataplane.maxInFlight (10000 by default), --adaptive-concurrency when on', async () => {
+    const args = async (set: Record<string, string>) =>
+      find(await render({ set }), 'Deployment', 'gw-sluice-dataplane').spec.template.spec.containers[0]
+        .args as string[];
+    const byDefault = await args({});
+    expect(flag(byDefault, '--max-in-flight')).toBe('10000');
+    expect(byDefault).not.toContain('--adaptive-concurrency');
+    const set = await args({ 'dataplane.maxInFlight': '500', 'dataplane.adaptiveConcurrency': 'true' });
+    expect(flag(set, '--max-in-flight')).toBe('500');
+    expect(set).toContain('--adaptive-concurrency');
+  });
 });
 
 describe('admin token, Services, HTTPS, Redis', () => {

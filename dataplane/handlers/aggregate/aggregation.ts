@@ -14,6 +14,7 @@ import type { Metrics } from '../../observability/metrics.ts';
 import type { Sources } from '../../config/template.ts';
 import { type PathRewrite, renderPath } from '../../pipeline/transform/path-rewrite.ts';
 import { callUpstream, type ResponseSink } from '../../upstream/call.ts';
+import { upstreamErrorCode } from '../../upstream/errors.ts';
 import type { UpstreamRuntime } from '../../upstream/pools.ts';
 import { deliverJson } from '../deliver.ts';
 import { CallSink, type CallOwner, type Outcome } from './call-sink.ts';
@@ -57,6 +58,9 @@ export class Aggregation implements CallOwner {
   #pending: number;
   #budget: number;
   #done = false;
+  /** The client's signal and its listener: the client gone, every call is withdrawn. */
+  #signal: AbortSignal | null = null;
+  #onGone: (() => void) | null = null;
 
   constructor(agg: BoundAggregate, sink: ResponseSink, requestId: string) {
     this.#agg = agg;
@@ -68,9 +72,26 @@ export class Aggregation implements CallOwner {
     this.#budget = agg.maxBodyBytes;
   }
 
-  /** Dispatches every call to its path (callPaths) (a call may settle at once, e.g. an open breaker, and end the answer early). */
-  start(headers: Record<string, string>, paths: readonly string[], span: Span | null = null): void {
+  /**
+   * Dispatches every call to its path (callPaths) (a call may settle at once, e.g. an open
+   * breaker, and end the answer early). `signal`: the client's (none for a call in the background).
+   */
+  start(
+    headers: Record<string, string>,
+    paths: readonly string[],
+    span: Span | null = null,
+    signal?: AbortSignal,
+  ): void {
     const calls = this.#agg.calls;
+    if (signal !== undefined) {
+      if (signal.aborted) {
+        this.#sink.end({ code: upstreamErrorCode(signal.reason), sent: false });
+        return;
+      }
+      this.#signal = signal;
+      this.#onGone = () => this.#withdraw(signal.reason);
+      signal.addEventListener('abort', this.#onGone, { once: true });
+    }
     if (span !== null) this.#spans = [];
     for (let i = 0; i < calls.length && !this.#done; i++) {
       const c = calls[i];
@@ -114,17 +135,30 @@ export class Aggregation implements CallOwner {
     else if (this.#pending === 0) this.#answer(-1);
   }
 
-  /** The answer: the merged object, or the problem of required call `failed` (-1: none failed). */
-  #answer(failed: number): void {
+  /** The client went away: every call still under way or queued is withdrawn, nothing is answered. */
+  #withdraw(reason: unknown): void {
+    if (this.#done) return;
+    this.#stop();
+    this.#sink.end({ code: upstreamErrorCode(reason), sent: true });
+  }
+
+  /** No call is wanted any more: timers cleared, the calls still under way or queued withdrawn. */
+  #stop(): void {
     this.#done = true;
+    if (this.#onGone !== null) this.#signal!.removeEventListener('abort', this.#onGone);
     const calls = this.#agg.calls;
     for (const t of this.#timers) if (t !== undefined) clearTimeout(t);
-    // The calls still under way or queued are not needed any more.
     for (let i = 0; i < calls.length; i++) {
       if (this.#outcomes[i] !== undefined) continue;
       this.#aborts[i]?.abort();
       if (this.#spans?.[i] !== undefined) endCallSpan(this.#spans[i], 'withdrawn');
     }
+  }
+
+  /** The answer: the merged object, or the problem of required call `failed` (-1: none failed). */
+  #answer(failed: number): void {
+    this.#stop();
+    const calls = this.#agg.calls;
     const errors: ErrorEntry[] = [];
     const entry = (i: number): ErrorEntry | null => {
       const o = this.#outcomes[i];

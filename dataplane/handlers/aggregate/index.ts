@@ -38,7 +38,8 @@ export default defineHandler(manifest, {
           entry.pattern === undefined
             ? null
             : compilePathRewrite({ pattern: entry.pattern, rewrite: '/' }, template);
-        const call = (ctx: RequestContext, sink: ResponseSink) => {
+        // `signal`: the client's when the answer goes to it (none for a call in the background).
+        const call = (ctx: RequestContext, sink: ResponseSink, signal?: AbortSignal) => {
           if (ctx.method !== 'GET' && ctx.method !== 'HEAD')
             return sink.end({ code: 'SLC_ERR_METHOD_NOT_ALLOWED', sent: false });
           const params = pattern === null ? null : captureParams(pattern, ctx.path);
@@ -52,9 +53,13 @@ export default defineHandler(manifest, {
             callHeaders(ctx.headers, JSON_ACCEPT),
             paths,
             ctx.span,
+            signal,
           );
         };
-        return { handle: (ctx) => call(ctx, new ClientSink(ctx)), call };
+        return {
+          handle: (ctx) => call(ctx, new ClientSink(ctx), ctx.signal),
+          call: (ctx, sink) => call(ctx, sink),
+        };
       },
     };
   },

@@ -63,8 +63,10 @@ export default defineHandler(manifest, {
           spanName: method.path.slice(1),
           spanAttributes: rpcSpanAttributes(method.path, address.hostname, Number(address.port)),
         };
-        const call = (ctx: RequestContext, sink: ResponseSink) => start(bound, ctx, sink);
-        return { handle: (ctx) => call(ctx, new ClientSink(ctx)), call };
+        return {
+          handle: (ctx) => start(bound, ctx, new ClientSink(ctx), ctx.signal),
+          call: (ctx, sink) => start(bound, ctx, sink),
+        };
       },
       close() {
         for (const key of keys.splice(0)) release(key);
@@ -74,7 +76,8 @@ export default defineHandler(manifest, {
 });
 
 // Returns what sink.end or deliver return (nothing): `return sink.end(…)` ends a branch.
-function start(b: BoundCall, ctx: RequestContext, sink: ResponseSink) {
+// `signal`: the client's when the answer goes to it (none for a call in the background).
+function start(b: BoundCall, ctx: RequestContext, sink: ResponseSink, signal?: AbortSignal) {
   const request = b.method.request;
   let bytes: Uint8Array | null = null;
   // The first binding whose method and path fit; one whose path fits another method's: 405.
@@ -121,6 +124,13 @@ function start(b: BoundCall, ctx: RequestContext, sink: ResponseSink) {
   const message = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   // One client span per call (grpc-js makes no retries here), its traceparent in the metadata.
   const span = ctx.span === null ? null : startRpcSpan(ctx.span, b.spanName, b.spanAttributes, md);
-  if (b.method.method.responseStream) serverStream(b, sink, message, md, ctx.requestId, span);
-  else unary(b, sink, message, md, ctx.requestId, span);
+  if (signal?.aborted) return sink.end({ code: 'SLC_ERR_CLIENT_CLOSED', sent: false });
+  const c = b.method.method.responseStream
+    ? serverStream(b, sink, message, md, ctx.requestId, span)
+    : unary(b, sink, message, md, ctx.requestId, span);
+  if (signal === undefined) return;
+  // The client gone: the call is cancelled on the service (RST_STREAM CANCEL on its channel).
+  const cancel = () => c.cancel();
+  signal.addEventListener('abort', cancel, { once: true });
+  c.on('status', () => signal.removeEventListener('abort', cancel));
 }

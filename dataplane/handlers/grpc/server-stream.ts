@@ -23,7 +23,7 @@ export function serverStream(
   md: Metadata,
   requestId: string,
   span: Span | null,
-): void {
+): ClientReadableStream<Buffer> {
   const start = process.hrtime.bigint();
   const type = b.method.response;
   let initial: Metadata | null = null;
@@ -85,4 +85,5 @@ export function serverStream(
     finished(body, (err) => sink.end(err ? { code: 'SLC_ERR_INTERNAL', sent: true } : null));
     body.end();
   });
+  return c;
 }

@@ -1,5 +1,5 @@
 /** A unary call: one message each way; the answer is the response message as proto3 JSON. */
-import type { Metadata, ServiceError, StatusObject } from '@grpc/grpc-js';
+import type { ClientUnaryCall, Metadata, ServiceError, StatusObject } from '@grpc/grpc-js';
 import type { Span } from '../../observability/tracing.ts';
 import type { ResponseSink } from '../../upstream/call.ts';
 import { deliver } from '../deliver.ts';
@@ -13,7 +13,7 @@ export function unary(
   md: Metadata,
   requestId: string,
   span: Span | null,
-): void {
+): ClientUnaryCall {
   const start = process.hrtime.bigint();
   let initial: Metadata | null = null;
   let answer: Buffer | null = null;
@@ -46,4 +46,5 @@ export function unary(
     headers['content-type'] = 'application/json';
     deliver(sink, 200, headers, Buffer.from(JSON.stringify(doc)));
   });
+  return c;
 }

@@ -40,7 +40,9 @@ export default defineHandler(manifest, {
 function bindTo(up: UpstreamRuntime, stripLength: number, deps: RuntimeDeps): BoundHandler {
   const path = (ctx: RequestContext) =>
     upstreamPath(ctx.path, ctx.query, stripLength, up.basePath, ctx.upstreamPath);
-  const call = (ctx: RequestContext, sink: ResponseSink) => {
+  // `signal`: the client's (RequestContext.signal) when the answer goes to it; none for a call in
+  // the background (an accepted asynchronous operation, a cache refresh), which outlives the client.
+  const call = (ctx: RequestContext, sink: ResponseSink, signal?: AbortSignal) => {
     ctx.upstreamAddress = up.origin;
     callUpstream(
       up,
@@ -50,6 +52,7 @@ function bindTo(up: UpstreamRuntime, stripLength: number, deps: RuntimeDeps): Bo
         headers: ctx.headers,
         body: bodyOf(ctx),
         keyed: ctx.keyed,
+        signal,
         span: ctx.span,
       },
       sink,
@@ -57,8 +60,8 @@ function bindTo(up: UpstreamRuntime, stripLength: number, deps: RuntimeDeps): Bo
     );
   };
   return {
-    handle: (ctx) => call(ctx, new ClientSink(ctx)),
-    call,
+    handle: (ctx) => call(ctx, new ClientSink(ctx), ctx.signal),
+    call: (ctx, sink) => call(ctx, sink),
     upgrade: (ctx, socket, head) => tunnel(ctx, up, path(ctx), socket, head),
   };
 }

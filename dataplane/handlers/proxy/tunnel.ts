@@ -16,6 +16,8 @@ import type { UpstreamRuntime } from '../../upstream/pools.ts';
 import { relay } from './ws-relay.ts';
 
 const PASS_BACK = /^(upgrade|connection|sec-websocket-[a-z-]+|set-cookie|x-.+)$/;
+/** Bytes a client may send before the upstream's 101 (a client should send none); past them it is cut. */
+const EARLY_BYTES = 64 * 1024;
 /** A runtime built without data-plane limits (tests, benchmarks): no idle timeout, no size limit. */
 const UNLIMITED: WebSocketLimits = { idleTimeoutMs: 0, maxMessageBytes: 0 };
 
@@ -40,6 +42,21 @@ export function tunnel(
   const { metrics, limits } = ctx.route.deps;
   // The handler answers from here on (101 or an upstream problem): the server no longer counts this upgrade as refused.
   ctx.upgrade = null;
+  // The client's socket is read during the upstream's handshake: a client that hangs up then
+  // (a FIN: the server's sockets allow half-open, and a paused socket never reports it) is
+  // seen, its socket closed, and the request's signal cuts the handshake. What it sends early
+  // (frames before the 101) is kept for the relay, within a bound.
+  const early: Buffer[] = [];
+  let earlyBytes = head.length;
+  const onEarly = (chunk: Buffer) => {
+    earlyBytes += chunk.length;
+    if (earlyBytes > EARLY_BYTES) socket.destroy();
+    else early.push(chunk);
+  };
+  const hungUp = () => socket.destroy();
+  socket.on('data', onEarly);
+  socket.once('end', hungUp);
+  socket.resume();
   up.pool
     .upgrade({
       path,
@@ -49,9 +66,14 @@ export function tunnel(
       // The pool's own timeouts are off (upstream/deadlines.ts keeps those of proxied requests);
       // undici takes this one from the options of any request, an upgrade's too.
       headersTimeout: up.headersTimeout,
+      // The client gone during the upstream's handshake: the handshake is cut (and its connection freed).
+      signal: ctx.signal,
     } as Dispatcher.UpgradeOptions)
     .then(
       ({ headers, socket: upstream }) => {
+        socket.off('data', onEarly);
+        socket.off('end', hungUp);
+        socket.pause(); // the relay reads on
         if (socket.destroyed) {
           // The client left during the upstream handshake.
           upstream.destroy();
@@ -66,9 +88,15 @@ export function tunnel(
         ctx.res.statusCode = 101;
         finishRequest(ctx, null);
         metrics.websocketConnection(ctx.route.id, 'accepted');
-        relay(socket as Socket, upstream, head, limitsOf(ctx, limits.websocket), metrics, ctx.route.id);
+        const first = early.length ? Buffer.concat([head, ...early]) : head;
+        relay(socket as Socket, upstream, first, limitsOf(ctx, limits.websocket), metrics, ctx.route.id);
       },
       (err) => {
+        if (ctx.signal?.aborted) {
+          ctx.res.statusCode = 499;
+          finishRequest(ctx, 'SLC_ERR_CLIENT_CLOSED');
+          return;
+        }
         metrics.websocketConnection(ctx.route.id, 'upstream_error');
         sendProblem(ctx.res, upstreamErrorCode(err), { requestId: ctx.requestId });
         finishRequest(ctx, upstreamErrorCode(err));

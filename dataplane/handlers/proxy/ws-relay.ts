@@ -26,6 +26,13 @@ import {
   FrameReader,
 } from './ws-frames.ts';
 
+/**
+ * The event the data plane emits on every open WebSocket's client socket when it drains
+ * (server/websocket.ts): the relay ends both sides with 1001 (going away), so an open WebSocket
+ * does not hold the process until the drain timeout.
+ */
+export const GOING_AWAY = Symbol('sluice.websocket.goingAway');
+
 /** After the gateway ends a WebSocket, time the peers get to answer the Close and hang up before both sockets are cut. */
 const CLOSE_GRACE_MS = 2_000;
 
@@ -87,6 +94,7 @@ export function relay(
   };
 
   upstream.on('error', () => upstream.destroy());
+  (client as NodeJS.EventEmitter).once(GOING_AWAY, () => end('shutdown', CLOSE_GOING_AWAY, CLOSE_GOING_AWAY));
   client.on('end', gone('client'));
   client.on('close', gone('client'));
   upstream.on('end', gone('upstream'));

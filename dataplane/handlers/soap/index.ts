@@ -59,7 +59,8 @@ export default defineHandler(manifest, {
           deliverJson(sink, body.status, 'application/problem+json', body);
         };
 
-        const call = (ctx: RequestContext, sink: ResponseSink) => {
+        // `signal`: the client's when the answer goes to it (none for a call in the background).
+        const call = (ctx: RequestContext, sink: ResponseSink, signal?: AbortSignal) => {
           if (ctx.method !== 'POST') return sink.end({ code: 'SLC_ERR_METHOD_NOT_ALLOWED', sent: false });
           const params = pattern === null ? null : captureParams(pattern, ctx.path);
           if (pattern !== null && params === null)
@@ -96,12 +97,15 @@ export default defineHandler(manifest, {
           headers['content-length'] = String(body.length);
           callUpstream(
             up,
-            { path, method: 'POST', headers, body, keyed: ctx.keyed, span: ctx.span },
+            { path, method: 'POST', headers, body, keyed: ctx.keyed, signal, span: ctx.span },
             new SoapCall(sink, soap, ctx.requestId),
             deps.metrics,
           );
         };
-        return { handle: (ctx) => call(ctx, new ClientSink(ctx)), call };
+        return {
+          handle: (ctx) => call(ctx, new ClientSink(ctx), ctx.signal),
+          call: (ctx, sink) => call(ctx, sink),
+        };
       },
     };
   },
