@@ -5,9 +5,13 @@
  * a server down, one success up), and the runtime API on a stats socket to move a slot to a new
  * gateway's ports (a new pod's address) and to take it out of rotation or put it back.
  *
- * The config is what an operator writes: keep-alive both sides, `retries 3` with `option
- * redispatch` (a refused connection is retried on another server), no retry of a request
- * already sent. A slot starts in maintenance until `put` gives it ports.
+ * The config is what an operator writes for rollouts: keep-alive both sides, `retries 3` with
+ * `option redispatch` (a refused connection is retried on another server) and `retry-on
+ * conn-failure empty-response`: a request sent on a kept-alive connection just as the server
+ * closed it gets no answer at all, a race HTTP/1.1 cannot avoid (RFC 9112 §9.3.1, the client
+ * retries); without it HAProxy hands that close to its client, which undici does not retry. A
+ * request that got any answer is never retried. A slot starts in maintenance until `put` gives
+ * it ports.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
@@ -62,6 +66,7 @@ export async function startHaproxy(slots: number): Promise<TestHaproxy> {
       '  timeout check 1s',
       '  retries 3',
       '  option redispatch 1',
+      '  retry-on conn-failure empty-response',
       'frontend fe',
       `  bind 127.0.0.1:${port}`,
       '  default_backend gw',

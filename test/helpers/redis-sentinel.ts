@@ -29,9 +29,10 @@ export interface TestRedisSentinel {
 
 export async function startRedisSentinel(opts: { replica?: boolean } = {}): Promise<TestRedisSentinel> {
   const dir = mkdtempSync(join(tmpdir(), 'sluice-sentinel-'));
-  const master = await startPrivateRedis();
+  // The full sync to a replica writes an RDB file: in the temp dir, not the tests' working directory.
+  const master = await startPrivateRedis(['--dir', dir]);
   const replica = opts.replica
-    ? await startPrivateRedis(['--replicaof', '127.0.0.1', String(master.port)])
+    ? await startPrivateRedis(['--dir', dir, '--replicaof', '127.0.0.1', String(master.port)])
     : null;
   const sentinelPort = await freePort();
   const conf = join(dir, 'sentinel.conf');

@@ -1,15 +1,16 @@
 /**
  * A rolling restart of three gateways behind HAProxy (test/helpers/haproxy.ts: health checks on
  * each gateway's admin /readyz every 200 ms) under continuous load: 50 clients in a closed loop
- * through HAProxy, GET on a proxied route whose upstream takes ~5 ms, so requests are in flight
- * at every moment. Each gateway is replaced in turn, two ways:
+ * through HAProxy, GET on a proxied route whose upstream takes ~5 ms (1 in 50: 1 s), so requests
+ * are in flight at every moment. Each gateway is replaced in turn, two ways:
  *  (a) endpoint removal first, as a careful operator (or a preStop hook) does: its HAProxy
  *      server is set to maintenance, its sessions are waited out, then SIGTERM; a new gateway
  *      takes the slot (new ports, as a new pod gets a new address) and the slot is re-enabled;
  *  (b) plain SIGTERM relying on readiness, as a Deployment's rollout does (maxSurge 1,
  *      maxUnavailable 0): a new gateway in a spare slot, up in HAProxy; then the old one gets
- *      SIGTERM and nothing else: HAProxy must learn it from /readyz answering 503, and the old
- *      one must finish what it holds and exit well before its drain timeout (10 s here).
+ *      SIGTERM and nothing else: HAProxy must learn it from /readyz answering 503 while the old
+ *      one still finishes its slow requests (marked down before it exits), and the old one must
+ *      exit well before its drain timeout (10 s here).
  * Both: every request answered 200 (0 failed). Printed: requests, statuses, per restart the ms
  * from SIGTERM to HAProxy marking the server down and to the process's exit.
  */
@@ -38,8 +39,9 @@ spec:
 describe('rolling restart behind HAProxy under load', () => {
   let up: Upstream;
   beforeAll(async () => {
-    up = await startUpstream((_req, res) => {
-      setTimeout(() => res.writeHead(200, { 'content-type': 'text/plain' }).end('ok'), 5);
+    up = await startUpstream((req, res) => {
+      const ms = req.url?.startsWith('/api/slow') ? 1_000 : 5;
+      setTimeout(() => res.writeHead(200, { 'content-type': 'text/plain' }).end('ok'), ms);
       return true;
     });
   });
@@ -66,7 +68,7 @@ describe('rolling restart behind HAProxy under load', () => {
     const load = startLoad({
       url: hp.url,
       concurrency: CONCURRENCY,
-      next: (i) => ({ path: `/api/items/${i}` }),
+      next: (i) => ({ path: i % 50 === 0 ? `/api/slow/${i}` : `/api/items/${i}` }),
     });
     return { hp, slots, load };
   }
@@ -167,6 +169,7 @@ describe('rolling restart behind HAProxy under load', () => {
     // Out of rotation by readiness, and gone once its requests were done, not at the drain timeout.
     for (const r of restarts) {
       expect(r.exit).toBe('0');
+      expect(r.downMs).toBeLessThan(r.exitMs);
       expect(r.exitMs).toBeLessThan(DRAIN_TIMEOUT_MS / 2);
     }
   }, 120_000);
