@@ -1,10 +1,12 @@
 /**
  * Closed-loop HTTP load for the reliability tests: `concurrency` workers on one undici Pool, each
- * sending its next request as soon as the previous one is answered (body read to the end). Every
+ * sending its next request as soon as the previous one is answered (body read to the end), or
+ * `pauseMs` later (ordinary clients beside an attack, rather than a flat-out load). Every
  * outcome is counted by status (0: a transport error, counted by its code too); with `keep`, each
  * is also kept (time, latency, status, kind) for percentiles and timelines. A soak of millions
  * of requests leaves `keep` off: the counters are enough and the test's own memory stays flat.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Pool } from 'undici';
 
 export interface Shot {
@@ -34,6 +36,8 @@ export interface LoadOptions {
   keep?: boolean;
   /** Bound on one request, headers and body (default 30 s): a hang is a failure, not a stuck test. */
   timeoutMs?: number;
+  /** A worker's wait between an answer and its next request (default 0). */
+  pauseMs?: number;
   /** Called with every outcome (the scenario's own counting, e.g. per key). */
   onOutcome?: (o: Outcome) => void;
 }
@@ -86,6 +90,7 @@ export function startLoad(opts: LoadOptions): Load {
       const o: Outcome = { at: start - t0, ms: performance.now() - start, status, kind: shot.kind ?? '' };
       if (opts.onOutcome !== undefined) opts.onOutcome({ ...o, headers });
       if (opts.keep) outcomes.push(o);
+      if (opts.pauseMs) await sleep(opts.pauseMs);
     }
   };
   const workers = Array.from({ length: opts.concurrency }, worker);

@@ -17,7 +17,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHaproxy, type TestHaproxy } from '../helpers/haproxy.ts';
-import { failures, startLoad, statusLine } from '../helpers/load.ts';
+import { failures, type Load, startLoad, statusLine } from '../helpers/load.ts';
 import { type SluiceProcess, startSluice } from '../helpers/processes.ts';
 import { startUpstream, type Upstream } from '../helpers/servers.ts';
 
@@ -84,7 +84,7 @@ describe('rolling restart behind HAProxy under load', () => {
     exitMs: number;
     exit: string;
   }
-  const report = (name: string, load: ReturnType<typeof startLoad>, restarts: Restart[], ms: number) =>
+  const report = (name: string, load: Load, restarts: Restart[], ms: number) =>
     console.log(
       `[rolling-restart ${name}] ${load.done()} requests in ${Math.round(ms)} ms through HAProxy to ${GATEWAYS} gateways ` +
         `(${CONCURRENCY} clients), ${restarts.length} restarts; statuses ${statusLine(load.byStatus)}` +

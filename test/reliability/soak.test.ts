@@ -6,9 +6,11 @@
  *  - POST /charges   idempotency, a new key each time (records kept 10 s, so the store turns over);
  *  - GET /limited/…  a local rate limit per x-bucket header (100 buckets, a limit never reached);
  *  - GET /cache/…    proxy-cache (memory), 2,000 ids the upstream marks cacheable for 5 s.
- * The gateway's RSS is sampled every 10 s. Asserted: 0 failed requests, and after a warm-up
- * (a fifth of the run, at least 90 s: the idempotency store's records are swept every 60 s) RSS grows less than 20 % (the median of the last three
- * samples against that of the first three after warm-up: one GC cycle is not growth).
+ * The gateway's RSS is sampled every 10 s. Asserted: 0 failed requests, and RSS grows less than
+ * 20 % over the second half of the run (the median of the last three samples against that of
+ * the first three after the half). The first half is warm-up: V8's heap takes minutes at this
+ * rate to reach the size it then keeps (900 s on 2 cores: a plateau after ~8 min), and a
+ * constant leak of ~10 MiB a minute still shows as 20 % over a 15-minute run's second half.
  * Printed: requests and rate, RSS at start / after warm-up / end / max, and the growth.
  */
 import { once } from 'node:events';
@@ -21,8 +23,8 @@ import { rssBytes, type SluiceProcess, startSluice } from '../helpers/processes.
 
 const SOAK_SECONDS = Number(process.env.SOAK_SECONDS ?? 900);
 const SAMPLE_MS = 10_000;
-/** The idempotency store's steady state: records kept 10 s, swept every 60 s (memory-idempotency-store.ts). */
-const WARM_UP_MS = Math.max(90_000, (SOAK_SECONDS * 1000) / 5);
+/** At least the idempotency store's cycle: records kept 10 s, swept every 60 s (memory-idempotency-store.ts). */
+const WARM_UP_MS = Math.max(60_000, (SOAK_SECONDS * 1000) / 2);
 const CONCURRENCY = 32;
 
 const yaml = (port: number) => `
@@ -82,7 +84,7 @@ describe(`soak: ${SOAK_SECONDS} s of mixed load on one gateway`, () => {
   });
 
   it(
-    '0 failed requests; RSS growth after warm-up under 20 %',
+    '0 failed requests; RSS growth over the second half under 20 %',
     async () => {
       const pid = gw.process.pid;
       const samples: { at: number; rss: number }[] = [];
@@ -135,7 +137,7 @@ describe(`soak: ${SOAK_SECONDS} s of mixed load on one gateway`, () => {
           `proxy/idempotency/rate limit/cache 1:1:1:1); statuses ${statusLine(load.byStatus)}; failed ${failures(load.byStatus)}` +
           `${load.errors.size ? ` (${JSON.stringify(Object.fromEntries(load.errors))})` : ''}; ` +
           `RSS start ${MiB(samples[0].rss)}, after ${Math.round(WARM_UP_MS / 1000)} s warm-up ${MiB(base)}, end ${MiB(end)}, ` +
-          `max ${MiB(max)}; growth after warm-up ${(growth * 100).toFixed(1)} %; ` +
+          `max ${MiB(max)}; growth over the second half ${(growth * 100).toFixed(1)} %; ` +
           `samples (MiB, every ${SAMPLE_MS / 1000} s): ${samples.map((s) => Math.round(s.rss / 2 ** 20)).join(' ')}`,
       );
       expect(failures(load.byStatus)).toBe(0);
