@@ -24,7 +24,6 @@ export interface Outcome {
   ms: number;
   status: number;
   kind: string;
-  headers?: Record<string, string | string[] | undefined>;
 }
 
 export interface LoadOptions {
@@ -38,8 +37,6 @@ export interface LoadOptions {
   timeoutMs?: number;
   /** A worker's wait between an answer and its next request (default 0). */
   pauseMs?: number;
-  /** Called with every outcome (the scenario's own counting, e.g. per key). */
-  onOutcome?: (o: Outcome) => void;
 }
 
 export interface Load {
@@ -69,7 +66,6 @@ export function startLoad(opts: LoadOptions): Load {
       const shot = opts.next(sent++);
       const start = performance.now();
       let status = 0;
-      let headers: Outcome['headers'];
       try {
         const r = await pool.request({
           path: shot.path,
@@ -81,15 +77,13 @@ export function startLoad(opts: LoadOptions): Load {
         });
         await r.body.dump({ limit: Number.POSITIVE_INFINITY });
         status = r.statusCode;
-        headers = r.headers;
       } catch (e) {
         count(errors, (e as { code?: string }).code ?? (e as Error).message);
       }
       answered++;
       count(byStatus, status);
-      const o: Outcome = { at: start - t0, ms: performance.now() - start, status, kind: shot.kind ?? '' };
-      if (opts.onOutcome !== undefined) opts.onOutcome({ ...o, headers });
-      if (opts.keep) outcomes.push(o);
+      if (opts.keep)
+        outcomes.push({ at: start - t0, ms: performance.now() - start, status, kind: shot.kind ?? '' });
       if (opts.pauseMs) await sleep(opts.pauseMs);
     }
   };

@@ -6,12 +6,13 @@
  *  - POST /charges   idempotency, a new key each time (records kept 10 s, so the store turns over);
  *  - GET /limited/…  a local rate limit per x-bucket header (100 buckets, a limit never reached);
  *  - GET /cache/…    proxy-cache (memory), 2,000 ids the upstream marks cacheable for 5 s.
- * The gateway's RSS is sampled every 10 s. Asserted: 0 failed requests, and RSS grows less than
- * 20 % over the second half of the run (the median of the last three samples against that of
- * the first three after the half). The first half is warm-up: V8's heap takes minutes at this
- * rate to reach the size it then keeps (900 s on 2 cores: a plateau after ~8 min), and a
- * constant leak of ~10 MiB a minute still shows as 20 % over a 15-minute run's second half.
- * Printed: requests and rate, RSS at start / after warm-up / end / max, and the growth.
+ * The gateway's RSS is sampled every 10 s. Asserted: 0 failed requests, and the RSS floor grows
+ * less than 20 % over the second half of the run (the first half is warm-up: at this rate V8's
+ * heap takes minutes to reach the size it keeps). The floor (the lowest sample of a quarter of
+ * the run) is what remains after the collector's passes; the samples in between are a sawtooth
+ * (at 900 s, peaks up to ~1.1 GiB before a major collection), so a median or the last sample
+ * would measure where the saw happened to be. Third quarter's floor against the fourth's.
+ * Printed: requests and rate, RSS at start, the two floors, the maximum, every sample.
  */
 import { once } from 'node:events';
 import { createServer } from 'node:http';
@@ -56,7 +57,6 @@ spec:
 `;
 
 const MiB = (b: number) => `${Math.round(b / 2 ** 20)} MiB`;
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 
 describe(`soak: ${SOAK_SECONDS} s of mixed load on one gateway`, () => {
   // Not helpers/servers.ts's startUpstream: it records every request, millions here.
@@ -84,7 +84,7 @@ describe(`soak: ${SOAK_SECONDS} s of mixed load on one gateway`, () => {
   });
 
   it(
-    '0 failed requests; RSS growth over the second half under 20 %',
+    '0 failed requests; the RSS floor grows less than 20 % over the second half',
     async () => {
       const pid = gw.process.pid;
       const samples: { at: number; rss: number }[] = [];
@@ -127,21 +127,22 @@ describe(`soak: ${SOAK_SECONDS} s of mixed load on one gateway`, () => {
       }
       sample();
       const ms = performance.now() - t0;
-      const after = samples.filter((s) => s.at >= WARM_UP_MS).map((s) => s.rss);
-      const base = median(after.slice(0, 3));
-      const end = median(after.slice(-3));
-      const growth = (end - base) / base;
+      const third = samples.filter((s) => s.at >= WARM_UP_MS && s.at < (WARM_UP_MS + ms) / 2);
+      const fourth = samples.filter((s) => s.at >= (WARM_UP_MS + ms) / 2);
+      const floor = (xs: typeof samples) => Math.min(...xs.map((s) => s.rss));
+      const growth = (floor(fourth) - floor(third)) / floor(third);
       const max = Math.max(...samples.map((s) => s.rss));
       console.log(
         `[soak] ${SOAK_SECONDS} s, ${load.done()} requests (${Math.round(load.done() / (ms / 1000))}/s, ${CONCURRENCY} clients, ` +
           `proxy/idempotency/rate limit/cache 1:1:1:1); statuses ${statusLine(load.byStatus)}; failed ${failures(load.byStatus)}` +
           `${load.errors.size ? ` (${JSON.stringify(Object.fromEntries(load.errors))})` : ''}; ` +
-          `RSS start ${MiB(samples[0].rss)}, after ${Math.round(WARM_UP_MS / 1000)} s warm-up ${MiB(base)}, end ${MiB(end)}, ` +
-          `max ${MiB(max)}; growth over the second half ${(growth * 100).toFixed(1)} %; ` +
+          `RSS start ${MiB(samples[0].rss)}, floor of the third quarter ${MiB(floor(third))}, of the fourth ${MiB(floor(fourth))} ` +
+          `(${growth >= 0 ? '+' : ''}${(growth * 100).toFixed(1)} %), max ${MiB(max)}; ` +
           `samples (MiB, every ${SAMPLE_MS / 1000} s): ${samples.map((s) => Math.round(s.rss / 2 ** 20)).join(' ')}`,
       );
       expect(failures(load.byStatus)).toBe(0);
-      expect(after.length).toBeGreaterThanOrEqual(3);
+      expect(third.length).toBeGreaterThanOrEqual(2);
+      expect(fourth.length).toBeGreaterThanOrEqual(2);
       expect(growth).toBeLessThan(0.2);
     },
     (SOAK_SECONDS + 120) * 1000,
