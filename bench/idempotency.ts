@@ -14,64 +14,31 @@
  * BENCH_NODE_FLAGS (Node flags of the data plane, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`),
  * BENCH_SCENARIOS (a comma-separated subset, e.g. `idem-first` to profile one).
  */
-import { spawn, spawnSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { once } from 'node:events';
+import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { Redis } from 'ioredis';
-import { Pool } from 'undici';
 import { CHARGE_BODY, CHARGE_REQUEST, GET_PATH, PORTS, POST_PATH } from './fixtures.ts';
-import { envInt } from './lib/env.ts';
 import { machineTicks, processTable, selfTicks, treeTicks } from './lib/cpu.ts';
 import { http, portFree, type Reply, sleep, waitReady } from './lib/http.ts';
-import {
-  BENCH,
-  HZ,
-  LOAD_CORE,
-  onPath,
-  PIN,
-  pinned,
-  pinSelf,
-  SLUICE_NODE_FLAGS,
-  TARGET_CORE,
-} from './lib/machine.ts';
-import {
-  type Proc,
-  start,
-  stopAll,
-  stopEverythingOnExit,
-  trackLoader,
-  untrackLoader,
-} from './lib/processes.ts';
+import { BENCH, HZ, LOAD_CORE, PIN, pinned, pinSelf, SLUICE_NODE_FLAGS, TARGET_CORE } from './lib/machine.ts';
+import { type Proc, start, stopAll, stopEverythingOnExit } from './lib/processes.ts';
 import { fmt, table as textTable } from './lib/table.ts';
-import { parseWrk } from './lib/wrk.ts';
 
-const PORT = 18205; // the proxy; PORTS (fixtures.ts) holds 18200–18204 and 18211
-const ADMIN = 18212;
-const REDIS_URL = 'redis://127.0.0.1:6379';
-const REPLAY_KEYS = 1000;
-const opts = {
-  duration: envInt('BENCH_DURATION', 10, 1),
-  warmup: envInt('BENCH_WARMUP', 3, 0),
-  connections: envInt('BENCH_CONNECTIONS', 50, 1),
-  loadgen: process.env.BENCH_LOADGEN || (onPath('wrk') ? 'wrk' : 'undici'),
-};
-const RUN = randomBytes(6).toString('hex');
-const PREFIX = `bench-idem-${RUN}:`;
-const HEADERS = { 'content-type': 'application/json', authorization: 'Bearer bench', 'user-agent': 'bench' };
-const withKey = (key: string | null) => (key ? { ...HEADERS, 'idempotency-key': key } : HEADERS);
-
-type Scenario = { name: string; path: string; keys: 'none' | 'fresh' | 'replay' };
-const SCENARIOS: Scenario[] = [
-  { name: 'plain-post', path: POST_PATH, keys: 'none' },
-  { name: 'idem-first', path: `/idem${POST_PATH}`, keys: 'fresh' },
-  { name: 'idem-replay', path: `/idem${POST_PATH}`, keys: 'replay' },
-];
-// Keys of 40 characters. Fresh ones carry the load run's number: unique across warm-ups and runs.
-const replayKey = (i: number) => `replay-${RUN}-${String(i % REPLAY_KEYS).padStart(20, '0')}`;
-let loadRuns = 0;
+import {
+  ADMIN,
+  PORT,
+  PREFIX,
+  REDIS_URL,
+  REPLAY_KEYS,
+  SCENARIOS,
+  type Scenario,
+  opts,
+  replayKey,
+  withKey,
+} from './idempotency/setup.ts';
+import { runLoad } from './idempotency/load.ts';
 
 // ---------------------------------------------------------------- processes
 
@@ -107,75 +74,6 @@ async function counters() {
     replayed: sum('sluice_idempotency_requests_total', 'outcome="replayed"'),
     executed: sum('sluice_idempotency_requests_total', 'outcome="executed"'),
   };
-}
-
-// ---------------------------------------------------------------- load
-
-type Ms = number | null;
-type Load = { requests: number; seconds: number; p50ms: Ms; p99ms: Ms; non2xx: number; errors: number };
-
-function runLoad(work: string, s: Scenario, seconds: number): Promise<Load> {
-  const fresh = `fresh-${RUN}-${String(++loadRuns).padStart(2, '0')}-`;
-  return opts.loadgen === 'wrk' ? wrk(work, s, seconds, fresh) : undiciLoad(s, seconds, fresh);
-}
-
-async function wrk(work: string, s: Scenario, seconds: number, fresh: string): Promise<Load> {
-  const key = {
-    none: '',
-    fresh: `"${fresh}" .. string.format("%018d", n)`,
-    replay: `"replay-${RUN}-" .. string.format("%020d", n % ${REPLAY_KEYS})`,
-  }[s.keys];
-  const lua = join(work, `${s.name}.lua`);
-  fs.writeFileSync(
-    lua,
-    `wrk.method = "POST"\nwrk.body = [[${CHARGE_REQUEST}]]\n` +
-      Object.entries(HEADERS).reduce((a, [k, v]) => `${a}wrk.headers["${k}"] = "${v}"\n`, '') +
-      (key &&
-        `local n = -1\nrequest = function()\n  n = n + 1\n  wrk.headers["Idempotency-Key"] = ${key}\n` +
-          '  return wrk.format()\nend\n'),
-  );
-  // -t1: one Lua state, so its counter n makes every fresh key unique.
-  const cmd = `wrk -t1 -c${opts.connections} -d${seconds}s --latency --timeout 5s -s`.split(' ');
-  const argv = pinned(LOAD_CORE, [...cmd, lua, `http://127.0.0.1:${PORT}${s.path}`]);
-  const child = spawn(argv[0], argv.slice(1), { stdio: ['ignore', 'pipe', 'inherit'] });
-  trackLoader(child);
-  let out = '';
-  child.stdout.on('data', (d: Buffer) => (out += d));
-  const [code] = await once(child, 'exit');
-  untrackLoader(child);
-  if (code !== 0) throw new Error(`wrk exited with ${code}:\n${out}`);
-  return parseWrk(out);
-}
-
-/** Without wrk: `connections` loops on one undici Pool, in this process (on core 0 when pinned). */
-async function undiciLoad(s: Scenario, seconds: number, fresh: string): Promise<Load> {
-  const pool = new Pool(`http://127.0.0.1:${PORT}`, { connections: opts.connections });
-  const lat: number[] = [];
-  const st = { n: 0, non2xx: 0, errors: 0 };
-  const t0 = performance.now();
-  const loop = async () => {
-    while (performance.now() - t0 < seconds * 1000) {
-      const i = st.n++;
-      const key = { none: null, fresh: fresh + String(i).padStart(18, '0'), replay: replayKey(i) }[s.keys];
-      const t = performance.now();
-      try {
-        const req = { path: s.path, method: 'POST', headers: withKey(key), body: CHARGE_REQUEST } as const;
-        const r = await pool.request(req);
-        await r.body.dump();
-        if (r.statusCode >= 300) st.non2xx++;
-        lat.push(performance.now() - t);
-      } catch {
-        st.errors++;
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: opts.connections }, loop));
-  const elapsed = (performance.now() - t0) / 1000;
-  await pool.close();
-  lat.sort((a, b) => a - b);
-  const at = (q: number) => (lat.length ? lat[Math.min(lat.length - 1, Math.floor(q * lat.length))] : null);
-  const { non2xx, errors } = st;
-  return { requests: lat.length, seconds: elapsed, p50ms: at(0.5), p99ms: at(0.99), non2xx, errors };
 }
 
 // ---------------------------------------------------------------- checks and measuring

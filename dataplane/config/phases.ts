@@ -1,10 +1,14 @@
 /**
  * The order of the request path, following the spec's flow (§1.4): client → authentication →
  * rate limiting → transformation → cache → aggregation → backends → response transformation.
- * Each plugin declares its phase; the runtime sorts a route's plugins by this table once per
- * snapshot, never per request.
+ * Each plugin declares its phase, and so does each built-in step (runtime/builtin-steps.ts); the
+ * runtime sorts a route's steps by this table once per snapshot, never per request. A step's
+ * request hook runs in its phase's place on the way in, its response hook in the same place on
+ * the way back.
  */
 export const PHASES = [
+  'redirect', //           built-in: cleartext answered 308 to https before anything else runs, not even a preflight or authentication
+  'version', //            built-in: a deprecated version's headers on every answer, the gateway's own included; 410 past its sunset
   'cors-preflight', //     answer browser preflights before asking for credentials
   'authenticate', //       identity first: rate limits and idempotency keys are scoped to the caller
   'rate-limit', //         refuse excess before spending anything else
@@ -13,6 +17,9 @@ export const PHASES = [
   'idempotency', //        just before the upstream: a replay must never reach the backend
   'upstream', //           the route's handler: proxy (aggregation, gRPC, SOAP later)
   'transform-response', // headers and body on the way back; CORS response headers
+  // Built-in: the response headers no plugin may change (a deprecated version's), set after every
+  // plugin's response hook. Its own phase because 'version' runs first both ways.
+  'final-headers',
 ] as const;
 
 export type Phase = (typeof PHASES)[number];

@@ -9,6 +9,7 @@ import { Writable } from 'node:stream';
 import type { ServerResponse } from 'node:http';
 import { sendProblem } from '../errors/problem.ts';
 import type { RequestContext } from '../pipeline/context.ts';
+import { afterDrain } from '../pipeline/drain.ts';
 import { finishRequest } from '../pipeline/finish.ts';
 import type { CallFailure, ResponseSink } from '../upstream/call.ts';
 
@@ -76,13 +77,7 @@ function headAtFirstByte(
     write(chunk: Buffer, _encoding, callback) {
       head();
       if (res.destroyed || res.write(chunk)) return callback();
-      const go = () => {
-        res.off('drain', go);
-        res.off('close', go);
-        callback();
-      };
-      res.on('drain', go);
-      res.on('close', go);
+      afterDrain(res, callback);
     },
     final(callback) {
       head();

@@ -1,8 +1,9 @@
 /**
  * A route's `httpsRedirect`: on the cleartext listener the request is answered 308 with the same
  * host, path and query over https (308 keeps the method and body); on the TLS listener the hook
- * lets the request through. It is the route's first request hook, so only routes that ask for a
- * redirect pay for the check, and nothing (not even authentication) runs before it on cleartext.
+ * lets the request through. It is a built-in step (runtime/builtin-steps.ts) of the first phase,
+ * 'redirect': only routes that ask for a redirect pay for the check, and nothing (not even
+ * authentication) runs before it on cleartext.
  */
 import type { TLSSocket } from 'node:tls';
 import { answered } from './answer.ts';

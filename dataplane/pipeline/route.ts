@@ -87,7 +87,10 @@ export interface RuntimeRoute {
    * about another method) may match the route by the method it asks about (server/handle.ts).
    */
   answersPreflight: boolean;
-  /** The plugin names in the order they run, then the handler kind (golden match tests, debugging). */
+  /**
+   * The names of the route's steps (its plugins and the built-in steps its entry asks for, e.g.
+   * https-redirect, deprecation) in phase order, then the handler kind (golden match tests, debugging).
+   */
   chain: readonly string[];
   /** The share of this route's answered (< 400) requests that get an access-log line, 0 to 1; null: the route logs only failures. */
   logRate: number | null;

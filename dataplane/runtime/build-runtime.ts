@@ -4,21 +4,22 @@
  *
  * Each GatewayPlugin is created once for the snapshot, however many routes carry it (one jwt
  * token cache, one JWKS fetch), then bound to each route; each handler kind is created once
- * and bound to each route. `close` retires all of them when the snapshot is replaced.
+ * and bound to each route. `close` retires all of them when the snapshot is replaced. The
+ * built-in steps a route's entry asks for (builtin-steps.ts) are ordered with its plugins by
+ * phase, the same way.
  */
 import type { PluginInstance, Route, RouteTable } from '../config/route-table.ts';
 import type { LiveHandler } from '../handlers/types.ts';
-import { phaseIndex } from '../config/phases.ts';
+import { type Phase, phaseIndex } from '../config/phases.ts';
 import { pluginManifest } from '../config/catalog.ts';
 import type { RequestHook, ResponseHook } from '../pipeline/context.ts';
 import type { RuntimeDeps, RuntimeRoute } from '../pipeline/route.ts';
-import type { LivePlugin } from '../plugins/types.ts';
+import type { LivePlugin, PluginHooks } from '../plugins/types.ts';
 import type { PoolRegistry, UpstreamRuntime } from '../upstream/pools.ts';
 import { HANDLERS, PLUGINS } from './registry.ts';
 import { hostMatcher, RouteMatcher } from './router.ts';
 import { Certificates } from '../tls/certificates.ts';
-import { httpsRedirectHook } from '../pipeline/https-redirect.ts';
-import { deprecationHooks } from './deprecation.ts';
+import { BUILTIN_STEPS } from './builtin-steps.ts';
 
 export interface Runtime {
   hash: string;
@@ -98,17 +99,7 @@ function buildRoute(
     live = HANDLERS.get(kind)!.handler.create({ ...deps, upstream });
     handlers.set(kind, live);
   }
-  const chain = bindPlugins(entry, deps, plugins);
-  if (entry.deprecation) {
-    const hooks = deprecationHooks(entry.deprecation);
-    chain.requestHooks.unshift(hooks.onRequest);
-    chain.responseHooks.push(hooks.onResponse); // last: the version's headers are final
-    if (chain.bodyAt >= 0) chain.bodyAt++;
-  }
-  if (entry.httpsRedirect) {
-    chain.requestHooks.unshift(httpsRedirectHook(deps.httpsRedirectPort ?? 443));
-    if (chain.bodyAt >= 0) chain.bodyAt++;
-  }
+  const chain = bindSteps(entry, deps, plugins);
   return {
     id: entry.id,
     entry,
@@ -132,25 +123,53 @@ function buildRoute(
   };
 }
 
-/** The route's plugins in phase order (the table's order within a phase), each bound to the route. */
-function bindPlugins(entry: Route, deps: RuntimeDeps, plugins: Map<string, SharedPlugin>) {
-  const ordered = entry.plugins
-    .map((p, i) => ({ p, i, loaded: PLUGINS.get(p.name)! }))
-    .sort((a, b) => phaseIndex(a.loaded.manifest.phase) - phaseIndex(b.loaded.manifest.phase) || a.i - b.i);
+/** A step of the route, not yet bound: one of its plugins, or a built-in step its entry asks for. */
+interface Step {
+  name: string;
+  phase: Phase;
+  /** Its place in the route's table order: within a phase, steps keep it. */
+  at: number;
+  needsBody: boolean;
+  bind(): PluginHooks;
+}
+
+/**
+ * The route's steps (its plugins and the built-in steps its entry asks for) in phase order (the
+ * table's order within a phase), each bound to the route.
+ */
+function bindSteps(entry: Route, deps: RuntimeDeps, plugins: Map<string, SharedPlugin>) {
+  const steps: Step[] = entry.plugins.map((p, i) => {
+    const loaded = PLUGINS.get(p.name)!;
+    return {
+      name: p.name,
+      phase: loaded.manifest.phase,
+      at: i,
+      needsBody: loaded.manifest.needs?.requestBody === true,
+      bind: () => {
+        const shared = instance(p, deps, plugins, loaded.plugin);
+        // The route's entry keeps the first route's copy of an identical plugin entry: the parsed
+        // snapshot holds one per route (5,000 routes sharing a key-auth plugin: ~5 MB of heap).
+        entry.plugins[i] = shared.entry;
+        return shared.live.bind(entry);
+      },
+    };
+  });
+  for (const b of BUILTIN_STEPS) {
+    const hooks = b.bind(entry, deps);
+    if (hooks !== null)
+      steps.push({ name: b.name, phase: b.phase, at: steps.length, needsBody: false, bind: () => hooks });
+  }
+  steps.sort((a, b) => phaseIndex(a.phase) - phaseIndex(b.phase) || a.at - b.at);
   const requestHooks: RequestHook[] = [];
   const responseHooks: ResponseHook[] = [];
   const names: string[] = [];
   let bodyAt = -1;
   let preflight = false;
-  for (const { p, i, loaded } of ordered) {
-    if (loaded.manifest.phase === 'cors-preflight') preflight = true;
-    const shared = instance(p, deps, plugins, loaded.plugin);
-    // The route's entry keeps the first route's copy of an identical plugin entry: the parsed
-    // snapshot holds one per route (5,000 routes sharing a key-auth plugin: ~5 MB of heap).
-    entry.plugins[i] = shared.entry;
-    const hooks = shared.live.bind(entry);
-    names.push(p.name);
-    if (bodyAt < 0 && loaded.manifest.needs?.requestBody) bodyAt = requestHooks.length;
+  for (const step of steps) {
+    if (step.phase === 'cors-preflight') preflight = true;
+    const hooks = step.bind();
+    names.push(step.name);
+    if (bodyAt < 0 && step.needsBody) bodyAt = requestHooks.length;
     if (hooks.onRequest) requestHooks.push(hooks.onRequest);
     if (hooks.onResponse) responseHooks.push(hooks.onResponse);
   }

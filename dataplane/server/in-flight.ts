@@ -92,10 +92,11 @@ export class InFlight {
    */
   #drained(res: ServerResponse): void {
     if (!('stream' in res)) {
-      const socket = res.req?.socket as (Socket & { _httpMessage?: unknown }) | undefined;
+      // null once node:http has let go of the socket (the connection closed first).
+      const socket = res.req?.socket as (Socket & { _httpMessage?: unknown }) | null | undefined;
       // A pipelined request's response already holds the socket (node:http hands it over before
       // this 'close'): that one ends the connection when it closes.
-      if (socket !== undefined && !socket.destroyed && socket._httpMessage == null) socket.end();
+      if (socket != null && !socket.destroyed && socket._httpMessage == null) socket.end();
     }
     if (this.#count === 0) this.#idle?.();
   }

@@ -180,6 +180,31 @@ describe('draining on SIGTERM (one process)', () => {
       await gw.stop();
     }
   });
+
+  // Requests whose clients go away while draining end as cancelled ones, and the process still
+  // exits 0 once none is left (not at the drain timeout, and without an error).
+  it('clients that hang up while their requests are in flight: the process still exits 0', async () => {
+    const gw = await startSluice({ yaml: yaml(), args: DRAIN });
+    try {
+      const before = up.seen.filter((s) => s.url === '/slow').length;
+      const sockets = Array.from({ length: 5 }, () => {
+        const s = connect(gw.proxyPort, '127.0.0.1');
+        s.on('error', () => {});
+        s.write('GET /slow HTTP/1.1\r\nhost: x\r\n\r\n');
+        return s;
+      });
+      await expect
+        .poll(() => up.seen.filter((s) => s.url === '/slow').length - before, { timeout: 5_000 })
+        .toBe(5);
+      gw.process.kill('SIGTERM');
+      for (const s of sockets) s.destroy();
+      const end = await gw.exited;
+      expect(gw.stderr()).not.toContain('TypeError');
+      expect(end).toEqual({ code: 0, signal: null });
+    } finally {
+      await gw.stop();
+    }
+  });
 });
 
 describe('draining on SIGTERM (--workers 2: the primary drains its workers)', () => {

@@ -7,6 +7,7 @@
  */
 import { Writable } from 'node:stream';
 import type { ResponseTap } from '../../pipeline/context.ts';
+import { afterDrain } from '../../pipeline/drain.ts';
 import type { Execution } from './execution.ts';
 import { storedHeaders } from './replay.ts';
 
@@ -36,16 +37,7 @@ export class RecordResponse implements ResponseTap {
         }
         if (clientGone() || res.write(chunk)) return callback();
         // Wait for the client to drain, or to go away (then keep reading for the record).
-        let done = false;
-        const go = () => {
-          if (done) return;
-          done = true;
-          res.off('drain', go);
-          res.off('close', go);
-          callback();
-        };
-        res.on('drain', go);
-        res.on('close', go);
+        afterDrain(res, callback);
       },
       final(callback) {
         execution

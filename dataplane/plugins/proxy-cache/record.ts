@@ -8,6 +8,7 @@
 import { Writable } from 'node:stream';
 import CachePolicy from 'http-cache-semantics';
 import type { RequestContext, ResponseTap } from '../../pipeline/context.ts';
+import { afterDrain } from '../../pipeline/drain.ts';
 import type { CacheStore } from '../../stores/cache-store.ts';
 import { appendStatus, type Forward, fwdStatus } from './cache-status.ts';
 import { consumerKey } from './key.ts';
@@ -88,16 +89,7 @@ export class Recorder implements ResponseTap {
         if (size <= max) chunks.push(chunk);
         else chunks.length = 0;
         if (clientGone() || next.write(chunk)) return callback();
-        let done = false;
-        const go = () => {
-          if (done) return;
-          done = true;
-          next.off('drain', go);
-          next.off('close', go);
-          callback();
-        };
-        next.on('drain', go);
-        next.on('close', go);
+        afterDrain(next, callback);
       },
       final(callback) {
         const end = () => {

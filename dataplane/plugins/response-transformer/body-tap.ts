@@ -8,6 +8,7 @@
 import { Writable } from 'node:stream';
 import type { Sources } from '../../config/template.ts';
 import type { ResponseTap } from '../../pipeline/context.ts';
+import { afterDrain } from '../../pipeline/drain.ts';
 import {
   applyFieldVerbs,
   type FieldVerbs,
@@ -22,13 +23,7 @@ function pass(next: Writable, chunk: Buffer, callback: () => void): void {
     callback();
     return;
   }
-  const go = () => {
-    next.off('drain', go);
-    next.off('close', go);
-    callback();
-  };
-  next.on('drain', go);
-  next.on('close', go);
+  afterDrain(next, callback);
 }
 
 export class BodyTransform implements ResponseTap {

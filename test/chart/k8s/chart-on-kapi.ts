@@ -235,6 +235,19 @@ endpoints: [{ addresses: ["127.0.0.1"], conditions: { ready: false }, targetRef:
  * controller was allowed by the chart's own roles (not by the default policy); and every grant
  * of the chart was used (an unused grant is a privilege too many, or a test too few).
  */
+/**
+ * Waits (bounded) until the controller has used every grant it uses in steady operation: the
+ * Lease's update comes with the leader's first renewal, which a fast test can finish before.
+ */
+export async function steadyGrantsUsed(inst: ChartInstall, timeoutMs = 10_000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const { granted, used } = inst.grants();
+    if (granted.every((g) => used.includes(g)) || Date.now() > until) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
 export function assertLeastPrivilege(inst: ChartInstall): void {
   expect(inst.kapi.denials().map((d) => d.reason)).toEqual([]);
   expect(

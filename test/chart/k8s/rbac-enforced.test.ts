@@ -31,7 +31,7 @@ import { stopAllSluice } from '../../helpers/processes.ts';
 import { kapiMissing, type PrivateKapi, startPrivateKapi } from '../../helpers/private-kapi.ts';
 import { startUpstream, type Upstream } from '../../helpers/servers.ts';
 import { CHART } from '../helm.ts';
-import { assertLeastPrivilege, ChartInstall, leading, until } from './chart-on-kapi.ts';
+import { assertLeastPrivilege, ChartInstall, leading, steadyGrantsUsed, until } from './chart-on-kapi.ts';
 
 const RUN = kapiMissing === null || !!process.env.CI;
 if (kapiMissing !== null)
@@ -221,6 +221,7 @@ describe.skipIf(!RUN)('watchNamespaces [] (a ClusterRole): the controller under 
 
   it('nothing denied, no request from the data plane, every grant of the chart used; every route Programmed [issue 22, item 0]', async () => {
     expect(inst.manifests.filter((m) => m.kind === 'ClusterRole').length).toBe(1);
+    await steadyGrantsUsed(inst);
     assertLeastPrivilege(inst);
     const routes = await kapi.get<{ items: { metadata: { name: string } }[] }>(
       `/apis/sluice.dev/v1alpha1/namespaces/${APP}/gatewayroutes`,
@@ -265,6 +266,7 @@ describe.skipIf(!RUN)(
       await inst.programmed('gatewayplugins', B, 'version');
       expect(await inst.statuses('/rbac/a/x', { 'x-api-key': 'alice-key-a' })).toEqual([200]);
       await Promise.all([brokenRoute(inst, A), brokenRoute(inst, B)]);
+      await steadyGrantsUsed(inst);
       assertLeastPrivilege(inst);
     }, 30_000);
   },
