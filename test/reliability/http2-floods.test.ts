@@ -299,7 +299,7 @@ describe('HTTP/2 floods on the TLS listener', () => {
     session.destroy();
     await other.stop();
     console.log(
-      `[http2 rapid reset] ${opened} streams opened and reset at once (5 storms of 200 on one connection); ` +
+      `[http2 rapid reset] ${opened} streams opened and reset at once (${openAfter.length} storms of up to 200 on one connection, until it was closed); ` +
         `connection: ${goaway === null ? 'no GOAWAY' : `GOAWAY code ${goaway}`}, ${closed ? 'closed' : 'still open'}; ` +
         `upstream requests still open 1 s after each storm: ${openAfter.join(' ')}; ` +
         `a new client's request: ${status} in ${Math.round(freshMs)} ms; ${other.line()}; ` +
