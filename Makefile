@@ -90,6 +90,7 @@ bench: deps
 	bench/tracing.sh
 	node bench/run.ts --targets floor,sluice --rate-of-floor 0.5 --no-compile
 	node bench/compile.ts
+	node --expose-gc bench/router.ts
 	node bench/idempotency.ts
 	node bench/tls.ts
 	node bench/aggregate.ts
@@ -104,6 +105,7 @@ bench-smoke: deps
 	bench/tracing.sh -d 1 -w 0 -r 1 -s get --max-load 1000
 	node bench/run.ts --targets floor,sluice --rate-of-floor 0.5 --duration 1 --warmup 1 --no-compile
 	node bench/compile.ts --sizes 100 --runs 1
+	node --expose-gc bench/router.ts --routes 1000 --lookups 10000
 	BENCH_DURATION=1 BENCH_WARMUP=0 node bench/idempotency.ts
 	BENCH_DURATION=1 BENCH_WARMUP=0 node bench/tls.ts
 	node bench/aggregate.ts --requests 200 --rounds 1

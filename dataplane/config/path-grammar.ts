@@ -20,7 +20,8 @@
 
 /**
  * The characters a route path may be written with (a JSON Schema pattern for the CRD and the
- * route table): pchar without ";" and "*" (find-my-way reads "*" as a wildcard), plus "/" and "%".
+ * route table): pchar without ";" and "*" (kept out since matching used find-my-way, which read "*" as a
+ * wildcard; allowing them now would need their own tests), plus "/" and "%".
  * normalizeRoutePath checks the rest.
  */
 export const ROUTE_PATH_PATTERN = "^/[A-Za-z0-9\\-._~!$&'()+,=:@/%]*$";
