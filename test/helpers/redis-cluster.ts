@@ -76,6 +76,9 @@ export async function startRedisCluster(opts: { nodeTimeoutMs?: number } = {}): 
               String(opts.nodeTimeoutMs ?? 2_000),
               '--cluster-require-full-coverage',
               'no',
+              // A replica's first sync starts at once, not after Redis's 5 s wait for more replicas.
+              '--repl-diskless-sync-delay',
+              '0',
               '--dir',
               dir,
             ],
@@ -144,5 +147,13 @@ export async function startRedisCluster(opts: { nodeTimeoutMs?: number } = {}): 
     },
   };
   await cluster.waitOk();
+  // Every replica in sync with its master: a replica that never synced cannot be promoted (its
+  // data is too old to count), and a master killed before would stay failed for good.
+  for (const until = Date.now() + 30_000; ; ) {
+    const links = await Promise.all(nodes.map((n) => cli(n.port, 'info', 'replication')));
+    if (links.every((l) => l.includes('role:master') || l.includes('master_link_status:up'))) break;
+    if (Date.now() > until) throw new Error('the Redis Cluster replicas did not sync within 30 s');
+    await sleep(100);
+  }
   return cluster;
 }

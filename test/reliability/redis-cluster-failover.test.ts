@@ -14,10 +14,11 @@
  */
 import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Pool } from 'undici';
+import type { Pool } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { recordId } from '../../dataplane/plugins/idempotency/scope.ts';
-import { type SluiceProcess, startSluice } from '../helpers/processes.ts';
+import { startGateways, type Gateways } from '../helpers/gateways.ts';
+import type { SluiceProcess } from '../helpers/processes.ts';
 import { keySlot, startRedisCluster, type TestRedisCluster } from '../helpers/redis-cluster.ts';
 import { uniquePrefix } from '../helpers/redis.ts';
 import { startUpstream, type Upstream } from '../helpers/servers.ts';
@@ -77,8 +78,9 @@ interface Sent {
 describe('Redis Cluster: a master SIGKILLed under load', () => {
   let cluster: TestRedisCluster;
   let up: Upstream;
-  const gateways: SluiceProcess[] = [];
-  const pools: Pool[] = [];
+  let fleet: Gateways;
+  let gateways: SluiceProcess[];
+  let pools: Pool[];
   const prefix = uniquePrefix('failover');
 
   beforeAll(async () => {
@@ -94,18 +96,11 @@ describe('Redis Cluster: a master SIGKILLed under load', () => {
       '--replicas-hint',
       '3',
     ];
-    gateways.push(
-      ...(await Promise.all(
-        [0, 1, 2].map(() =>
-          startSluice({ yaml: yaml(up.port), args, logLevel: 'info', readyTimeoutMs: 60_000 }),
-        ),
-      )),
-    );
-    for (const g of gateways) pools.push(new Pool(g.proxyUrl, { connections: 32 }));
+    fleet = await startGateways(3, { yaml: yaml(up.port), args, connections: 32, logLevel: 'info' });
+    ({ gateways, pools } = fleet);
   }, 120_000);
   afterAll(async () => {
-    await Promise.allSettled(pools.map((p) => p.destroy()));
-    await Promise.allSettled(gateways.map((g) => g.stop()));
+    await fleet?.stop();
     await up?.close();
     await cluster?.stop();
   });

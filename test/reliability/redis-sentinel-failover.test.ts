@@ -12,9 +12,9 @@
  *    the master died).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Pool } from 'undici';
+import type { Pool } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type SluiceProcess, startSluice } from '../helpers/processes.ts';
+import { startGateways, type Gateways } from '../helpers/gateways.ts';
 import { uniquePrefix } from '../helpers/redis.ts';
 import { startRedisSentinel, type TestRedisSentinel } from '../helpers/redis-sentinel.ts';
 import { startUpstream, type Upstream } from '../helpers/servers.ts';
@@ -57,26 +57,19 @@ interface Sent {
 describe('Redis Sentinel: the master SIGKILLed under load', () => {
   let redis: TestRedisSentinel;
   let up: Upstream;
-  const gateways: SluiceProcess[] = [];
-  const pools: Pool[] = [];
+  let fleet: Gateways;
+  let pools: Pool[];
   const prefix = uniquePrefix('sentinel-failover');
 
   beforeAll(async () => {
     redis = await startRedisSentinel({ replica: true });
     up = await startUpstream();
     const args = ['--redis', redis.url, '--redis-prefix', prefix, '--replicas-hint', '3'];
-    gateways.push(
-      ...(await Promise.all(
-        [0, 1, 2].map(() =>
-          startSluice({ yaml: yaml(up.port), args, logLevel: 'info', readyTimeoutMs: 60_000 }),
-        ),
-      )),
-    );
-    for (const g of gateways) pools.push(new Pool(g.proxyUrl, { connections: 16 }));
+    fleet = await startGateways(3, { yaml: yaml(up.port), args, connections: 16, logLevel: 'info' });
+    ({ pools } = fleet);
   }, 120_000);
   afterAll(async () => {
-    await Promise.allSettled(pools.map((p) => p.destroy()));
-    await Promise.allSettled(gateways.map((g) => g.stop()));
+    await fleet?.stop();
     await up?.close();
     await redis?.stop();
   });
