@@ -74,9 +74,10 @@ ${routes:-    - { name: all, paths: [\"/\"] \}}
 YAML
 
 export NODE_ENV=production
-# The flags of bin/sluice.ts's #! line (how the installed binary and the image start), then
-# BENCH_NODE_FLAGS (later flags win).
-shebang_flags=$(sed -n '1s/^#!.*[/ ]node//p' bin/sluice.ts)
+# The flags of bin/sluice.ts's #! line (how the installed binary and the image start; its
+# ${SLUICE_NODE_FLAG}, which env -S expands, is the data plane's none), then BENCH_NODE_FLAGS
+# (later flags win).
+shebang_flags=$(sed -n '1{s/^#!.*[/ ]node//;s/\${[A-Z_]*}//g;p}' bin/sluice.ts)
 # shellcheck disable=SC2086 # lists of node flags (e.g. --max-semi-space-size=16)
 exec node $shebang_flags ${BENCH_NODE_FLAGS:-} bin/sluice.ts run -f "$dir/gateway.yaml" \
   --host 127.0.0.1 --port "$BENCH_PORT" \
