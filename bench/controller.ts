@@ -29,7 +29,7 @@ import { loadKubeAccess } from '../controller/source/kube-access.ts';
 import { http, sleep, waitReady } from './lib/http.ts';
 import { kapiAvailable, KAPI_DIR, startKapi } from './lib/kapi.ts';
 import { kubeWriter } from './lib/kube.ts';
-import { BENCH, NODE, ROOT, SLUICE_NODE_FLAGS } from './lib/machine.ts';
+import { BENCH, IMAGE_ENV, NODE, ROOT, SLUICE_NODE_FLAGS } from './lib/machine.ts';
 import { type Proc, start, stopAll, stopEverythingOnExit } from './lib/processes.ts';
 import { fmt } from './lib/table.ts';
 
@@ -123,7 +123,7 @@ async function main(): Promise<number> {
         entry,
         ...more,
       ],
-      env: { NODE_OPTIONS: `--max-old-space-size=${sz.heapMiB}` },
+      env: { ...IMAGE_ENV, NODE_OPTIONS: `--max-old-space-size=${sz.heapMiB}` },
     });
     progress('starting the data planes');
     const planes: Proc[] = [];

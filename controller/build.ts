@@ -62,11 +62,14 @@ function routesUsing(resources: ResourceSet): Map<string, number> {
   const counts = new Map<string, number>();
   for (const route of resources.routes.values()) {
     const ns = refOf(route).namespace;
-    const names = new Set(pluginRefsOf(route.spec).map((site) => site.name));
-    for (const name of names) {
+    // Optimization: a route names a few plugins, so a scan of the list so far finds repeats
+    // without a Set per route (5,000 of them per build).
+    const names = pluginRefsOf(route.spec).map((site) => site.name);
+    names.forEach((name, i) => {
+      if (names.indexOf(name) !== i) return;
       const key = refKey({ kind: 'GatewayPlugin', namespace: ns, name });
       counts.set(key, (counts.get(key) ?? 0) + 1);
-    }
+    });
   }
   return counts;
 }

@@ -80,8 +80,7 @@ export async function startController(o: ControllerOptions): Promise<Controller>
         res.end(text);
       });
     } else if (req.url === '/healthz') res.end('ok');
-    else if (req.url === '/debug/config')
-      serveDebugConfig(req, res, o.adminToken, runner.lastBuild?.snapshot ?? null);
+    else if (req.url === '/debug/config') serveDebugConfig(req, res, o.adminToken, runner.snapshot());
     else if (req.url === '/readyz') {
       res.writeHead(ready ? 200 : 503);
       res.end(ready ? 'ready' : 'not synced yet');

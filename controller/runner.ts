@@ -7,6 +7,7 @@
  */
 import type { Logger } from 'pino';
 import type { GatewayPlugin, GatewayRoute, Secret, Service } from './api/index.ts';
+import type { Snapshot } from '../dataplane/config/route-table.ts';
 import type { BuildResult } from './build.ts';
 import { type Clock, Holdoff, systemClock } from './holdoff.ts';
 import type { ControllerMetrics } from './metrics.ts';
@@ -56,6 +57,9 @@ export interface RunnerOptions {
   clock?: Clock;
 }
 
+/** What the runner keeps of a build: everything but the table, which the publisher holds as bytes. */
+export type LastBuild = Omit<BuildResult, 'snapshot'> & { hash: string; routes: number };
+
 export const CLASS_LABEL = 'sluice.dev/class';
 
 /** The label selector of an installation's objects: its class, or (none) the unlabelled ones. */
@@ -76,7 +80,8 @@ export class Runner {
   readonly #holdoff: Holdoff;
   readonly #ledger = new GenerationLedger();
   #refs: References = NO_REFERENCES;
-  #last: BuildResult | null = null;
+  /** The last build without its table: the publisher holds the table's bytes (see its Desired). */
+  #last: LastBuild | null = null;
   /** The newest hash not yet on every pod, and when the oldest change it holds happened. */
   #unsynced: { hash: string; since: number } | null = null;
 
@@ -180,8 +185,13 @@ export class Runner {
     if (leading) this.#updateStatus();
   }
 
-  get lastBuild(): BuildResult | null {
+  get lastBuild(): LastBuild | null {
     return this.#last;
+  }
+
+  /** The snapshot built last, decoded from the bytes pushed (GET /debug/config, tests). */
+  snapshot(): Snapshot | null {
+    return this.publisher.desired;
   }
 
   #rebuild(changedAt: number): void {
@@ -201,17 +211,15 @@ export class Runner {
     m.buildSeconds.observe(Number(process.hrtime.bigint() - started) / 1e9);
     m.builds.labels(result.diagnostics.length ? 'with_errors' : 'ok').inc();
     const { hash } = result.snapshot;
-    this.#ledger.record(result);
-    if (this.#last?.snapshot.hash !== hash) {
+    this.#ledger.record({ hash, status: result.status });
+    if (this.#last?.hash !== hash) {
       m.snapshotInfo.reset();
       m.snapshotInfo.labels(hash).set(1);
       this.#unsynced = { hash, since: this.#unsynced?.since ?? changedAt };
     }
-    this.#last = result;
-    this.#o.log.info(
-      { hash, routes: result.snapshot.table.routes.length, problems: result.diagnostics.length },
-      'built',
-    );
+    const routes = result.snapshot.table.routes.length;
+    this.#last = { hash, routes, status: result.status, diagnostics: result.diagnostics };
+    this.#o.log.info({ hash, routes, problems: result.diagnostics.length }, 'built');
     this.publisher.publish(result.snapshot, built);
     m.snapshotBytes.set(this.publisher.desiredBytes);
     this.#podsChanged();
@@ -219,7 +227,7 @@ export class Runner {
 
   #podsChanged(): void {
     const pods = [...this.publisher.pods.values()];
-    const desired = this.#last?.snapshot.hash;
+    const desired = this.#last?.hash;
     // A pod that stopped answering is not in sync, whatever it acknowledged last.
     const inSync = pods.filter((p) => p.hash === desired && p.failures === 0).length;
     const m = this.#o.metrics;

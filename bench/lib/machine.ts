@@ -18,6 +18,21 @@ export const SLUICE_NODE_FLAGS = (
   .split(' ')
   // `${SLUICE_NODE_FLAG}` (env -S expands it): the role's own flag, which the bench adds itself.
   .filter((f) => f !== '' && !f.startsWith('${'));
+/**
+ * The environment the image sets (the ENV lines of the Dockerfile's last stage: NODE_ENV, glibc
+ * malloc's settings), for benches that measure a process as the image runs it.
+ */
+export const IMAGE_ENV: Record<string, string> = Object.fromEntries(
+  (
+    readFileSync(join(ROOT, 'Dockerfile'), 'utf8')
+      .split(/^FROM /m)
+      .at(-1) ?? ''
+  )
+    .split('\n')
+    .filter((line) => line.startsWith('ENV '))
+    .flatMap((line) => line.slice(4).trim().split(/\s+/))
+    .map((pair) => pair.split('=') as [string, string]),
+);
 /** Clock ticks per second of /proc's CPU times. */
 export const HZ = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout?.trim()) || 100;
 

@@ -45,17 +45,19 @@ function webSocketSettings(ws: NonNullable<RouteRule['websocket']>): NonNullable
 }
 
 function matchOf(rule: RouteRule, path: string): RouteMatch {
-  const match: RouteMatch = { path: { type: rule.pathType ?? 'Prefix', value: path } };
-  if (rule.methods?.length) match.methods = setOf(rule.methods.map((m) => m.toUpperCase()));
-  if (rule.hosts?.length) match.hosts = setOf(rule.hosts.map((h) => h.toLowerCase()));
-  if (rule.headers?.length) {
-    const byKey = new Map(rule.headers.map((h) => [`${h.name.toLowerCase()}\n${h.value}`, h]));
-    match.headers = setOf([...byKey.keys()]).map((k) => {
+  const headers =
+    rule.headers?.length &&
+    setOf([...new Set(rule.headers.map((h) => `${h.name.toLowerCase()}\n${h.value}`))]).map((k) => {
       const [name, value] = splitOnce(k);
       return { name, value };
     });
-  }
-  return match;
+  // Keys in sorted order: see tableOf in compile/index.ts.
+  return {
+    ...(headers && { headers }),
+    ...(rule.hosts?.length && { hosts: setOf(rule.hosts.map((h) => h.toLowerCase())) }),
+    ...(rule.methods?.length && { methods: setOf(rule.methods.map((m) => m.toUpperCase())) }),
+    path: { type: rule.pathType ?? 'Prefix', value: path },
+  };
 }
 
 function splitOnce(key: string): [string, string] {

@@ -8,6 +8,7 @@ import {
   TABLE_VERSION,
   type Upstream,
 } from '../../dataplane/config/route-table.ts';
+import { keySorter } from '../../dataplane/config/canonical-json.ts';
 import type { Diagnostic } from '../validate/diagnostic.ts';
 import type { Model } from '../validate/model.ts';
 import { attachPlugins } from './attach-plugins.ts';
@@ -48,36 +49,41 @@ export function compile(model: Model): Compiled {
 
 function tableOf(drafts: readonly Draft[], certificates: readonly Certificate[]): RouteTable {
   const upstreams = new Map<string, Upstream>();
+  const sorted = keySorter();
   const routes = drafts.map((d) => {
     // Every draft left has a handler or an upstream (resolveUpstreams drops the others).
     for (const u of d.handler?.upstreams ?? [d.upstream!, ...(d.canary ? [d.canary.upstream] : [])])
       upstreams.set(u.id, u);
     const sticky = d.version?.sticky;
     const deprecation = d.version && deprecationOf(d.version);
+    // Keys in sorted order, here and in every object a table holds: the canonical text is then
+    // written without a sorted copy of the table (canonical-json.ts). The objects every route has
+    // are built that way where they are made (the source, plugin instances and their config,
+    // upstreams); the rarer ones are sorted here.
     return {
-      id: d.id,
-      source: d.route.source,
-      match: d.match,
-      stripPrefix: d.stripPrefix,
-      plugins: d.plugins,
-      handler: d.handler?.entry ?? {
+      ...(deprecation && { deprecation: sorted(deprecation) }),
+      handler: (d.handler && sorted(d.handler.entry)) ?? {
+        ...(d.canary && {
+          canary: { ...(sticky && { sticky }), upstream: d.canary.upstream.id, weight: d.canary.weight },
+        }),
         type: 'proxy' as const,
         upstream: d.upstream!.id,
-        ...(d.canary && {
-          canary: { upstream: d.canary.upstream.id, weight: d.canary.weight, ...(sticky && { sticky }) },
-        }),
       },
-      ...(deprecation && { deprecation }),
       ...(d.httpsRedirect && { httpsRedirect: true as const }),
-      ...(d.websocket && { websocket: d.websocket }),
+      id: d.id,
+      match: sorted(d.match),
+      plugins: d.plugins,
+      source: d.route.source,
+      stripPrefix: d.stripPrefix,
+      ...(d.websocket && { websocket: sorted(d.websocket) }),
     };
   });
-  const sorted = [...upstreams.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  const byId = [...upstreams.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   // Absent without TLS: a table without certificates hashes as it did before they existed.
   return {
-    version: TABLE_VERSION,
+    ...(certificates.length && { certificates: sorted([...certificates]) }),
     routes,
-    upstreams: sorted,
-    ...(certificates.length && { certificates: [...certificates] }),
+    upstreams: byId,
+    version: TABLE_VERSION,
   };
 }

@@ -5,7 +5,7 @@
  * settings (url, timeouts). Routes with the same settings share one upstream (one pool); a
  * changed setting is a new id, so the data plane never reuses a pool built for other settings.
  */
-import { canonicalJson, sha256Hex } from '../../dataplane/config/canonical-json.ts';
+import { canonicalJson, keySorter, sha256Hex } from '../../dataplane/config/canonical-json.ts';
 import { handlerManifest } from '../../dataplane/config/catalog.ts';
 import type { Route, Upstream } from '../../dataplane/config/route-table.ts';
 import { type Diagnostic, invalid } from '../validate/diagnostic.ts';
@@ -43,6 +43,9 @@ export const resolveUpstreams: Pass = (state) => {
       );
     else common.set(route, { timeouts, ...resilience });
   }
+  // Upstreams go into the table as they are: keys in sorted order (see tableOf in index.ts), the
+  // order of each key list worked out once per pass.
+  const sorted = keySorter();
   // Each (route, url, deadline) hashed once: drafts of one GatewayRoute mostly share their backend.
   const hashes = new Map<ModelRoute, Map<string, string>>();
   const hashFor = (route: ModelRoute, w: Wish, c: Common) => {
@@ -51,12 +54,12 @@ export const resolveUpstreams: Pass = (state) => {
     const key = `${w.url}\n${w.requestMs ?? ''}`;
     let hash = byUrl.get(key);
     if (hash === undefined) {
-      hash = sha256Hex(canonicalJson(settingsOf(w, c)));
+      hash = sha256Hex(canonicalJson(sorted(settingsOf(w, c))));
       byUrl.set(key, hash);
     }
     return hash;
   };
-  const ids = new UpstreamIds();
+  const ids = new UpstreamIds(sorted);
   for (const d of state.drafts) {
     const c = common.get(d.route);
     if (c) for (const w of wishesOf(d)) ids.add(d.route, hashFor(d.route, w, c));
@@ -170,8 +173,13 @@ function resilienceOf(route: ModelRoute): Pick<Upstream, 'retries' | 'breaker'> 
  * differ (by content only, so the result does not depend on input order).
  */
 class UpstreamIds {
+  readonly #sorted: <T>(value: T) => T;
   readonly #hashes = new Map<string, Set<string>>(); // by group
   #lengths: Map<string, number> | null = null;
+
+  constructor(sorted: <T>(value: T) => T) {
+    this.#sorted = sorted;
+  }
 
   add(route: ModelRoute, hash: string): void {
     const group = groupOf(route);
@@ -192,7 +200,7 @@ class UpstreamIds {
       }),
     );
     const group = groupOf(route);
-    return { id: `upstream/${group}/${hash.slice(0, this.#lengths.get(group))}`, ...settings };
+    return this.#sorted({ id: `upstream/${group}/${hash.slice(0, this.#lengths.get(group))}`, ...settings });
   }
 }
 

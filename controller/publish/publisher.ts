@@ -63,13 +63,14 @@ export interface PublisherOptions {
 }
 
 /**
- * A snapshot to run, its JSON, and the span of the build that made it (for the pushes' links).
- * The JSON is encoded once (dataplane/config/wire.ts: the table's canonical text, written for its
- * hash already), as bytes every push sends as they are (a string body is encoded again for each
- * pod: 5,000 routes, 6.9 MB per pod and push).
+ * A snapshot to run as its hash and JSON, and the span of the build that made it (for the
+ * pushes' links). The JSON is encoded once (dataplane/config/wire.ts: the table's canonical
+ * text, written for its hash already), as bytes every push sends as they are (a string body is
+ * encoded again for each pod: 5,000 routes, 6.9 MB per pod and push). The table itself is not
+ * kept: at 5,000 routes it is ~13 MB of heap, which the next build would find still alive.
  */
 interface Desired {
-  snapshot: Snapshot;
+  hash: string;
   body: Buffer;
   built: SpanContext | null;
 }
@@ -110,8 +111,9 @@ export class Publisher {
     return this.#pods;
   }
 
+  /** The snapshot to run, decoded again from the bytes pushed (GET /debug/config: rare). */
   get desired(): Snapshot | null {
-    return this.#desired?.snapshot ?? null;
+    return this.#desired && (JSON.parse(this.#desired.body.toString('utf8')) as Snapshot);
   }
 
   /** The size of what each push sends (sluice_controller_snapshot_bytes). */
@@ -169,8 +171,8 @@ export class Publisher {
 
   /** `built`: the span of the build that made it (controller/tracing.ts), which its pushes link to. */
   publish(snapshot: Snapshot, built: SpanContext | null = null): void {
-    if (this.#desired?.snapshot.hash === snapshot.hash) return;
-    this.#desired = { snapshot, body: snapshotBody(snapshot), built };
+    if (this.#desired?.hash === snapshot.hash) return;
+    this.#desired = { hash: snapshot.hash, body: snapshotBody(snapshot), built };
     if (this.#active) this.#all(false);
   }
 
@@ -256,10 +258,9 @@ export class Publisher {
   async #step(pod: PodState, ask: boolean, wanted: Desired | null): Promise<void> {
     if (ask || pod.hash === null) this.#report(pod, await this.#getHash(pod));
     if (wanted === null) return;
-    const desired = wanted.snapshot;
-    if (pod.hash === desired.hash || pod.rejected?.hash === desired.hash) return;
+    if (pod.hash === wanted.hash || pod.rejected?.hash === wanted.hash) return;
     const url = `${pod.endpoint.url}/config`;
-    const span = startPushSpan(pod.endpoint.name, url, desired.hash, wanted.built);
+    const span = startPushSpan(pod.endpoint.name, url, wanted.hash, wanted.built);
     const start = process.hrtime.bigint();
     let status = 0;
     let result: 'applied' | 'unchanged' | 'rejected' | 'error' = 'error';
@@ -283,11 +284,11 @@ export class Publisher {
       if (res.statusCode === 200) {
         result = body.result === 'unchanged' ? 'unchanged' : 'applied';
         this.#o.onPush?.(result, seconds);
-        this.#report(pod, desired.hash, null);
+        this.#report(pod, wanted.hash, null);
       } else if (res.statusCode === 422) {
         result = 'rejected';
         this.#o.onPush?.('rejected', seconds);
-        this.#report(pod, body.hash ?? pod.hash ?? '', { hash: desired.hash, errors: body.errors ?? [] });
+        this.#report(pod, body.hash ?? pod.hash ?? '', { hash: wanted.hash, errors: body.errors ?? [] });
       } else throw new Error(`PUT /config answered ${res.statusCode}`);
     } catch (err) {
       failure = err as Error;

@@ -8,6 +8,9 @@ import type { BuildResult } from '../build.ts';
 import { type Generations, type PodView, programmed, type WrittenCondition } from './conditions.ts';
 import type { Wanted } from './status-writer.ts';
 
+/** A build as the ledger reads it: its snapshot's hash and its objects' status. */
+export type Built = Pick<BuildResult, 'status'> & { hash: string };
+
 export class GenerationLedger {
   readonly #byHash = new Map<string, Map<string, number>>();
   readonly #kept: number;
@@ -19,8 +22,8 @@ export class GenerationLedger {
   }
 
   /** Notes the generation of every object this build accepted with all conditions True. */
-  record(result: Pick<BuildResult, 'snapshot' | 'status'>): void {
-    const { hash } = result.snapshot;
+  record(result: Built): void {
+    const { hash } = result;
     const gens = this.#byHash.get(hash) ?? new Map<string, number>();
     for (const [key, st] of Object.entries(result.status))
       if (st.conditions.every((c) => c.status === 'True')) gens.set(key, st.observedGeneration);
@@ -38,7 +41,7 @@ export class GenerationLedger {
    * pods run. `written` gives the Programmed condition an object shows now (a new leader adopts it).
    */
   statuses(
-    result: Pick<BuildResult, 'snapshot' | 'status'>,
+    result: Built,
     pods: readonly PodView[],
     written: (key: string) => WrittenCondition | undefined = () => undefined,
   ): Wanted[] {
@@ -46,10 +49,7 @@ export class GenerationLedger {
       key,
       observedGeneration: st.observedGeneration,
       ...(st.routes === undefined ? {} : { routes: st.routes }),
-      conditions: [
-        ...st.conditions,
-        programmed(key, st, result.snapshot.hash, pods, this.#byHash, written(key)),
-      ],
+      conditions: [...st.conditions, programmed(key, st, result.hash, pods, this.#byHash, written(key))],
     }));
   }
 }

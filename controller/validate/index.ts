@@ -12,6 +12,7 @@ import type { Model, ModelPlugin, ModelRoute } from './model.ts';
 import { checkBackendRef } from './backend-refs.ts';
 import { resolveSecretRefs } from './secret-refs.ts';
 import { resolveTlsRefs } from './tls-refs.ts';
+import { withSortedKeys } from '../../dataplane/config/canonical-json.ts';
 import { pluginManifest } from '../../dataplane/config/catalog.ts';
 import { resolvedSecretField } from '../../dataplane/config/manifest.ts';
 import { checkPluginRefs, type PluginState } from './plugin-refs.ts';
@@ -34,7 +35,8 @@ export function validate(resources: ResourceSet): Validated {
     }
     if (result.diagnostics.length) result.plugin = undefined;
     diagnostics.push(...result.diagnostics);
-    if (result.plugin) plugins.set(key, result.plugin);
+    // Keys sorted once here (the Secrets' hashes added): every route table entry shares this config.
+    if (result.plugin) plugins.set(key, { ...result.plugin, config: withSortedKeys(result.plugin.config) });
     const first = result.diagnostics[0];
     states.set(
       key,

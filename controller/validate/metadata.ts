@@ -33,7 +33,8 @@ export function checkMetadata(
   const raw: unknown = meta.generation;
   if (raw !== undefined && !(Number.isSafeInteger(raw) && (raw as number) >= 0))
     diagnostics.push(invalid(ref, 'metadata.generation', 'must be a non-negative integer'));
-  const source = { kind: ref.kind, namespace: ref.namespace, name: ref.name, generation: generationOf(meta) };
+  // Keys in sorted order: the source is written into route tables as it is (withSortedKeys).
+  const source = { generation: generationOf(meta), kind: ref.kind, name: ref.name, namespace: ref.namespace };
   return { meta: { source, createdMs: timestampMs(meta.creationTimestamp) }, diagnostics };
 }
 

@@ -89,7 +89,7 @@ describe('GET /debug/config (controller)', () => {
   });
 
   it('answers the built snapshot with Secrets redacted, and the hash the pod runs', async () => {
-    const built = () => controller.runner.lastBuild?.snapshot;
+    const built = () => controller.runner.snapshot();
     const end = Date.now() + 20_000;
     // Built with all three routes and pushed: the pod runs the controller's hash.
     while ((built()?.table.routes.length !== 3 || dp.holder.hash !== built()?.hash) && Date.now() < end)

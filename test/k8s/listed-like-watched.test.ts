@@ -141,7 +141,7 @@ endpoints: [{ addresses: ["127.0.0.1"], conditions: { ready: true }, targetRef: 
   expect(
     Object.values(watched.status).flatMap((s) => s.conditions.filter((c) => c.status !== 'True')),
   ).toEqual([]);
-  expect(planes.map((p) => p.holder.hash)).toEqual([watched.snapshot.hash, watched.snapshot.hash]);
+  expect(planes.map((p) => p.holder.hash)).toEqual([watched.hash, watched.hash]);
 
   // 2. A second runner starts with everything already there: the same snapshot and status.
   const metrics = new ControllerMetrics();
@@ -152,7 +152,7 @@ endpoints: [{ addresses: ["127.0.0.1"], conditions: { ready: true }, targetRef: 
     () => lister.lastBuild,
     (b) => b !== null,
   );
-  expect(lister.lastBuild!.snapshot.hash).toBe(watched.snapshot.hash);
+  expect(lister.lastBuild!.hash).toBe(watched.hash);
   expect(lister.lastBuild!.status).toEqual(watched.status);
   expect(lister.lastBuild!.diagnostics).toEqual([]);
 

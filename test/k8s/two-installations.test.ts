@@ -57,7 +57,7 @@ endpoints: [{ addresses: ["127.0.0.1"], targetRef: { kind: Pod, name: ${service}
   return r;
 }
 
-const served = (r: Runner) => (r.lastBuild?.snapshot.table.routes ?? []).map((x) => x.source.name).sort();
+const served = (r: Runner) => (r.snapshot()?.table.routes ?? []).map((x) => x.source.name).sort();
 async function until(what: string, ok: () => boolean): Promise<void> {
   const end = Date.now() + 15_000;
   while (!ok()) {
@@ -91,7 +91,7 @@ it('each installation serves and writes only its own class; a relabelled route m
   expect(served(a)).toEqual(['plain']);
   expect(served(b)).toEqual(['for-b']);
   await until('pods on their snapshots', () =>
-    planes.every((p, i) => p.holder.hash === runners[i].lastBuild?.snapshot.hash),
+    planes.every((p, i) => p.holder.hash === runners[i].lastBuild?.hash),
   );
   // Each status is written by one installation only: its one pod.
   const end = Date.now() + 15_000;

@@ -27,7 +27,7 @@ const apply = (ns: string, yaml: string) => ok(['apply', '-n', ns, '-f', '-'], y
 
 let runner: Runner;
 const sources = (r: Runner) =>
-  (r.lastBuild?.snapshot.table.routes ?? []).map((x) => `${x.source.namespace}/${x.source.name}`).sort();
+  (r.snapshot()?.table.routes ?? []).map((x) => `${x.source.namespace}/${x.source.name}`).sort();
 
 beforeAll(async () => {
   await ok(['apply', '--server-side', '--force-conflicts', '-f', 'crds']);
