@@ -5,7 +5,7 @@ NODE_BIN := $(shell scripts/node-env.sh)
 export PATH := $(CURDIR)/node_modules/.bin:$(NODE_BIN):$(PATH)
 export NODE_ENV ?= development
 
-.PHONY: all deps run build images test unit test-k8s reliability e2e-kind check typecheck lint fmt golden crds bench bench-smoke clean
+.PHONY: all deps run build images test unit test-k8s reliability e2e-kind check typecheck lint fmt golden crds docs bench bench-smoke clean
 
 all: test
 
@@ -76,6 +76,10 @@ golden: deps
 ## crds: regenerate crds/*.yaml from the TypeScript schema in controller/api
 crds: deps
 	node scripts/gen-crds.ts
+
+## docs: rewrite the README's layer table from test/architecture/layers.ts (the import-graph test's)
+docs: deps
+	node scripts/gen-layer-table.ts
 
 ## bench: the shared peers harness (floor, nginx, plain sluice, the jwt+rate-limit+transformer chain;
 ## BENCH_BEFORE=DIR adds another checkout) with ratios to the floor; compile times; the idempotency

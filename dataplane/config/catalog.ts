@@ -1,10 +1,12 @@
 /**
  * THE list of built-in plugins and terminal handlers: one line each. Everything else derives
  * from it: the CRD's enum of plugin names, the route table's schema, validation in the
- * controller and at the data plane's door, how Secrets resolve, and the runtime the data plane
- * loads (runtime/registry.ts). Adding a plugin is its folder under plugins/ and one line here;
- * adding a handler kind is its folder under handlers/ and one line here (its manifest's `route`
- * gives the GatewayRoute its `routes[].<kind>` field and the controller its compile step).
+ * controller and at the data plane's door, how Secrets resolve, and the names the data plane's
+ * registry (runtime/registry.ts) must give an implementation. The manifests are plain data that
+ * import only the contract, so this file, and the controller that reads it, load no runtime code.
+ * Adding a plugin is its folder under plugins/, one line here and one in the registry; adding a
+ * handler kind is the same under handlers/ (its manifest's `route` gives the GatewayRoute its
+ * `routes[].<kind>` field and the controller its compile step).
  */
 import { manifest as aggregate } from '../handlers/aggregate/manifest.ts';
 import { manifest as grpc } from '../handlers/grpc/manifest.ts';

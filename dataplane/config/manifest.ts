@@ -1,10 +1,11 @@
 /**
  * What the contract knows of a plugin or a terminal handler: its manifest. A manifest is plain
  * data the controller may read (name, phase, config schema, cross-field checks, how its Secret
- * references resolve, what it needs); its runtime code is behind `load`, which only the data
- * plane calls. So the controller validates every plugin's config without loading a line of
- * plugin runtime, and a plugin is still one folder: `manifest.ts` (this shape) beside
- * `index.ts` (what it does), and one line in `catalog.ts`.
+ * references resolve, what it needs) and it imports nothing but the contract: no line of it
+ * reaches the runtime. The data plane's registry (runtime/registry.ts, a higher layer) maps each
+ * name to its implementation. So the controller validates every plugin's config without loading
+ * a line of plugin runtime, and a plugin is still one folder: `manifest.ts` (this shape) beside
+ * `index.ts` (what it does), one line in `catalog.ts` and one in the registry.
  */
 import type { Static, TSchema } from '@sinclair/typebox';
 import type { BackendSite } from './backend-ref.ts';
@@ -51,8 +52,6 @@ export interface PluginManifest<S extends TSchema = TSchema, N extends string = 
    * (controller/compile/plugin-paths.ts), so users do not write that plumbing.
    */
   ownPaths?: (config: Static<S>) => OwnPath[];
-  /** The runtime (the folder's index.ts): loaded by the data plane only. */
-  load: () => Promise<{ default: unknown }>;
 }
 
 export interface HandlerManifest<
@@ -71,7 +70,6 @@ export interface HandlerManifest<
   needs?: Pick<PluginNeeds, 'requestBody'>;
   /** How a GatewayRoute rule asks for this kind; absent for proxy, what a rule without one gets. */
   route?: HandlerRoute<U, S>;
-  load: () => Promise<{ default: unknown }>;
 }
 
 /**

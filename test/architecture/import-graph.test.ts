@@ -1,45 +1,33 @@
 /**
  * The dependency rules of ARCHITECTURE §2, checked over the real import graph (every import
- * and export-from of controller/, dataplane/ and bin/, type-only ones included: a layer is a
- * design boundary, not only a load order):
+ * and export-from of controller/, dataplane/ and bin/, type-only and dynamic ones included: a
+ * layer is a design boundary, not only a load order):
  *
  *   1. controller/ imports nothing of the data plane but its contract, dataplane/config/.
- *   2. The contract (dataplane/config/ and the manifests of plugins and handlers) imports only
- *      itself: the controller never loads runtime code. A manifest's lazy `load` of its own
- *      folder's index.ts is the one dynamic import allowed.
+ *   2. The contract (dataplane/config/ and the manifests of plugins and handlers, the lowest
+ *      layer of layers.ts) imports only itself, statically or lazily: so the controller, and
+ *      anything that reads the catalog, never loads runtime code. No exception.
  *   3. dataplane/ imports nothing of controller/ except standalone.ts (file mode).
  *   4. controller/{validate,compile,snapshot} and build.ts are pure: no I/O modules, no clock,
  *      no randomness, no environment.
- *   5. Inside the data plane the layers point one way (LAYERS below): a file imports its own
- *      folder or a lower layer; plugins (and handler kinds) never import each other.
- *   6. No cycle through value imports anywhere.
+ *   5. Inside the data plane the layers point one way (LAYERS, layers.ts): a file imports its
+ *      own part or a lower layer; plugins (and handler kinds) never import each other.
+ *   6. No cycle through value or dynamic imports anywhere, and none at all in the contract
+ *      (type-only imports too: it is the one layer whose parts import each other freely).
+ *      Elsewhere two files of one folder may name each other's types (mutually recursive
+ *      types, such as the request context and the route it runs); rule 5 keeps even those
+ *      from crossing layers.
+ *   7. Every file of dataplane/ has its place in LAYERS, and every dynamic import names its
+ *      module (a computed one could not be checked).
  *
  * A wrong import fails here with the file, the import and the rule it breaks.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { type Place, placeOf } from './layers.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
-
-/** Lower layers first; a file may import its own top folder or any lower layer. */
-const LAYERS: Record<string, number> = {
-  config: 0,
-  errors: 1,
-  observability: 1,
-  stores: 2,
-  upstream: 3,
-  pipeline: 4,
-  plugins: 5,
-  handlers: 5,
-  runtime: 6,
-  state: 7,
-  server: 7,
-  'main.ts': 8,
-  'standalone.ts': 8,
-  // Composition of several data planes (--workers N): a primary and its workers, each a main.ts.
-  cluster: 9,
-};
 
 const IMPURE =
   /^(node:(fs|fs\/promises|net|http|https|http2|child_process|dns|tls|os)|@kubernetes\/|ioredis|undici|pino)/;
@@ -74,15 +62,11 @@ function edgesOf(file: string, text: string): Edge[] {
   return edges;
 }
 
-const isManifest = (f: string) => /^dataplane\/(plugins|handlers)\/[^/]+\/manifest\.ts$/.test(f);
-const isContract = (f: string) => f.startsWith('dataplane/config/') || isManifest(f);
+/** A file's place in LAYERS, for files of dataplane/ (the path as the graph holds it). */
+const place = (f: string): Place | undefined =>
+  f.startsWith('dataplane/') ? placeOf(f.slice('dataplane/'.length)) : undefined;
+const isContract = (f: string) => place(f)?.layer === 0;
 const folderOf = (f: string) => /^dataplane\/(plugins|handlers)\/([^/]+)\//.exec(f)?.[0];
-
-function layerOf(f: string): number | undefined {
-  if (isContract(f)) return 0;
-  const top = f.split('/')[1];
-  return LAYERS[top];
-}
 
 /** Every broken rule of one edge, in words. */
 function violations(e: Edge): string[] {
@@ -95,10 +79,7 @@ function violations(e: Edge): string[] {
     !e.to.startsWith('dataplane/config/')
   )
     say('rule 1: controller/ may import only dataplane/config/ of the data plane');
-  if (isContract(e.from) && local && !isContract(e.to)) {
-    const lazyOwnRuntime = e.dynamic && isManifest(e.from) && e.to === `${dirname(e.from)}/index.ts`;
-    if (!lazyOwnRuntime) say('rule 2: the contract imports only the contract');
-  }
+  if (isContract(e.from) && local && !isContract(e.to)) say('rule 2: the contract imports only the contract');
   if (
     e.from.startsWith('dataplane/') &&
     e.to.startsWith('controller/') &&
@@ -116,13 +97,10 @@ function violations(e: Edge): string[] {
       say('rule 4: the pure pipeline imports no I/O stage');
   }
   if (e.from.startsWith('dataplane/') && e.to.startsWith('dataplane/') && !isContract(e.from)) {
-    const from = layerOf(e.from);
-    const to = layerOf(e.to);
-    const sameTop = e.from.split('/')[1] === e.to.split('/')[1];
-    if (from !== undefined && to !== undefined && !sameTop && to >= from)
-      say(
-        `rule 5: layer ${e.from.split('/')[1]} (${from}) may not import layer ${e.to.split('/')[1]} (${to})`,
-      );
+    const from = place(e.from);
+    const to = place(e.to);
+    if (from !== undefined && to !== undefined && from.part !== to.part && to.layer >= from.layer)
+      say(`rule 5: ${from.part} (layer ${from.layer}) may not import ${to.part} (layer ${to.layer})`);
     const a = folderOf(e.from);
     const b = folderOf(e.to);
     if (a !== undefined && b !== undefined && a !== b)
@@ -131,12 +109,16 @@ function violations(e: Edge): string[] {
   return out;
 }
 
-/** Cycles through value (non type-only) imports, each as its list of files. */
-function cycles(edges: Edge[]): string[][] {
+/** Files imported by each file (value, type-only and dynamic imports alike), local ones only. */
+function importsOf(edges: readonly Edge[]): Map<string, string[]> {
   const next = new Map<string, string[]>();
-  for (const e of edges)
-    if (!e.typeOnly && !e.dynamic && e.to.endsWith('.ts'))
-      next.set(e.from, [...(next.get(e.from) ?? []), e.to]);
+  for (const e of edges) if (e.to.endsWith('.ts')) next.set(e.from, [...(next.get(e.from) ?? []), e.to]);
+  return next;
+}
+
+/** Cycles of the graph (at least one while there is any), each as its list of files. */
+function cycles(edges: readonly Edge[]): string[][] {
+  const next = importsOf(edges);
   const found: string[][] = [];
   const state = new Map<string, 'open' | 'done'>();
   const stack: string[] = [];
@@ -154,6 +136,22 @@ function cycles(edges: Edge[]): string[][] {
   return found;
 }
 
+/** Every file reachable from `roots` through any import. */
+function reachable(edges: readonly Edge[], roots: readonly string[]): Set<string> {
+  const next = importsOf(edges);
+  const seen = new Set<string>();
+  const visit = (f: string) => {
+    if (seen.has(f)) return;
+    seen.add(f);
+    for (const t of next.get(f) ?? []) visit(t);
+  };
+  for (const r of roots) visit(r);
+  return seen;
+}
+
+/** A dynamic import whose module is computed: no edge can be read from it. */
+const COMPUTED_IMPORT = /\bimport\(\s*(?![\s'"])/;
+
 const files = [...filesUnder('controller'), ...filesUnder('dataplane'), ...filesUnder('bin')];
 const sources = new Map(files.map((f) => [f, readFileSync(join(ROOT, f), 'utf8')]));
 const edges = files.flatMap((f) => edgesOf(f, sources.get(f)!));
@@ -165,6 +163,13 @@ describe('the import graph keeps the architecture', () => {
       expect.objectContaining({
         from: 'dataplane/config/catalog.ts',
         to: 'dataplane/plugins/jwt/manifest.ts',
+      }),
+    );
+    expect(edges).toContainEqual(
+      expect.objectContaining({
+        from: 'dataplane/runtime/registry.ts',
+        to: 'dataplane/plugins/jwt/index.ts',
+        dynamic: true,
       }),
     );
   });
@@ -181,8 +186,27 @@ describe('the import graph keeps the architecture', () => {
     expect(impure).toEqual([]);
   });
 
-  it('has no cycle through value imports', () => {
-    expect(cycles(edges)).toEqual([]);
+  it('has no cycle through value or dynamic imports', () => {
+    expect(cycles(edges.filter((e) => !e.typeOnly))).toEqual([]);
+  });
+
+  it('has no cycle in the contract, type-only imports included', () => {
+    expect(cycles(edges.filter((e) => isContract(e.from) && isContract(e.to)))).toEqual([]);
+  });
+
+  it('places every file of dataplane/ in a layer', () => {
+    expect(files.filter((f) => f.startsWith('dataplane/') && place(f) === undefined)).toEqual([]);
+  });
+
+  it('has no dynamic import of a computed module', () => {
+    expect([...sources].filter(([, text]) => COMPUTED_IMPORT.test(text)).map(([f]) => f)).toEqual([]);
+  });
+
+  it('reaches no runtime code from controller/ or the contract', () => {
+    const roots = files.filter((f) => f.startsWith('controller/') || isContract(f));
+    const runtime = [...reachable(edges, roots)].filter((f) => f.startsWith('dataplane/') && !isContract(f));
+    // standalone.ts is the data plane's side of file mode; nothing of controller/ imports it.
+    expect(runtime).toEqual([]);
   });
 });
 
@@ -191,13 +215,18 @@ describe('the checker itself', () => {
 
   it.each([
     ['controller/compile/index.ts', '../../dataplane/runtime/router.ts', 'rule 1'],
+    ['controller/compile/index.ts', '../../dataplane/plugins/jwt/manifest.ts', 'rule 1'],
     ['dataplane/config/validate.ts', '../pipeline/context.ts', 'rule 2'],
+    ['dataplane/config/catalog.ts', '../plugins/jwt/index.ts', 'rule 2'],
     ['dataplane/plugins/jwt/manifest.ts', '../../pipeline/answer.ts', 'rule 2'],
+    ['dataplane/plugins/jwt/manifest.ts', './jwks.ts', 'rule 2'],
     ['dataplane/server/handle.ts', '../../controller/build.ts', 'rule 3'],
     ['controller/compile/index.ts', 'node:fs', 'rule 4'],
     ['dataplane/upstream/call.ts', '../pipeline/context.ts', 'rule 5'],
     ['dataplane/pipeline/run-chain.ts', '../server/finish.ts', 'rule 5'],
+    ['dataplane/errors/codes.ts', '../observability/metrics.ts', 'rule 5'],
     ['dataplane/plugins/jwt/index.ts', '../key-auth/index.ts', 'rule 5'],
+    ['dataplane/plugins/oidc/index.ts', '../jwt/manifest.ts', 'rule 5'],
     ['dataplane/plugins/jwt/index.ts', '../../handlers/proxy/index.ts', 'rule 5'],
   ])('refuses %s importing %s (%s)', (from, spec, rule) => {
     const e = edge(from, spec);
@@ -207,28 +236,52 @@ describe('the checker itself', () => {
   it.each([
     ['dataplane/plugins/jwt/index.ts', '../../pipeline/answer.ts'],
     ['dataplane/plugins/jwt/index.ts', './jwks.ts'],
+    ['dataplane/plugins/jwt/index.ts', './manifest.ts'],
     ['dataplane/handlers/proxy/index.ts', '../client-sink.ts'],
     ['controller/validate/index.ts', '../../dataplane/config/catalog.ts'],
     ['dataplane/config/catalog.ts', '../plugins/jwt/manifest.ts'],
+    ['dataplane/plugins/oidc/manifest.ts', '../jwt/manifest.ts'],
+    ['dataplane/plugins/jwt/manifest.ts', '../../config/duration.ts'],
+    ['dataplane/runtime/registry.ts', '../plugins/jwt/index.ts'],
   ])('allows %s importing %s', (from, spec) => {
     expect(violations(edge(from, spec))).toEqual([]);
   });
 
-  it("allows a manifest's lazy load of its own runtime, and no other dynamic import from the contract", () => {
+  it("refuses a manifest's lazy load of its runtime, and any upward dynamic import", () => {
     const own = edgesOf('dataplane/plugins/jwt/manifest.ts', "load: () => import('./index.ts'),")[0];
-    const other = edgesOf(
-      'dataplane/plugins/jwt/manifest.ts',
-      "load: () => import('../key-auth/index.ts'),",
-    )[0];
-    expect(violations(own)).toEqual([]);
-    expect(violations(other).join()).toContain('rule 2');
+    const upward = edgesOf('dataplane/pipeline/run-chain.ts', "await import('../runtime/holder.ts');")[0];
+    expect(violations(own).join()).toContain('rule 2');
+    expect(violations(upward).join()).toContain('rule 5');
   });
 
-  it('finds a cycle through value imports, not through type-only ones', () => {
+  it('finds a cycle through value, type-only and dynamic imports alike', () => {
     const a = edgesOf('dataplane/pipeline/a.ts', "import { b } from './b.ts';");
     const b = edgesOf('dataplane/pipeline/b.ts', "import { a } from './a.ts';");
     const bType = edgesOf('dataplane/pipeline/b.ts', "import type { A } from './a.ts';");
+    const bLazy = edgesOf('dataplane/pipeline/b.ts', "const a = () => import('./a.ts');");
+    const c = edgesOf('dataplane/pipeline/c.ts', "import { a } from './a.ts';");
     expect(cycles([...a, ...b])).toHaveLength(1);
-    expect(cycles([...a, ...bType])).toEqual([]);
+    expect(cycles([...a, ...bType])).toHaveLength(1);
+    expect(cycles([...a, ...bLazy])).toHaveLength(1);
+    expect(cycles([...a, ...c])).toEqual([]);
+  });
+
+  it('finds what a root reaches', () => {
+    const g = [
+      ...edgesOf('controller/x.ts', "import { c } from '../dataplane/config/c.ts';"),
+      ...edgesOf('dataplane/config/c.ts', "export type { P } from '../plugins/p/index.ts';"),
+    ];
+    expect([...reachable(g, ['controller/x.ts'])]).toEqual([
+      'controller/x.ts',
+      'dataplane/config/c.ts',
+      'dataplane/plugins/p/index.ts',
+    ]);
+  });
+
+  it('spots a computed dynamic import, not a named one', () => {
+    expect(COMPUTED_IMPORT.test('await import(name)')).toBe(true);
+    expect(COMPUTED_IMPORT.test('await import( `./plugins/` + name)')).toBe(true);
+    expect(COMPUTED_IMPORT.test("await import('./a.ts')")).toBe(false);
+    expect(COMPUTED_IMPORT.test("type M = typeof import( 'undici');")).toBe(false);
   });
 });

@@ -234,5 +234,4 @@ export const manifest = handlerManifest({
       };
     },
   },
-  load: (): Promise<{ default: unknown }> => import('./index.ts'),
 });

@@ -304,7 +304,6 @@ export const manifest = handlerManifest({
       };
     },
   },
-  load: (): Promise<{ default: unknown }> => import('./index.ts'),
 });
 
 /** The field at a dotted path of `type` (through singular message fields), or why there is none. */

@@ -32,5 +32,4 @@ export const manifest = handlerManifest({
     { field: 'upstream', id: h.upstream },
     ...(h.canary ? [{ field: 'canary.upstream', id: h.canary.upstream }] : []),
   ],
-  load: (): Promise<{ default: unknown }> => import('./index.ts'),
 });

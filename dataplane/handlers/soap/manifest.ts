@@ -202,5 +202,4 @@ export const manifest = handlerManifest({
       maxDepth: c.maxDepth ?? DEFAULT_MAX_DEPTH,
     }),
   },
-  load: (): Promise<{ default: unknown }> => import('./index.ts'),
 });

@@ -172,5 +172,4 @@ export const manifest = pluginManifest({
   phase: 'cors-preflight',
   schema: CorsConfig,
   checks: checkCorsConfig,
-  load: (): Promise<{ default: unknown }> => import('./index.ts'),
 });

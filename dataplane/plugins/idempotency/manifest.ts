@@ -193,5 +193,4 @@ export const manifest = pluginManifest({
           },
         ]
       : [],
-  load: (): Promise<{ default: unknown }> => import('./index.ts'),
 });

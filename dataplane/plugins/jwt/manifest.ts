@@ -167,5 +167,4 @@ export const manifest = pluginManifest({
   phase: 'authenticate',
   schema: JwtConfig,
   secrets: 'value',
-  load: (): Promise<{ default: unknown }> => import('./index.ts'),
 });

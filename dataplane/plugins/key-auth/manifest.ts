@@ -70,5 +70,4 @@ export const manifest = pluginManifest({
   phase: 'authenticate',
   schema: KeyAuthConfig,
   secrets: 'sha256',
-  load: (): Promise<{ default: unknown }> => import('./index.ts'),
 });

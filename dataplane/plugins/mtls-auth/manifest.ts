@@ -114,5 +114,4 @@ export const manifest = pluginManifest({
   checks: checkMtlsAuth,
   secrets: 'value',
   needs: { clientCertificate: true },
-  load: (): Promise<{ default: unknown }> => import('./index.ts'),
 });

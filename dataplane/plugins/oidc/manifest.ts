@@ -193,5 +193,4 @@ export const manifest = pluginManifest({
   schema: OidcConfig,
   checks: checkOidcConfig,
   secrets: 'value',
-  load: (): Promise<{ default: unknown }> => import('./index.ts'),
 });

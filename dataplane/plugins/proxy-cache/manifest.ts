@@ -179,5 +179,4 @@ export const manifest = pluginManifest({
   schema: ProxyCacheConfig,
   checks: checkProxyCacheConfig,
   needs: { responseBody: true },
-  load: (): Promise<{ default: unknown }> => import('./index.ts'),
 });

@@ -93,5 +93,4 @@ export const manifest = pluginManifest({
   phase: 'rate-limit',
   schema: RateLimitingConfig,
   checks: checkRateLimitingConfig,
-  load: (): Promise<{ default: unknown }> => import('./index.ts'),
 });

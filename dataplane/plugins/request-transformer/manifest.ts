@@ -141,5 +141,4 @@ export const manifest = pluginManifest({
   phase: 'transform-request',
   schema: RequestTransformerConfig,
   checks: checkRequestTransformer,
-  load: (): Promise<{ default: unknown }> => import('./index.ts'),
 });

@@ -84,5 +84,4 @@ export const manifest = pluginManifest({
           };
     }),
   needs: { responseBody: true },
-  load: (): Promise<{ default: unknown }> => import('./index.ts'),
 });

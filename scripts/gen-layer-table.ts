@@ -1,0 +1,15 @@
+/**
+ * Writes the README's layer table from test/architecture/layers.ts (`make docs`): the import-graph
+ * test and the README read one table.
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { layerTable, withLayerTable } from '../test/architecture/layer-table.ts';
+import { LAYERS } from '../test/architecture/layers.ts';
+
+const readme = join(dirname(fileURLToPath(import.meta.url)), '..', 'README.md');
+const before = readFileSync(readme, 'utf8');
+const after = withLayerTable(before, layerTable(LAYERS));
+if (after !== before) writeFileSync(readme, after);
+console.log(after === before ? 'README.md: the layer table is up to date' : 'wrote README.md (layer table)');
