@@ -1,5 +1,5 @@
 /**
- * The metrics a plugin defines in its own folder: a MetricSet made once per data plane's
+ * The metrics a plugin (or a handler kind) defines in its own folder: a MetricSet made once per data plane's
  * registry (Metrics.of), registered when the data plane starts so that /metrics names every
  * family from the first scrape, and looked up by the plugin when a snapshot creates it (never
  * per request). The core's Metrics is the host: its registry, the per-consumer analytics, and
@@ -7,7 +7,7 @@
  */
 import type { Registry } from 'prom-client';
 import type { ConsumerAnalytics } from './consumer-analytics.ts';
-import type { HotCounter } from './hot-metrics.ts';
+import type { HotCounter, HotHistogram } from './hot-metrics.ts';
 
 export interface MetricHost {
   readonly registry: Registry;
@@ -18,6 +18,13 @@ export interface MetricHost {
    * routes no longer in the table are dropped.
    */
   routeCounter(o: { name: string; help: string; labelNames: readonly ['route', ...string[]] }): HotCounter;
+  /** Likewise a histogram (seconds; the core's latency buckets unless given). */
+  routeHistogram(o: {
+    name: string;
+    help: string;
+    labelNames: readonly ['route', ...string[]];
+    buckets?: readonly number[];
+  }): HotHistogram;
 }
 
 export class MetricSet<M> {

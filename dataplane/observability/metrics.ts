@@ -22,9 +22,6 @@ export type WebSocketCloseReason =
   | 'client_error'
   | 'shutdown';
 
-/** How a soap route's request ended (sluice_soap_requests_total). */
-export type SoapResult = 'ok' | 'client_fault' | 'server_fault' | 'refused' | 'bad_request' | 'error';
-
 export class Metrics implements MetricHost {
   readonly registry = new Registry();
   readonly #latency = new HotHistogram({
@@ -119,24 +116,6 @@ export class Metrics implements MetricHost {
     labelNames: ['route', 'reason'] as const,
     registers: [this.registry],
   });
-  readonly #aggregateCalls = new HotHistogram({
-    name: 'sluice_aggregate_call_seconds',
-    help:
-      'Backend calls of aggregate routes, by route id, call name and result: ok, error (a status, a non-JSON or ' +
-      'too large answer, no connection) or timeout; from dispatch to the whole answer read.',
-    labelNames: ['route', 'call', 'result'] as const,
-    buckets: LATENCY_BUCKETS,
-    registers: [this.registry],
-  });
-  readonly #soap = new HotCounter({
-    name: 'sluice_soap_requests_total',
-    help:
-      'Requests of soap routes, by route id and result: ok, client_fault (422), server_fault (502), refused (the ' +
-      'answer: a DTD or entity, too large or deep, not a SOAP answer), bad_request (400, no call), error (no answer: ' +
-      'time-out, open breaker, no connection).',
-    labelNames: ['route', 'result'] as const,
-    registers: [this.registry],
-  });
   readonly #shed = new Counter({
     name: 'sluice_requests_shed_total',
     help:
@@ -154,8 +133,8 @@ export class Metrics implements MetricHost {
     registers: [this.registry],
   });
   readonly #circuitIds = new Set<string>();
-  /** The plugins' route-labelled counters (routeCounter), dropped with their routes. */
-  readonly #byRoute: HotCounter[] = [];
+  /** The plugins' and handlers' route-labelled metrics (routeCounter, routeHistogram), dropped with their routes. */
+  readonly #byRoute: (HotCounter | HotHistogram)[] = [];
   /** The plugins' metric sets made on this registry (of). */
   readonly #sets = new Map<MetricSet<unknown>, unknown>();
   /** Per-consumer analytics; null (the default) when off. */
@@ -184,7 +163,7 @@ export class Metrics implements MetricHost {
       .observe(Number(process.hrtime.bigint() - startNs) / NS_PER_S);
   }
 
-  /** A plugin's metrics on this registry: made (and registered) on the first call, the same object after. */
+  /** A plugin's (or handler kind's) metrics on this registry: made (and registered) on the first call, the same object after. */
   of<M>(set: MetricSet<M>): M {
     let m = this.#sets.get(set as MetricSet<unknown>) as M | undefined;
     if (m === undefined) {
@@ -200,6 +179,17 @@ export class Metrics implements MetricHost {
     return c;
   }
 
+  routeHistogram(o: {
+    name: string;
+    help: string;
+    labelNames: readonly ['route', ...string[]];
+    buckets?: readonly number[];
+  }): HotHistogram {
+    const h = new HotHistogram({ buckets: LATENCY_BUCKETS, ...o, registers: [this.registry] });
+    this.#byRoute.push(h);
+    return h;
+  }
+
   upstreamLatency(upstream: string, startNs: bigint): void {
     this.#upstreamLatency.series(upstream).observe(Number(process.hrtime.bigint() - startNs) / NS_PER_S);
   }
@@ -211,16 +201,6 @@ export class Metrics implements MetricHost {
 
   retry(upstream: string, reason: string): void {
     this.#retries.series(upstream, reason).inc();
-  }
-
-  aggregateCall(route: string, call: string, result: 'ok' | 'error' | 'timeout', startNs: bigint): void {
-    this.#aggregateCalls
-      .series(route, call, result)
-      .observe(Number(process.hrtime.bigint() - startNs) / NS_PER_S);
-  }
-
-  soap(route: string, result: SoapResult): void {
-    this.#soap.series(route, result).inc();
   }
 
   storeOperation(store: string, op: string, seconds: number, ok: boolean): void {
@@ -268,8 +248,6 @@ export class Metrics implements MetricHost {
     this.#wsConnections.retain(route);
     this.#wsMessages.retain(route);
     this.#wsClosed.retain(route);
-    this.#aggregateCalls.retain(route);
-    this.#soap.retain(route);
     this.consumers?.retain(routeIds);
     this.#retries.retain(upstream);
     this.#upstreamLatency.retain(upstream);

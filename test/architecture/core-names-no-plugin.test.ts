@@ -38,7 +38,7 @@ const containsRun = (words: string[], run: string[]): boolean =>
   words.some((_, i) => run.every((r, j) => words[i + j] === r));
 
 /** The plugin names `text` (a TypeScript file) refers to, with where. */
-export function pluginReferences(text: string, names: readonly string[]): string[] {
+function pluginReferences(text: string, names: readonly string[]): string[] {
   const source = ts.createSourceFile('f.ts', text, ts.ScriptTarget.Latest, true);
   const forms = names.map((n) => ({ name: n, words: wordForms(n) }));
   const tokens = names.map((n) => ({ name: n, re: new RegExp(`(?<![\\w-])${n}(?![\\w-])`) }));
@@ -92,7 +92,8 @@ describe('the checker itself', () => {
     ['type T = ProxyCacheOutcome;', 'identifier ProxyCacheOutcome'],
     ["if (p.name === 'idempotency') {}", "string 'idempotency'"],
     ["import x from '../plugins/key-auth/index.ts';", "string '../plugins/key-auth/index.ts'"],
-    ['const m = `${a} mtls-auth`;', "string ' mtls-auth'"],
+    // A template's text after a placeholder: `${a} mtls-auth`.
+    ['const m = `$' + '{a} mtls-auth`;', "string ' mtls-auth'"],
   ])('finds %s', (text, what) => {
     expect(pluginReferences(text, NAMES).join('\n')).toContain(what);
   });
