@@ -21,6 +21,7 @@ import { type TableError, validateSnapshot } from '../config/validate.ts';
 import { DEFAULTS, type DataPlaneOptions, startAdmin } from '../main.ts';
 import { createLogger } from '../observability/log.ts';
 import { Metrics } from '../observability/metrics.ts';
+import { withPluginMetrics } from '../runtime/declared.ts';
 import type { ApplyResult } from '../runtime/holder.ts';
 import type { AdminState } from '../server/admin-server.ts';
 import { LastGood } from '../state/last-good.ts';
@@ -53,7 +54,8 @@ export interface Cluster {
 export async function startCluster(partial: Partial<DataPlaneOptions>, workers: number): Promise<Cluster> {
   const o: DataPlaneOptions = { ...DEFAULTS, ...partial };
   const log = o.log ?? createLogger(o.logLevel).child({ pid: process.pid, role: 'primary' });
-  const metrics = new Metrics();
+  // The plugins' families too, as a worker has them: /metrics names them with no worker serving.
+  const metrics = withPluginMetrics(new Metrics());
   const lastGood = o.stateDir ? new LastGood(o.stateDir) : null;
   const workerOptions: WorkerOptions = {
     ...strip(o),

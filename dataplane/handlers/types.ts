@@ -22,7 +22,7 @@ export interface LiveHandler<Entry> {
 }
 
 export interface Handler<Entry> {
-  /** Its metrics (observability/metric-set.ts): registered when the data plane starts; `deps.metrics.of(set)` in create. */
+  /** Its metrics (metric-set.ts): registered when the data plane starts; `deps.metrics.of(set)` in create. */
   metrics?: readonly MetricSet<unknown>[];
   create(deps: HandlerDeps): LiveHandler<Entry>;
 }

@@ -163,7 +163,10 @@ export class Metrics implements MetricHost {
       .observe(Number(process.hrtime.bigint() - startNs) / NS_PER_S);
   }
 
-  /** A plugin's (or handler kind's) metrics on this registry: made (and registered) on the first call, the same object after. */
+  /**
+   * A plugin's (or handler kind's) metrics on this registry: made (and registered) on the first
+   * call, the same object after.
+   */
   of<M>(set: MetricSet<M>): M {
     let m = this.#sets.get(set as MetricSet<unknown>) as M | undefined;
     if (m === undefined) {
