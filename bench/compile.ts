@@ -25,9 +25,7 @@ import { Metrics } from '../dataplane/observability/metrics.ts';
 import { buildRuntime } from '../dataplane/runtime/build-runtime.ts';
 import type { RuntimeDeps } from '../dataplane/pipeline/route.ts';
 import { Background } from '../dataplane/pipeline/background.ts';
-import { CacheStores } from '../dataplane/stores/cache-stores.ts';
-import { MemoryIdempotencyStore } from '../dataplane/stores/memory-idempotency-store.ts';
-import { MemoryRateLimitStore } from '../dataplane/stores/rate-limit-store.ts';
+import { Stores } from '../dataplane/stores/open-stores.ts';
 import { PoolRegistry } from '../dataplane/upstream/pools.ts';
 import { median } from './lib/stats.ts';
 
@@ -145,12 +143,7 @@ export async function benchCompile(n: number, runs: number): Promise<CompileResu
     metrics: new Metrics({ processMetrics: false }),
     limits: { maxBodyBytes: 10 * 1024 * 1024, replicasHint: 1 },
     accessLog: false,
-    stores: {
-      idempotency: new MemoryIdempotencyStore(),
-      rateLimit: new MemoryRateLimitStore(),
-      rateLimitLocal: new MemoryRateLimitStore(),
-      cache: new CacheStores(null),
-    },
+    stores: new Stores(),
     background: new Background(),
   };
   let pools = new PoolRegistry();

@@ -15,6 +15,7 @@ import type { Snapshot } from './config/route-table.ts';
 import { CONFIG_MAX_BYTES } from './config/limits.ts';
 import { Metrics } from './observability/metrics.ts';
 import { createLogger } from './observability/log.ts';
+import { declaredStores, withPluginMetrics } from './runtime/declared.ts';
 import { RuntimeHolder } from './runtime/holder.ts';
 import { type AdminState, createAdminServer, holderAdminState } from './server/admin-server.ts';
 import type { FastifyInstance } from 'fastify';
@@ -159,10 +160,12 @@ export async function startDataPlane(partial: Partial<DataPlaneOptions>): Promis
   setFlagsFromString('--no-allocation-site-pretenuring');
   const o: DataPlaneOptions = { ...DEFAULTS, ...partial };
   const log = o.log ?? createLogger(o.logLevel);
-  const metrics = new Metrics({ analyticsConsumers: o.analyticsConsumers, askConsumer: o.askConsumer });
+  const metrics = withPluginMetrics(
+    new Metrics({ analyticsConsumers: o.analyticsConsumers, askConsumer: o.askConsumer }),
+  );
   const pools = new PoolRegistry({ onCircuit: (id, state) => metrics.circuitState(id, state) });
   const lastGood = o.stateDir ? new LastGood(o.stateDir) : null;
-  const stores = await openStores(o, metrics, log);
+  const stores = await openStores(o, metrics, log, declaredStores());
   const background = new Background();
   const tracing = startTracing(o.otelEnv ?? process.env);
   const holder = new RuntimeHolder(
@@ -236,7 +239,7 @@ export async function startDataPlane(partial: Partial<DataPlaneOptions>): Promis
     o.admin === false
       ? null
       : await startAdmin(
-          holderAdminState(holder, metrics, stores.cache, () => draining),
+          holderAdminState(holder, metrics, stores, () => draining),
           o,
           log,
         );

@@ -15,11 +15,13 @@ import { extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
 import { AggregatorRegistry } from 'prom-client';
+import { pluginManifest } from '../config/catalog.ts';
 import type { Snapshot } from '../config/route-table.ts';
 import { type TableError, validateSnapshot } from '../config/validate.ts';
 import { DEFAULTS, type DataPlaneOptions, startAdmin } from '../main.ts';
 import { createLogger } from '../observability/log.ts';
 import { Metrics } from '../observability/metrics.ts';
+import { withPluginMetrics } from '../runtime/declared.ts';
 import type { ApplyResult } from '../runtime/holder.ts';
 import type { AdminState } from '../server/admin-server.ts';
 import { LastGood } from '../state/last-good.ts';
@@ -52,7 +54,8 @@ export interface Cluster {
 export async function startCluster(partial: Partial<DataPlaneOptions>, workers: number): Promise<Cluster> {
   const o: DataPlaneOptions = { ...DEFAULTS, ...partial };
   const log = o.log ?? createLogger(o.logLevel).child({ pid: process.pid, role: 'primary' });
-  const metrics = new Metrics();
+  // The plugins' families too, as a worker has them: /metrics names them with no worker serving.
+  const metrics = withPluginMetrics(new Metrics());
   const lastGood = o.stateDir ? new LastGood(o.stateDir) : null;
   const workerOptions: WorkerOptions = {
     ...strip(o),
@@ -248,24 +251,26 @@ function strip(o: DataPlaneOptions): WorkerOptions {
 }
 
 /**
- * Idempotency records kept in memory would be per worker: a client's retry on a new connection
- * lands on another worker and executes again, the one thing the plugin exists to prevent. So
- * with N > 1 workers and no --redis, a snapshot with such a route is refused, naming it.
+ * State kept in memory would be per worker: for idempotency records, a client's retry on a new
+ * connection lands on another worker and executes again, the one thing the plugin exists to
+ * prevent. So with N > 1 workers and no --redis, a snapshot with a route carrying a plugin
+ * whose manifest declares `sharedState` is refused, naming it.
  */
 export function perWorkerState(s: Snapshot, workers: number): TableError[] {
   return s.table.routes.flatMap((r) =>
-    r.plugins.flatMap((p, i) =>
-      p.name === 'idempotency'
+    r.plugins.flatMap((p, i) => {
+      const shared = pluginManifest(p.name)?.sharedState;
+      return shared
         ? [
             {
               id: r.id,
               field: `plugins[${i}]`,
               message:
-                `idempotency records in memory would be per worker (--workers ${workers}): a retry ` +
-                'landing on another worker would execute again; give --redis URL, or run one worker',
+                `${shared.what} in memory would be per worker (--workers ${workers}): ${shared.why}; ` +
+                'give --redis URL, or run one worker',
             },
           ]
-        : [],
-    ),
+        : [];
+    }),
   );
 }

@@ -55,7 +55,7 @@ export function runWorker(): void {
         return;
       case 'purge':
         if (dp)
-          dp.stores.cache.purge(m.prefix).then(
+          dp.stores.purge(m.prefix).then(
             (count) => send({ sluice: 'purged', id: m.id, count }),
             (err: Error) => send({ sluice: 'purged', id: m.id, count: 0, error: err.message }),
           );

@@ -52,6 +52,11 @@ export interface PluginManifest<S extends TSchema = TSchema, N extends string = 
    * (controller/compile/plugin-paths.ts), so users do not write that plumbing.
    */
   ownPaths?: (config: Static<S>) => OwnPath[];
+  /**
+   * State every process must share, which in memory would be per worker: with --workers N and
+   * no --redis, the cluster primary refuses a snapshot carrying the plugin, saying what and why.
+   */
+  sharedState?: { what: string; why: string };
 }
 
 export interface HandlerManifest<

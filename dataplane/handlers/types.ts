@@ -7,6 +7,7 @@ import type { Static, TSchema } from '@sinclair/typebox';
 import type { HandlerManifest } from '../config/manifest.ts';
 import type { Route } from '../config/route-table.ts';
 import type { BoundHandler, RuntimeDeps } from '../pipeline/route.ts';
+import type { MetricSet } from '../observability/metric-set.ts';
 import type { UpstreamRuntime } from '../upstream/pools.ts';
 
 export interface HandlerDeps extends RuntimeDeps {
@@ -21,6 +22,8 @@ export interface LiveHandler<Entry> {
 }
 
 export interface Handler<Entry> {
+  /** Its metrics (metric-set.ts): registered when the data plane starts; `deps.metrics.of(set)` in create. */
+  metrics?: readonly MetricSet<unknown>[];
   create(deps: HandlerDeps): LiveHandler<Entry>;
 }
 

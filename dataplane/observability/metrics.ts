@@ -1,31 +1,15 @@
 /**
- * Every metric, in one file, on a registry of our own. Labels are bounded: route and upstream
- * ids from the snapshot, never raw paths. Optimization: what the request path updates (request
+ * The core's metrics, in one file, on a registry of our own; a plugin's are in its folder
+ * (metric-set.ts), registered on the same registry. Labels are bounded: route and upstream ids
+ * from the snapshot, never raw paths. Optimization: what the request path updates (request
  * counts and latencies, upstream latency, store round trips, plugin outcomes) lives in
  * hot-metrics.ts series, which do no label hashing per update; the rest is plain prom-client.
  */
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import { LATENCY_BUCKETS, NS_PER_S, statusClass } from './buckets.ts';
+import { ConsumerAnalytics } from './consumer-analytics.ts';
 import { CountOf, type CounterSeries, HotCounter, HotHistogram } from './hot-metrics.ts';
-
-const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
-const NS_PER_S = 1e9;
-const STATUS_CLASS = ['0xx', '1xx', '2xx', '3xx', '4xx', '5xx'];
-
-export type CacheOutcome = 'hit' | 'stale' | 'miss' | 'revalidate' | 'stale_if_error' | 'bypass' | 'method';
-
-const IDEMPOTENCY_OUTCOMES = [
-  'executed',
-  'replayed',
-  'conflict',
-  'mismatch',
-  'takeover',
-  'accepted',
-  'rejected_key',
-  'store_error',
-  'lease_lost',
-] as const;
-export type IdempotencyOutcome = (typeof IDEMPOTENCY_OUTCOMES)[number];
-export type RateLimitResult = 'allowed' | 'limited' | 'fallback' | 'unavailable';
+import type { MetricHost, MetricSet } from './metric-set.ts';
 
 /** How a WebSocket upgrade ended: a 101, refused by the chain (auth, rate limit, …), past --max-websockets, the upstream's handshake failed. */
 export type WebSocketResult = 'accepted' | 'refused' | 'limit' | 'upstream_error';
@@ -38,10 +22,7 @@ export type WebSocketCloseReason =
   | 'client_error'
   | 'shutdown';
 
-/** How a soap route's request ended (sluice_soap_requests_total). */
-export type SoapResult = 'ok' | 'client_fault' | 'server_fault' | 'refused' | 'bad_request' | 'error';
-
-export class Metrics {
+export class Metrics implements MetricHost {
   readonly registry = new Registry();
   readonly #latency = new HotHistogram({
     name: 'sluice_request_duration_seconds',
@@ -84,38 +65,6 @@ export class Metrics {
       'Configurations offered to the data plane, by result (applied, unchanged, rejected): pushed snapshots, and in ' +
       'standalone mode the files re-read (files that do not compile, an empty one too, count as rejected).',
     labelNames: ['result'] as const,
-    registers: [this.registry],
-  });
-  readonly #idempotency = new HotCounter({
-    name: 'sluice_idempotency_requests_total',
-    help:
-      'Requests with an Idempotency-Key, by route id and outcome: executed, replayed, conflict (409), mismatch (422), ' +
-      'takeover (a lapsed lease), accepted (202), rejected_key (400/401), store_error (503), lease_lost.',
-    labelNames: ['route', 'outcome'] as const,
-    registers: [this.registry],
-  });
-  readonly #cache = new HotCounter({
-    name: 'sluice_cache_requests_total',
-    help:
-      'proxy-cache outcomes by route id: hit, stale (served while revalidating), miss, revalidate, stale_if_error, ' +
-      'bypass (the store did not answer: served from the upstream), method (not a cached method).',
-    labelNames: ['route', 'result'] as const,
-    registers: [this.registry],
-  });
-  readonly #rateLimit = new HotCounter({
-    name: 'sluice_rate_limit_requests_total',
-    help:
-      'Rate-limit decisions by route id and result: allowed, limited (429), fallback (Redis down, counted ' +
-      'locally), unavailable (Redis down, failMode closed: 503).',
-    labelNames: ['route', 'result'] as const,
-    registers: [this.registry],
-  });
-  readonly #transformSkipped = new HotCounter({
-    name: 'sluice_transform_skipped_total',
-    help:
-      'Bodies a transformer passed untouched, by route id, plugin and reason: not_json, invalid_json, not_object, ' +
-      'too_large, encoded (Content-Encoding); and unsafe_header: a response header value left out (CR, LF or NUL).',
-    labelNames: ['route', 'plugin', 'reason'] as const,
     registers: [this.registry],
   });
   readonly #circuit = new Gauge({
@@ -167,24 +116,6 @@ export class Metrics {
     labelNames: ['route', 'reason'] as const,
     registers: [this.registry],
   });
-  readonly #aggregateCalls = new HotHistogram({
-    name: 'sluice_aggregate_call_seconds',
-    help:
-      'Backend calls of aggregate routes, by route id, call name and result: ok, error (a status, a non-JSON or ' +
-      'too large answer, no connection) or timeout; from dispatch to the whole answer read.',
-    labelNames: ['route', 'call', 'result'] as const,
-    buckets: LATENCY_BUCKETS,
-    registers: [this.registry],
-  });
-  readonly #soap = new HotCounter({
-    name: 'sluice_soap_requests_total',
-    help:
-      'Requests of soap routes, by route id and result: ok, client_fault (422), server_fault (502), refused (the ' +
-      'answer: a DTD or entity, too large or deep, not a SOAP answer), bad_request (400, no call), error (no answer: ' +
-      'time-out, open breaker, no connection).',
-    labelNames: ['route', 'result'] as const,
-    registers: [this.registry],
-  });
   readonly #shed = new Counter({
     name: 'sluice_requests_shed_total',
     help:
@@ -202,6 +133,10 @@ export class Metrics {
     registers: [this.registry],
   });
   readonly #circuitIds = new Set<string>();
+  /** The plugins' and handlers' route-labelled metrics (routeCounter, routeHistogram), dropped with their routes. */
+  readonly #byRoute: (HotCounter | HotHistogram)[] = [];
+  /** The plugins' metric sets made on this registry (of). */
+  readonly #sets = new Map<MetricSet<unknown>, unknown>();
   /** Per-consumer analytics; null (the default) when off. */
   readonly consumers: ConsumerAnalytics | null;
 
@@ -223,28 +158,43 @@ export class Metrics {
 
   /** Records a finished request. route is a route id, or '(none)' when nothing matched. */
   request(route: string, method: string, status: number, startNs: bigint): void {
-    const cls = status >= 100 && status < 600 ? STATUS_CLASS[(status / 100) | 0] : 'error';
-    this.#latency.series(route, method, cls).observe(Number(process.hrtime.bigint() - startNs) / NS_PER_S);
+    this.#latency
+      .series(route, method, statusClass(status))
+      .observe(Number(process.hrtime.bigint() - startNs) / NS_PER_S);
+  }
+
+  /**
+   * A plugin's (or handler kind's) metrics on this registry: made (and registered) on the first
+   * call, the same object after.
+   */
+  of<M>(set: MetricSet<M>): M {
+    let m = this.#sets.get(set as MetricSet<unknown>) as M | undefined;
+    if (m === undefined) {
+      m = set.make(this);
+      this.#sets.set(set as MetricSet<unknown>, m);
+    }
+    return m;
+  }
+
+  routeCounter(o: { name: string; help: string; labelNames: readonly ['route', ...string[]] }): HotCounter {
+    const c = new HotCounter({ ...o, registers: [this.registry] });
+    this.#byRoute.push(c);
+    return c;
+  }
+
+  routeHistogram(o: {
+    name: string;
+    help: string;
+    labelNames: readonly ['route', ...string[]];
+    buckets?: readonly number[];
+  }): HotHistogram {
+    const h = new HotHistogram({ buckets: LATENCY_BUCKETS, ...o, registers: [this.registry] });
+    this.#byRoute.push(h);
+    return h;
   }
 
   upstreamLatency(upstream: string, startNs: bigint): void {
     this.#upstreamLatency.series(upstream).observe(Number(process.hrtime.bigint() - startNs) / NS_PER_S);
-  }
-
-  idempotency(route: string, outcome: IdempotencyOutcome): void {
-    this.#idempotency.series(route, outcome).inc();
-  }
-
-  cache(route: string, result: CacheOutcome): void {
-    this.#cache.series(route, result).inc();
-  }
-
-  rateLimit(route: string, result: RateLimitResult): void {
-    this.#rateLimit.series(route, result).inc();
-  }
-
-  transformSkipped(route: string, plugin: string, reason: string): void {
-    this.#transformSkipped.series(route, plugin, reason).inc();
   }
 
   circuitState(upstream: string, state: 'closed' | 'open' | 'half-open'): void {
@@ -254,16 +204,6 @@ export class Metrics {
 
   retry(upstream: string, reason: string): void {
     this.#retries.series(upstream, reason).inc();
-  }
-
-  aggregateCall(route: string, call: string, result: 'ok' | 'error' | 'timeout', startNs: bigint): void {
-    this.#aggregateCalls
-      .series(route, call, result)
-      .observe(Number(process.hrtime.bigint() - startNs) / NS_PER_S);
-  }
-
-  soap(route: string, result: SoapResult): void {
-    this.#soap.series(route, result).inc();
   }
 
   storeOperation(store: string, op: string, seconds: number, ok: boolean): void {
@@ -306,16 +246,11 @@ export class Metrics {
     const route = (l: Record<string, string>) => l.route === '(none)' || routeIds.has(l.route);
     const upstream = (l: Record<string, string>) => upstreamIds.has(l.upstream);
     this.#latency.retain(route);
-    this.#idempotency.retain(route);
-    this.#rateLimit.retain(route);
-    this.#transformSkipped.retain(route);
-    this.#cache.retain(route);
+    for (const m of this.#byRoute) m.retain(route);
     // A socket open on a route that was removed keeps counting into its detached series until it closes.
     this.#wsConnections.retain(route);
     this.#wsMessages.retain(route);
     this.#wsClosed.retain(route);
-    this.#aggregateCalls.retain(route);
-    this.#soap.retain(route);
     this.consumers?.retain(routeIds);
     this.#retries.retain(upstream);
     this.#upstreamLatency.retain(upstream);
@@ -324,137 +259,5 @@ export class Metrics {
       this.#circuitIds.delete(id);
       this.#circuit.remove(id);
     }
-  }
-}
-
-/**
- * API analytics per consumer and route (off by default: --analytics-consumers N turns it on).
- * The consumer label is bounded: the first N consumers seen keep their own label for the life of
- * the process, every other one counts as `other`, and a request without a consumer as `(none)`,
- * so a credential-stuffing run of a million keys adds one series, not a million.
- *
- * Under --workers the pod's first N are decided by the cluster primary, not by each worker
- * (each would name its own first N, up to N per worker, and fold into `other` requests of a
- * consumer its sibling names). A worker counts a consumer it has not heard about under the
- * consumer's own label and asks the primary (`ask`, once); the primary's answer (`decided`)
- * keeps the label, or moves the counts into `other`. The primary relabels what it has not named
- * when it sums the workers' series (cluster/consumer-names.ts), and since a worker's question
- * goes out before any /metrics answer that shows the consumer, the scrape always sees the
- * decided labels. At most PENDING consumers wait for an answer; past that (a burst of new
- * consumers within one IPC round trip) a new one counts as `other` at once.
- */
-/** Consumers a cluster worker may count under their own label while the primary has not answered. */
-const PENDING = 1_000;
-
-export class ConsumerAnalytics {
-  readonly #latency: HotHistogram;
-  readonly #bytes: HotCounter;
-  readonly #idempotency: HotCounter;
-  readonly #rateLimited: HotCounter;
-  readonly #max: number;
-  readonly #named = new Set<string>();
-  /** A cluster worker's question to the primary; null: this process decides. */
-  readonly #ask: ((consumer: string) => void) | null;
-  /** Asked about, not answered yet. */
-  readonly #pending = new Set<string>();
-  /** The primary named N (all in #named): every other consumer is `other`, nothing more to ask. */
-  #full = false;
-
-  constructor(registry: Registry, maxConsumers: number, ask: ((consumer: string) => void) | null = null) {
-    this.#max = maxConsumers;
-    this.#ask = ask;
-    this.#latency = new HotHistogram({
-      name: 'sluice_consumer_request_duration_seconds',
-      help:
-        'Time from request to the end of the response, by route id, consumer (the first N seen, then "other"; ' +
-        '"(none)" without one) and status class: its _count is requests, 4xx and 5xx are errors.',
-      labelNames: ['route', 'consumer', 'status_class'] as const,
-      buckets: LATENCY_BUCKETS,
-      registers: [registry],
-    });
-    this.#bytes = new HotCounter({
-      name: 'sluice_consumer_bytes_total',
-      help: 'Bytes by route id, consumer and direction: in (request body), out (response: head and body on HTTP/1, body on h2).',
-      labelNames: ['route', 'consumer', 'direction'] as const,
-      registers: [registry],
-    });
-    this.#idempotency = new HotCounter({
-      name: 'sluice_consumer_idempotency_requests_total',
-      help: 'Requests with an Idempotency-Key by route id, consumer and outcome (as sluice_idempotency_requests_total).',
-      labelNames: ['route', 'consumer', 'outcome'] as const,
-      registers: [registry],
-    });
-    this.#rateLimited = new HotCounter({
-      name: 'sluice_consumer_rate_limited_total',
-      help: 'Requests refused by a rate limit (429), by route id and consumer.',
-      labelNames: ['route', 'consumer'] as const,
-      registers: [registry],
-    });
-  }
-
-  /** The label for a consumer id: its own while fewer than N have one, else "other". */
-  label(consumer: string | undefined): string {
-    if (consumer === undefined) return '(none)';
-    if (this.#named.has(consumer)) return consumer;
-    if (this.#ask !== null) return this.#provisional(consumer);
-    if (this.#named.size >= this.#max) return 'other';
-    this.#named.add(consumer);
-    return consumer;
-  }
-
-  /** A cluster worker: a consumer the primary has not named (yet). */
-  #provisional(consumer: string): string {
-    if (this.#pending.has(consumer)) return consumer;
-    if (this.#full || this.#pending.size >= PENDING) return 'other';
-    this.#pending.add(consumer);
-    this.#ask!(consumer);
-    return consumer;
-  }
-
-  /**
-   * The primary's answer about a consumer asked about: named, or `other` (its counts move
-   * there). `full`: the N it named, once it has (named through any worker: all keep their label
-   * here too, and every other consumer is `other` without asking).
-   */
-  decided(consumer: string, named: boolean, full: readonly string[] | null): void {
-    this.#pending.delete(consumer);
-    if (full !== null) {
-      this.#full = true;
-      for (const c of full) this.#named.add(c);
-    }
-    if (named) {
-      this.#named.add(consumer);
-      return;
-    }
-    for (const m of [this.#latency, this.#bytes, this.#idempotency, this.#rateLimited])
-      m.relabel('consumer', consumer, 'other');
-  }
-
-  request(
-    route: string,
-    consumer: string | undefined,
-    status: number,
-    startNs: bigint,
-    bytesIn: number,
-    bytesOut: number,
-    idempotency: IdempotencyOutcome | null,
-    rateLimited: boolean,
-  ): void {
-    const who = this.label(consumer);
-    const cls = status >= 100 && status < 600 ? STATUS_CLASS[(status / 100) | 0] : 'error';
-    this.#latency.series(route, who, cls).observe(Number(process.hrtime.bigint() - startNs) / NS_PER_S);
-    if (bytesIn > 0) this.#bytes.series(route, who, 'in').value += bytesIn;
-    if (bytesOut > 0) this.#bytes.series(route, who, 'out').value += bytesOut;
-    if (idempotency !== null) this.#idempotency.series(route, who, idempotency).inc();
-    if (rateLimited) this.#rateLimited.series(route, who).inc();
-  }
-
-  /** Drops the series of routes no longer in the table. */
-  retain(routeIds: ReadonlySet<string>): void {
-    const keep = (l: Record<string, string>) => routeIds.has(l.route);
-    this.#latency.retain(keep);
-    this.#bytes.retain(keep);
-    this.#idempotency.retain(keep);
-    this.#rateLimited.retain(keep);
   }
 }

@@ -1,10 +1,10 @@
 /** The state of one request as it moves through the chain. One object per request, plain fields. */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex, Writable } from 'node:stream';
-import type { CacheOutcome, IdempotencyOutcome, RateLimitResult } from '../observability/metrics.ts';
 import type { Span } from '../observability/tracing.ts';
 import { clientSignal } from './client-signal.ts';
 import type { RuntimeRoute } from './route.ts';
+import type { SlotHolder } from './slot.ts';
 
 /** Who is calling: set by the authenticate phase (later issues), read by rate limits and idempotency. */
 export interface Consumer {
@@ -15,7 +15,7 @@ export interface Consumer {
   claims?: Readonly<Record<string, unknown>>;
 }
 
-export class RequestContext {
+export class RequestContext implements SlotHolder {
   readonly req: IncomingMessage;
   readonly res: ServerResponse;
   readonly route: RuntimeRoute;
@@ -54,10 +54,8 @@ export class RequestContext {
   upgrade: { socket: Duplex; head: Buffer } | null = null;
   /** finishRequest has run (one log line and one metric sample per request, whatever happens after). */
   finished = false;
-  /** What the plugins decided, for the access log (metrics count the same outcomes); null: no such plugin ran. */
-  idempotencyOutcome: IdempotencyOutcome | null = null;
-  rateLimitResult: RateLimitResult | null = null;
-  cacheResult: CacheOutcome | null = null;
+  /** The plugins' per-request state (slot.ts: each plugin's Slot is an index here); null until one is set. */
+  slots: unknown[] | null = null;
   /** The origin the handler called ("http://host:port"), for the access log; null: none (answered by the gateway). */
   upstreamAddress: string | null = null;
   /** When the upstream call started and when its response headers came (0: not yet), access log only. */

@@ -9,6 +9,7 @@ import { msBetween, redactQuery, safeTarget } from '../observability/access-log.
 import type { Metrics } from '../observability/metrics.ts';
 import { endServerSpan, type Span, type Tracing } from '../observability/tracing.ts';
 import type { RequestContext } from './context.ts';
+import { loggedSlots } from './slot.ts';
 
 /** What the server records with before any route is known. */
 export interface Observers {
@@ -33,16 +34,7 @@ export function finishRequest(ctx: RequestContext, errorCode: string | null, err
   if (ctx.span !== null) endServerSpan(ctx.span, status, errorCode);
   const consumers = deps.metrics.consumers;
   if (consumers !== null)
-    consumers.request(
-      route.id,
-      ctx.consumer?.id,
-      status,
-      ctx.startNs,
-      bytesIn(ctx) ?? 0,
-      bytesOut(ctx) ?? 0,
-      ctx.idempotencyOutcome,
-      ctx.rateLimitResult === 'limited',
-    );
+    consumers.request(route.id, ctx.consumer?.id, status, ctx.startNs, bytesIn(ctx) ?? 0, bytesOut(ctx) ?? 0);
   // Optimization: the route's rate is compiled once per snapshot (null: off); errors are never sampled out.
   const rate = route.logRate;
   if (err === undefined && (rate === null || (rate < 1 && status < 400 && Math.random() >= rate))) return;
@@ -54,7 +46,7 @@ export function finishRequest(ctx: RequestContext, errorCode: string | null, err
 function accessLine(ctx: RequestContext, status: number, errorCode: string | null) {
   const now = process.hrtime.bigint();
   const req = ctx.req;
-  return {
+  const line: Record<string, unknown> = {
     requestId: ctx.requestId,
     traceId: ctx.traceId ?? undefined,
     client: ctx.clientAddress,
@@ -72,11 +64,11 @@ function accessLine(ctx: RequestContext, status: number, errorCode: string | nul
     durationMs: msBetween(ctx.startNs, now),
     upstreamMs:
       ctx.upstreamHeadersNs === 0n ? undefined : msBetween(ctx.upstreamStartNs, ctx.upstreamHeadersNs),
-    idempotency: ctx.idempotencyOutcome ?? undefined,
-    rateLimit: ctx.rateLimitResult ?? undefined,
-    cache: ctx.cacheResult ?? undefined,
-    error: errorCode ?? undefined,
   };
+  // What the plugins decided (their logged slots: idempotency outcome, rate-limit result, …), then the error.
+  if (ctx.slots !== null) for (const s of loggedSlots()) line[s.log!] = s.get(ctx);
+  line.error = errorCode ?? undefined;
+  return line;
 }
 
 /** The request body's size: read, declared, or unknown (a chunked body streamed through). */

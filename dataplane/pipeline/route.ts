@@ -4,9 +4,7 @@ import type { Logger } from 'pino';
 import type { Route } from '../config/route-table.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import type { Tracing } from '../observability/tracing.ts';
-import type { CacheStores } from '../stores/cache-stores.ts';
-import type { IdempotencyStore } from '../stores/idempotency-store.ts';
-import type { RateLimitStore } from '../stores/rate-limit-store.ts';
+import type { StoreLookup } from '../stores/store-kind.ts';
 import type { ResponseSink } from '../upstream/call.ts';
 import type { Background } from './background.ts';
 import type { RequestContext, RequestHook, ResponseHook } from './context.ts';
@@ -38,13 +36,8 @@ export interface RuntimeDeps {
   accessLogOff?: readonly string[];
   /** The OpenTelemetry SDK when OTEL_* configures it; null: no span is ever made. */
   tracing?: Tracing | null;
-  /** Shared state: Redis in a cluster, memory in standalone mode. */
-  stores: {
-    idempotency: IdempotencyStore;
-    rateLimit: RateLimitStore;
-    rateLimitLocal: RateLimitStore;
-    cache: CacheStores;
-  };
+  /** Shared state: Redis in a cluster, memory in standalone mode; each store of a kind a plugin declared. */
+  stores: StoreLookup;
   background: Background;
   /** The HTTPS port clients reach, for routes' httpsRedirect (default 443). */
   httpsRedirectPort?: number;

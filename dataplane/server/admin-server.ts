@@ -14,7 +14,6 @@ import type { ErrorCode } from '../errors/codes.ts';
 import { problem } from '../errors/problem.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import type { ApplyResult, RuntimeHolder } from '../runtime/holder.ts';
-import type { CacheStores } from '../stores/cache-stores.ts';
 
 /**
  * What the admin port serves: one process's holder (holderAdminState), or a cluster primary
@@ -45,7 +44,8 @@ export interface AdminState {
 export function holderAdminState(
   holder: RuntimeHolder,
   metrics: Metrics,
-  cache?: CacheStores,
+  /** What DELETE /cache purges (the data plane's stores); absent: not here. */
+  stores?: { purge(prefix: string): Promise<number> },
   draining?: () => boolean,
 ): AdminState {
   return {
@@ -59,7 +59,7 @@ export function holderAdminState(
     ready: () => holder.current !== null,
     metrics: () => metrics.registry.metrics(),
     metricsContentType: metrics.registry.contentType,
-    ...(cache ? { purgeCache: (prefix: string) => cache.purge(prefix) } : {}),
+    ...(stores ? { purgeCache: (prefix: string) => stores.purge(prefix) } : {}),
     counted: (method, route, status) => metrics.adminRequests.labels(method, route, String(status)).inc(),
   };
 }

@@ -1,28 +1,46 @@
 /**
  * The stores a data plane runs with: Redis when a URL is given (shared by every replica),
- * otherwise in memory (standalone mode: one process, nothing shared, nothing kept).
+ * otherwise in memory (standalone mode: one process, nothing shared, nothing kept). Which
+ * stores there are is the plugins' declaration (store-kind.ts); this file knows none of them.
  */
 import type { Logger } from 'pino';
 import type { Metrics } from '../observability/metrics.ts';
-import { CacheStores } from './cache-stores.ts';
-import { RedisCacheStore, defineCacheScripts } from './cache-redis-store.ts';
-import type { IdempotencyStore } from './idempotency-store.ts';
-import { MemoryIdempotencyStore } from './memory-idempotency-store.ts';
 import { RedisCaller, createRedisClient } from './redis-connection.ts';
-import { RedisIdempotencyStore, defineIdempotencyScripts } from './redis-idempotency-store.ts';
-import { MemoryRateLimitStore, type RateLimitStore } from './rate-limit-store.ts';
-import { RedisRateLimitStore, defineRateLimitScripts } from './redis-rate-limit-store.ts';
+import type { RedisSide, StoreKind, StoreLookup } from './store-kind.ts';
 
-export interface Stores {
-  kind: 'redis' | 'memory';
-  idempotency: IdempotencyStore;
-  /** Counters shared by every replica (Redis), or this process's when there is no Redis. */
-  rateLimit: RateLimitStore;
-  /** This process's counters: policy local, and the fail-open fallback. */
-  rateLimitLocal: MemoryRateLimitStore;
-  /** proxy-cache: memory per plugin, and Redis when there is one. */
-  cache: CacheStores;
-  close(): Promise<void>;
+export class Stores implements StoreLookup {
+  readonly kind: 'redis' | 'memory';
+  readonly #redis: RedisSide | null;
+  /** Every store made, by kind, in the order made. */
+  readonly #made = new Map<StoreKind<unknown>, unknown>();
+
+  /** `redis`: null for memory stores only. */
+  constructor(redis: RedisSide | null = null) {
+    this.kind = redis === null ? 'memory' : 'redis';
+    this.#redis = redis;
+  }
+
+  /** The store of this kind: made on first use (the data plane makes the declared ones at start), then kept. */
+  of<S>(kind: StoreKind<S>): S {
+    let s = this.#made.get(kind as StoreKind<unknown>) as S | undefined;
+    if (s === undefined) {
+      s = this.#redis === null ? kind.memory(this) : kind.redis(this.#redis, this);
+      this.#made.set(kind as StoreKind<unknown>, s);
+    }
+    return s;
+  }
+
+  /** Removes the entries whose key starts with `prefix` from every store that can purge; how many. */
+  async purge(prefix: string): Promise<number> {
+    let n = 0;
+    for (const [kind, store] of this.#made) if (kind.purge) n += await kind.purge(store, prefix);
+    return n;
+  }
+
+  async close(): Promise<void> {
+    for (const [kind, store] of this.#made) await kind.close?.(store);
+    await this.#redis?.caller.close();
+  }
 }
 
 export interface StoreOptions {
@@ -31,23 +49,15 @@ export interface StoreOptions {
   redisPrefix: string;
 }
 
-export async function openStores(o: StoreOptions, metrics: Metrics, log: Logger): Promise<Stores> {
-  if (o.redisUrl === null) {
-    const idempotency = new MemoryIdempotencyStore();
-    const local = new MemoryRateLimitStore();
-    return {
-      kind: 'memory',
-      idempotency,
-      rateLimit: local,
-      rateLimitLocal: local,
-      cache: new CacheStores(null),
-      close: () => idempotency.close(),
-    };
-  }
+/** The data plane's stores, with every declared kind made (the plugins' `stores`). */
+export async function openStores(
+  o: StoreOptions,
+  metrics: Metrics,
+  log: Logger,
+  declared: Iterable<StoreKind<unknown>> = [],
+): Promise<Stores> {
+  if (o.redisUrl === null) return make(new Stores(), declared);
   const client = createRedisClient(o.redisUrl);
-  defineIdempotencyScripts(client);
-  defineRateLimitScripts(client);
-  defineCacheScripts(client);
   const caller = new RedisCaller(client, {
     timeoutMs: o.redisTimeoutMs,
     observe: (op, seconds, ok) => metrics.storeOperation('redis', op, seconds, ok),
@@ -55,17 +65,15 @@ export async function openStores(o: StoreOptions, metrics: Metrics, log: Logger)
     onError: (err, node) => log.warn({ err: err.message, node }, 'redis'),
     onRecover: (node) => log.info({ node }, 'redis answers again'),
   });
+  // Before the first command: each kind defines its scripts on the client.
+  const stores = make(new Stores({ client, caller, prefix: o.redisPrefix }), declared);
   client.once('ready', () => log.info('redis connected'));
   if (!(await caller.ready(5_000)))
     log.warn('redis is not reachable yet: idempotent requests get 503 until it is; other routes are served');
-  const idempotency = new RedisIdempotencyStore(caller, `${o.redisPrefix}idem:`);
-  const rateLimit = new RedisRateLimitStore(caller, `${o.redisPrefix}rl:`);
-  return {
-    kind: 'redis',
-    idempotency,
-    rateLimit,
-    rateLimitLocal: new MemoryRateLimitStore(),
-    cache: new CacheStores(new RedisCacheStore(caller, `${o.redisPrefix}cache:`)),
-    close: () => caller.close(),
-  };
+  return stores;
+}
+
+function make(stores: Stores, declared: Iterable<StoreKind<unknown>>): Stores {
+  for (const kind of declared) stores.of(kind);
+  return stores;
 }

@@ -27,9 +27,7 @@ import { Background } from '../../dataplane/pipeline/background.ts';
 import type { RuntimeDeps } from '../../dataplane/pipeline/route.ts';
 import { buildRuntime, type Runtime } from '../../dataplane/runtime/build-runtime.ts';
 import { readIngressHeaders } from '../../dataplane/server/ingress-headers.ts';
-import { CacheStores } from '../../dataplane/stores/cache-stores.ts';
-import { MemoryIdempotencyStore } from '../../dataplane/stores/memory-idempotency-store.ts';
-import { MemoryRateLimitStore } from '../../dataplane/stores/rate-limit-store.ts';
+import { Stores } from '../../dataplane/stores/open-stores.ts';
 import { PoolRegistry } from '../../dataplane/upstream/pools.ts';
 import { expectGolden, toGoldenYaml, UPDATE_GOLDEN } from '../helpers/golden.ts';
 
@@ -47,24 +45,19 @@ const cases = readdirSync(DIR)
   .sort();
 
 const pools = new PoolRegistry();
-const idempotency = new MemoryIdempotencyStore();
+const stores = new Stores();
 const deps: RuntimeDeps = {
   log: createLogger('silent'),
   metrics: new Metrics({ processMetrics: false }),
   limits: { maxBodyBytes: 1024 * 1024, replicasHint: 1 },
   accessLog: false,
-  stores: {
-    idempotency,
-    rateLimit: new MemoryRateLimitStore(),
-    rateLimitLocal: new MemoryRateLimitStore(),
-    cache: new CacheStores(null),
-  },
+  stores,
   background: new Background(),
 };
 
 afterAll(async () => {
   await pools.closeAll();
-  await idempotency.close();
+  await stores.close();
 });
 
 /** What ingress does with a request up to the route lookup (dataplane/server/handle.ts). */

@@ -14,6 +14,7 @@ import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { ControllerMetrics } from '../../controller/metrics.ts';
 import { Metrics } from '../../dataplane/observability/metrics.ts';
+import { withPluginMetrics } from '../../dataplane/runtime/declared.ts';
 import { CHART, find, render } from '../chart/helm.ts';
 
 const FILES = join(CHART, 'files');
@@ -28,7 +29,7 @@ const alerts = parse(readFileSync(join(FILES, 'alerts.yaml'), 'utf8')) as {
 async function exportedNames(): Promise<Set<string>> {
   const names = new Set<string>();
   for (const registry of [
-    new Metrics({ analyticsConsumers: 1 }).registry,
+    withPluginMetrics(new Metrics({ analyticsConsumers: 1 })).registry,
     new ControllerMetrics().registry,
   ]) {
     for (const m of await registry.getMetricsAsJSON()) {

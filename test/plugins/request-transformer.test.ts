@@ -1,13 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import { validateRouteTable } from '../../dataplane/config/validate.ts';
+import { Metrics } from '../../dataplane/observability/metrics.ts';
 import type { RequestContext } from '../../dataplane/pipeline/context.ts';
 import requestTransformer from '../../dataplane/plugins/request-transformer/index.ts';
 import type { RuntimeDeps } from '../../dataplane/pipeline/route.ts';
 import { route, snapshot, transformer, upstream } from '../helpers/tables.ts';
 
+const deps = { metrics: new Metrics({ processMetrics: false }) } as RuntimeDeps;
+
 function run(config: Parameters<typeof requestTransformer.create>[0], headers: Record<string, string>) {
   const r = route('t', 'upstream/u', '/');
-  const hook = requestTransformer.create(config, {} as RuntimeDeps).bind(r).onRequest!;
+  const hook = requestTransformer.create(config, deps).bind(r).onRequest!;
   const ctx = { headers: { ...headers } } as RequestContext;
   hook(ctx);
   return ctx.headers;

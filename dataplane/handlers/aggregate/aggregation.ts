@@ -35,6 +35,8 @@ export interface BoundAggregate {
   calls: readonly BoundCall[];
   maxBodyBytes: number;
   metrics: Metrics;
+  /** Times one backend call (metrics.ts). */
+  callTime: (route: string, call: string, result: 'ok' | 'error' | 'timeout', startNs: bigint) => void;
 }
 
 interface ErrorEntry {
@@ -127,7 +129,7 @@ export class Aggregation implements CallOwner {
     const call = this.#agg.calls[index];
     const result =
       'value' in outcome ? 'ok' : outcome.code === 'SLC_ERR_UPSTREAM_TIMEOUT' ? 'timeout' : 'error';
-    this.#agg.metrics.aggregateCall(this.#agg.routeId, call.name, result, this.#startNs);
+    this.#agg.callTime(this.#agg.routeId, call.name, result, this.#startNs);
     if (this.#spans?.[index] !== undefined) endCallSpan(this.#spans[index], result);
     this.#pending--;
     if (!('value' in outcome)) this.#aborts[index].abort();

@@ -14,11 +14,14 @@ import { ClientSink } from '../client-sink.ts';
 import { defineHandler } from '../types.ts';
 import { Aggregation, type BoundAggregate, callPaths } from './aggregation.ts';
 import { manifest } from './manifest.ts';
+import { AGGREGATE_METRICS } from './metrics.ts';
 
 const JSON_ACCEPT = { accept: 'application/json' };
 
 export default defineHandler(manifest, {
+  metrics: [AGGREGATE_METRICS],
   create(deps) {
+    const callTime = deps.metrics.of(AGGREGATE_METRICS);
     return {
       bind(route, entry) {
         const agg: BoundAggregate = {
@@ -33,6 +36,7 @@ export default defineHandler(manifest, {
           })),
           maxBodyBytes: entry.maxBodyBytes,
           metrics: deps.metrics,
+          callTime,
         };
         const pattern =
           entry.pattern === undefined

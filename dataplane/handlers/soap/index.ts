@@ -19,6 +19,7 @@ import { defineHandler } from '../types.ts';
 import { BodySources } from './body-sources.ts';
 import { compileEnvelope, jsonToXml, MappingError } from './envelope.ts';
 import { manifest, type SoapHandler } from './manifest.ts';
+import { SOAP_METRICS } from './metrics.ts';
 import { SoapReader } from './response.ts';
 import { type BoundSoap, SoapCall } from './soap-call.ts';
 
@@ -35,7 +36,9 @@ function ownHeaders(h: SoapHandler): Record<string, string> {
 }
 
 export default defineHandler(manifest, {
+  metrics: [SOAP_METRICS],
   create(deps) {
+    const result = deps.metrics.of(SOAP_METRICS);
     return {
       bind(route, entry) {
         const up = deps.upstream(entry.upstream);
@@ -44,7 +47,7 @@ export default defineHandler(manifest, {
           routeId: route.id,
           reader: new SoapReader(entry.maxDepth),
           maxResponseBytes: entry.maxResponseBytes,
-          metrics: deps.metrics,
+          result,
         };
         const own = ownHeaders(entry);
         const path = up.basePath + (entry.path ?? '') || '/';
@@ -54,7 +57,7 @@ export default defineHandler(manifest, {
             : compilePathRewrite({ pattern: entry.pattern, rewrite: '/' }, template);
 
         const refuse = (ctx: RequestContext, sink: ResponseSink, detail: string) => {
-          deps.metrics.soap(route.id, 'bad_request');
+          result(route.id, 'bad_request');
           const body = problem('SLC_ERR_SOAP_BAD_REQUEST', detail, { requestId: ctx.requestId });
           deliverJson(sink, body.status, 'application/problem+json', body);
         };

@@ -7,7 +7,7 @@
  */
 import { Writable } from 'node:stream';
 import type { ErrorCode } from '../../errors/codes.ts';
-import type { Metrics, SoapResult } from '../../observability/metrics.ts';
+import type { SoapResult } from './metrics.ts';
 import { problem } from '../../errors/problem.ts';
 import type { CallFailure, ResponseSink } from '../../upstream/call.ts';
 import { deliverJson } from '../deliver.ts';
@@ -22,7 +22,8 @@ export interface BoundSoap {
   routeId: string;
   reader: SoapReader;
   maxResponseBytes: number;
-  metrics: Metrics;
+  /** Counts how a request ended (metrics.ts). */
+  result: (route: string, result: SoapResult) => void;
 }
 
 export class SoapCall implements ResponseSink {
@@ -69,11 +70,11 @@ export class SoapCall implements ResponseSink {
         undefined,
       );
     else if (failure !== null) {
-      soap.metrics.soap(soap.routeId, 'error');
+      soap.result(soap.routeId, 'error');
       this.#out.end(failure);
     } else if (this.#length === 0 && this.#status >= 200 && this.#status < 300) {
       // A one-way operation's answer (often 202): nothing to translate.
-      soap.metrics.soap(soap.routeId, 'ok');
+      soap.result(soap.routeId, 'ok');
       deliverJson(this.#out, 200, 'application/json', {});
     } else if (this.#notXml)
       this.#problem(
@@ -85,7 +86,7 @@ export class SoapCall implements ResponseSink {
       const answer = soap.reader.read(this.#status, Buffer.concat(this.#chunks, this.#length));
       this.#chunks = [];
       if ('doc' in answer) {
-        soap.metrics.soap(soap.routeId, 'ok');
+        soap.result(soap.routeId, 'ok');
         deliverJson(this.#out, 200, 'application/json', answer.doc);
       } else this.#problem(answer.code, answer.detail, answer.extra);
     }
@@ -93,7 +94,7 @@ export class SoapCall implements ResponseSink {
 
   #problem(code: ErrorCode, detail: string, extra: Record<string, string> | undefined): void {
     const soap = this.#soap;
-    soap.metrics.soap(soap.routeId, RESULTS[code] ?? 'refused');
+    soap.result(soap.routeId, RESULTS[code] ?? 'refused');
     const body = problem(code, detail, { requestId: this.#requestId, ...extra });
     deliverJson(this.#out, body.status, 'application/problem+json', body);
   }

@@ -16,6 +16,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { IdempotencyStore, StoredResponse } from '../../stores/idempotency-store.ts';
 import type { RuntimeDeps } from '../../pipeline/route.ts';
 import { type Span, traced } from '../../observability/tracing.ts';
+import type { IdempotencyMetrics } from './metrics.ts';
 
 const COMPLETE_SPAN = { 'sluice.store': 'idempotency', 'db.operation.name': 'complete' };
 const RELEASE_SPAN = { 'sluice.store': 'idempotency', 'db.operation.name': 'release' };
@@ -26,6 +27,7 @@ export class Execution {
   readonly #owner: string;
   readonly #routeId: string;
   readonly #deps: RuntimeDeps;
+  readonly #metrics: IdempotencyMetrics;
   /** The request's server span (tracing on), else null. */
   readonly #span: Span | null;
   #timer: NodeJS.Timeout | null;
@@ -38,6 +40,7 @@ export class Execution {
     leaseMs: number,
     routeId: string,
     deps: RuntimeDeps,
+    metrics: IdempotencyMetrics,
     span: Span | null,
   ) {
     this.#store = store;
@@ -46,6 +49,7 @@ export class Execution {
     this.#owner = owner;
     this.#routeId = routeId;
     this.#deps = deps;
+    this.#metrics = metrics;
     this.#timer = setInterval(() => this.#renew(leaseMs), Math.max(Math.floor(leaseMs / 3), 10));
     this.#timer.unref();
   }
@@ -55,7 +59,7 @@ export class Execution {
       (held) => {
         if (held || this.#ended) return;
         this.#stop();
-        this.#deps.metrics.idempotency(this.#routeId, 'lease_lost');
+        this.#metrics.later(this.#routeId, 'lease_lost');
         this.#deps.log.warn(
           { route: this.#routeId },
           'idempotency: the record is no longer ours (lease lost)',
@@ -83,9 +87,9 @@ export class Execution {
     try {
       const first =
         this.#span === null ? store() : traced(this.#span, 'idempotency complete', COMPLETE_SPAN, store());
-      if (!(await first)) this.#deps.metrics.idempotency(this.#routeId, 'lease_lost');
+      if (!(await first)) this.#metrics.later(this.#routeId, 'lease_lost');
     } catch (err) {
-      this.#deps.metrics.idempotency(this.#routeId, 'store_error');
+      this.#metrics.later(this.#routeId, 'store_error');
       this.#deps.log.error(
         { err, route: this.#routeId },
         'idempotency: could not store the response; retrying',

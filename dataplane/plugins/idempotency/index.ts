@@ -33,14 +33,19 @@ import { lookupOperation, runInBackground } from './operations.ts';
 import { RecordResponse } from './record-response.ts';
 import { accepted, replay } from './replay.ts';
 import { callerScope, recordId } from './scope.ts';
+import { IDEMPOTENCY_METRICS, type IdempotencyMetrics } from './metrics.ts';
 import { compileSettings, type Settings } from './settings.ts';
+import { RECORDS } from './store.ts';
 
 const CLAIM_SPAN = { 'sluice.store': 'idempotency', 'db.operation.name': 'claim' };
 
 export default definePlugin(manifest, {
+  metrics: [IDEMPOTENCY_METRICS],
+  stores: [RECORDS],
   create(config, deps) {
     const s = compileSettings(config);
-    const store = deps.stores.idempotency;
+    const store = deps.stores.of(RECORDS);
+    const m = deps.metrics.of(IDEMPOTENCY_METRICS);
     // Store failures logged once per change of state, not per request (the metric counts each).
     const health = new StoreHealth('idempotency store');
     const hooks = {
@@ -54,24 +59,21 @@ export default definePlugin(manifest, {
         const k = readIdempotencyKey(ctx.req.rawHeaders, s.minKey, s.maxKey);
         if ('missing' in k) {
           if (!s.required) return;
-          ctx.idempotencyOutcome = 'rejected_key';
-          deps.metrics.idempotency(ctx.route.id, 'rejected_key');
+          m.request(ctx, 'rejected_key');
           return answerProblem(ctx, 'SLC_ERR_IDEMPOTENCY_KEY_MISSING');
         }
         if ('error' in k) {
-          ctx.idempotencyOutcome = 'rejected_key';
-          deps.metrics.idempotency(ctx.route.id, 'rejected_key');
+          m.request(ctx, 'rejected_key');
           return answerProblem(ctx, 'SLC_ERR_IDEMPOTENCY_KEY_INVALID', { detail: k.error });
         }
         const scope = callerScope(ctx);
         if (scope === null) {
-          ctx.idempotencyOutcome = 'rejected_key';
-          deps.metrics.idempotency(ctx.route.id, 'rejected_key');
+          m.request(ctx, 'rejected_key');
           return answerProblem(ctx, 'SLC_ERR_IDENTITY_REQUIRED', {
             detail: 'requests with an Idempotency-Key must identify their caller (Authorization)',
           });
         }
-        return withKey(ctx, s, store, deps, health, k.key, scope);
+        return withKey(ctx, s, store, deps, m, health, k.key, scope);
       },
     };
     return { bind: () => hooks };
@@ -83,6 +85,7 @@ async function withKey(
   s: Settings,
   store: IdempotencyStore,
   deps: RuntimeDeps,
+  m: IdempotencyMetrics,
   health: StoreHealth,
   key: string,
   scope: string,
@@ -125,8 +128,7 @@ async function withKey(
       result = await claim();
     }
   } catch (err) {
-    ctx.idempotencyOutcome = 'store_error';
-    deps.metrics.idempotency(ctx.route.id, 'store_error');
+    m.request(ctx, 'store_error');
     health.failed(deps.log, { route: ctx.route.id, requestId: ctx.requestId }, err);
     // The claim may still run once the store answers (it was sent): take that record back, so
     // the 503's "nothing ran, retry" holds and the key is not blocked for a lease.
@@ -139,9 +141,8 @@ async function withKey(
 
   health.answered(deps.log, { route: ctx.route.id });
   if (result.outcome !== 'found') {
-    ctx.idempotencyOutcome = result.outcome === 'claimed' ? 'executed' : 'takeover';
-    deps.metrics.idempotency(ctx.route.id, result.outcome === 'claimed' ? 'executed' : 'takeover');
-    const execution = new Execution(store, id, owner, s.leaseMs, ctx.route.id, deps, ctx.span);
+    m.request(ctx, result.outcome === 'claimed' ? 'executed' : 'takeover');
+    const execution = new Execution(store, id, owner, s.leaseMs, ctx.route.id, deps, m, ctx.span);
     if (s.operationsPrefix !== null) {
       accepted(ctx, key, s.operationsPrefix, s.retryAfter);
       ctx.keyed = true;
@@ -156,24 +157,20 @@ async function withKey(
 
   const record = result.record;
   if (record.fingerprint !== fp.fingerprint) {
-    ctx.idempotencyOutcome = 'mismatch';
-    deps.metrics.idempotency(ctx.route.id, 'mismatch');
+    m.request(ctx, 'mismatch');
     return answerProblem(ctx, 'SLC_ERR_IDEMPOTENCY_KEY_REUSED', {
       detail: 'the key was first used for a request with another method, path, query, headers or body',
     });
   }
   if (record.state === 'COMPLETED') {
-    ctx.idempotencyOutcome = 'replayed';
-    deps.metrics.idempotency(ctx.route.id, 'replayed');
+    m.request(ctx, 'replayed');
     return replay(ctx, record.response!);
   }
   if (s.operationsPrefix !== null) {
-    ctx.idempotencyOutcome = 'accepted';
-    deps.metrics.idempotency(ctx.route.id, 'accepted');
+    m.request(ctx, 'accepted');
     return accepted(ctx, key, s.operationsPrefix, s.retryAfter);
   }
-  ctx.idempotencyOutcome = 'conflict';
-  deps.metrics.idempotency(ctx.route.id, 'conflict');
+  m.request(ctx, 'conflict');
   answerProblem(ctx, 'SLC_ERR_IDEMPOTENCY_IN_PROGRESS', { headers: { 'retry-after': s.retryAfter } });
 }
 

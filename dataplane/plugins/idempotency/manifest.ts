@@ -181,6 +181,7 @@ export const manifest = pluginManifest({
   schema: IdempotencyConfig,
   checks: checkIdempotencyConfig,
   needs: { requestBody: true, responseBody: true },
+  sharedState: { what: 'idempotency records', why: 'a retry landing on another worker would execute again' },
   // The 202's Location: GET <operationsPath>/<key> must reach this plugin on a route of the same caller.
   ownPaths: (c) =>
     c.async?.enabled

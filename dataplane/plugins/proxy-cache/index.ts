@@ -23,21 +23,26 @@ import { policyRequest, staleAllowance, staleSeconds } from './policy.ts';
 import { Recorder } from './record.ts';
 import { type Context, refreshInBackground, revalidate } from './revalidate.ts';
 import { serveEntry } from './serve.ts';
+import { CACHE_METRICS } from './metrics.ts';
 import { compileSettings, type Settings } from './settings.ts';
+import { CACHE } from './store.ts';
 
 const METHOD = fwdStatus('method');
 const BYPASS = fwdStatus('bypass', { detail: 'store-unavailable' });
 
 export default definePlugin(manifest, {
+  metrics: [CACHE_METRICS],
+  stores: [CACHE],
   create(config, deps) {
     const s = compileSettings(config);
-    const redis = deps.stores.cache.redis;
+    const stores = deps.stores.of(CACHE);
+    const redis = stores.redis;
     if (s.store === 'redis' && redis !== null) return new Cache(s, redis, deps);
     if (s.store === 'redis')
       deps.log.warn(
         'proxy-cache: store "redis" but the data plane runs without --redis: using a memory store',
       );
-    const held = deps.stores.cache.acquireMemory(s.memoryMaxBytes);
+    const held = stores.acquireMemory(s.memoryMaxBytes);
     return new Cache(s, held.store, deps, held.release);
   },
 });
@@ -60,7 +65,7 @@ class Cache {
     this.#store = store;
     this.#deps = deps;
     this.#release = release;
-    this.#c = { s, store, log: (err) => this.#warn(err) };
+    this.#c = { s, store, log: (err) => this.#warn(err), metrics: deps.metrics.of(CACHE_METRICS) };
     this.#misses = new Coalescer(s, store, (err) => this.#warn(err));
     this.hooks = {
       onRequest: (ctx: RequestContext) => this.#onRequest(ctx),
@@ -86,8 +91,7 @@ class Cache {
     if (m === 'GET' || m === 'HEAD' || (m === 'POST' && this.#s.post))
       stripOverrides(ctx.headers, this.#s.stripHeaders, requestHost(ctx));
     if (m === 'GET' || (m === 'HEAD' && this.#s.head)) return this.#lookup(ctx, false);
-    ctx.cacheResult = 'method';
-    this.#deps.metrics.cache(ctx.route.id, 'method');
+    this.#c.metrics.request(ctx, 'method');
     if (m === 'OPTIONS' || m === 'TRACE') return setStatus(ctx, METHOD);
     // An unsafe method: its success invalidates the entries of its URI (RFC 9111 §4.4), those
     // this request's keys name (the shared one, the caller's); other callers' private entries
@@ -140,14 +144,12 @@ class Cache {
       if (ev.response !== undefined) {
         const headers = ev.response.headers as Record<string, string>;
         if (ev.revalidation === undefined) {
-          ctx.cacheResult = 'hit';
-          this.#deps.metrics.cache(ctx.route.id, 'hit');
+          this.#c.metrics.request(ctx, 'hit');
           return serveEntry(ctx, entry, hitStatus(policy.maxAge() - policy.age()), headers);
         }
         const stale = staleSeconds(policy);
         if (stale < staleAllowance(policy, 'stale-while-revalidate', this.#s.maxSwrS)) {
-          ctx.cacheResult = 'stale';
-          this.#deps.metrics.cache(ctx.route.id, 'stale');
+          this.#c.metrics.request(ctx, 'stale');
           serveEntry(ctx, entry, staleHitStatus(stale), headers);
           if (ctx.method === 'GET') this.#refresh(ctx, { entry, key: keys[0], shared, fwd: 'stale' });
           return;
@@ -156,8 +158,7 @@ class Cache {
     }
     if (ctx.method === 'HEAD') {
       // A HEAD's response has no body to store: it is forwarded, and GET fills the cache.
-      ctx.cacheResult = 'miss';
-      this.#deps.metrics.cache(ctx.route.id, 'miss');
+      this.#c.metrics.request(ctx, 'miss');
       return setStatus(ctx, fwdStatus(entry === null ? 'miss' : why(ctx, entry)));
     }
     if (!waited && this.#s.lockWaitMs > 0) {
@@ -182,8 +183,7 @@ class Cache {
   /** To the upstream: a plain miss through the chain, or a revalidation of the entry in hand. */
   #forward(ctx: RequestContext, keys: string[], entry: CacheEntry | null): void | Promise<void> {
     const shared = keys[keys.length - 1];
-    ctx.cacheResult = entry === null ? 'miss' : 'revalidate';
-    this.#deps.metrics.cache(ctx.route.id, entry === null ? 'miss' : 'revalidate');
+    this.#c.metrics.request(ctx, entry === null ? 'miss' : 'revalidate');
     if (entry === null) {
       ctx.addTap(new Recorder(ctx, { shared, fwd: 'miss', post: false }, this.#s, this.#store, this.#c.log));
       return;
@@ -200,8 +200,7 @@ class Cache {
 
   #bypass(ctx: RequestContext, err: unknown): void {
     this.#warn(err);
-    ctx.cacheResult = 'bypass';
-    this.#deps.metrics.cache(ctx.route.id, 'bypass');
+    this.#c.metrics.request(ctx, 'bypass');
     setStatus(ctx, BYPASS);
   }
 

@@ -13,6 +13,7 @@ import { Writable } from 'node:stream';
 import type CachePolicy from 'http-cache-semantics';
 import { answerProblem } from '../../pipeline/answer.ts';
 import type { RequestContext } from '../../pipeline/context.ts';
+import type { CacheMetrics } from './metrics.ts';
 import { finishRequest } from '../../pipeline/finish.ts';
 import type { CacheEntry, CacheStore } from '../../stores/cache-store.ts';
 import type { CallFailure, ResponseSink } from '../../upstream/call.ts';
@@ -51,6 +52,7 @@ export interface Context {
   s: Settings;
   store: CacheStore;
   log: (err: unknown) => void;
+  metrics: CacheMetrics;
 }
 
 /** Answers the request by revalidating `stored` with the upstream (the chain ends here). */
@@ -158,7 +160,7 @@ class RevalidationSink implements ResponseSink {
   }
 
   #serveStaleIfError(cacheStatus: string): void {
-    if (this.#foreground) this.#ctx.route.deps.metrics.cache(this.#ctx.route.id, 'stale_if_error');
+    if (this.#foreground) this.#c.metrics.count(this.#ctx.route.id, 'stale_if_error');
     this.#serve(this.#stored.entry, cacheStatus);
   }
 

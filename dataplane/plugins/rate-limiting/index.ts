@@ -16,6 +16,8 @@ import type { Decision, RateLimitStore, Window } from '../../stores/rate-limit-s
 import { StoreHealth } from '../../stores/store-health.ts';
 import { definePlugin } from '../types.ts';
 import { manifest } from './manifest.ts';
+import { RATE_LIMIT_METRICS, type RateLimitMetrics } from './metrics.ts';
+import { LOCAL_COUNTERS, SHARED_COUNTERS } from './store.ts';
 
 const BUCKET_CACHE = 10_000;
 const NAMES = Object.keys(WINDOWS) as (keyof typeof WINDOWS)[];
@@ -23,7 +25,10 @@ const NAMES = Object.keys(WINDOWS) as (keyof typeof WINDOWS)[];
 const HIT_SPAN = { 'sluice.store': 'rate-limit', 'db.system.name': 'redis', 'db.operation.name': 'hit' };
 
 export default definePlugin(manifest, {
+  metrics: [RATE_LIMIT_METRICS],
+  stores: [LOCAL_COUNTERS, SHARED_COUNTERS],
   create(config, deps) {
+    const m = deps.metrics.of(RATE_LIMIT_METRICS);
     const windows: Window[] = NAMES.filter((n) => config[n] !== undefined).map((n) => ({
       seconds: WINDOWS[n],
       limit: config[n]!,
@@ -43,7 +48,8 @@ export default definePlugin(manifest, {
       service: config.scope === 'service',
       headers: !config.hideHeaders,
     };
-    const store: RateLimitStore = s.redis ? deps.stores.rateLimit : deps.stores.rateLimitLocal;
+    const local = deps.stores.of(LOCAL_COUNTERS);
+    const store: RateLimitStore = s.redis ? deps.stores.of(SHARED_COUNTERS) : local;
     // Logged once when the store starts failing and once when it answers again, never per request
     // (the metric counts each fallback or 503).
     const health = new StoreHealth('rate limit store');
@@ -60,8 +66,7 @@ export default definePlugin(manifest, {
       const remaining = Math.max(0, windows[tight].limit - d.counts[tight]);
       const state = `"${names[tight]}";r=${remaining};t=${d.resets[tight]}`;
       if (d.allowed) {
-        ctx.rateLimitResult ??= 'allowed';
-        deps.metrics.rateLimit(ctx.route.id, 'allowed');
+        m.request(ctx, 'allowed');
         if (s.headers) {
           ctx.responseHeaders ??= {};
           ctx.responseHeaders['ratelimit-policy'] = policyHeader;
@@ -73,8 +78,7 @@ export default definePlugin(manifest, {
       let wait = 0;
       for (let i = 0; i < windows.length; i++)
         if (d.counts[i] >= windows[i].limit) wait = Math.max(wait, d.resets[i]);
-      ctx.rateLimitResult = 'limited';
-      deps.metrics.rateLimit(ctx.route.id, 'limited');
+      m.request(ctx, 'limited');
       answerProblem(ctx, 'SLC_ERR_RATE_LIMITED', {
         detail: `limit of ${windows[tight].limit} per ${names[tight]} reached`,
         headers: s.headers
@@ -105,7 +109,7 @@ export default definePlugin(manifest, {
             const pending = Promise.resolve(store.hit(bucket, windows));
             return (ctx.span === null ? pending : traced(ctx.span, 'rate-limit hit', HIT_SPAN, pending)).then(
               (d) => answered(ctx, d),
-              (err) => unavailable(ctx, err, bucket, s.failOpen, fallback, deps, decide, health),
+              (err) => unavailable(ctx, err, bucket, s.failOpen, fallback, local, m, deps, decide, health),
             );
           },
         };
@@ -120,20 +124,20 @@ function unavailable(
   bucket: string,
   failOpen: boolean,
   fallback: Window[],
+  local: RateLimitStore,
+  m: RateLimitMetrics,
   deps: RuntimeDeps,
   decide: (ctx: RequestContext, d: Decision) => void,
   health: StoreHealth,
 ): void {
   health.failed(deps.log, { route: ctx.route.id, failMode: failOpen ? 'open' : 'closed' }, err);
   if (!failOpen) {
-    ctx.rateLimitResult = 'unavailable';
-    deps.metrics.rateLimit(ctx.route.id, 'unavailable');
+    m.request(ctx, 'unavailable');
     answerProblem(ctx, 'SLC_ERR_RATE_LIMIT_UNAVAILABLE', { headers: { 'retry-after': '1' } });
     return;
   }
-  ctx.rateLimitResult = 'fallback';
-  deps.metrics.rateLimit(ctx.route.id, 'fallback');
-  decide(ctx, deps.stores.rateLimitLocal.hit(`fallback\n${bucket}`, fallback) as Decision);
+  m.request(ctx, 'fallback');
+  decide(ctx, local.hit(`fallback\n${bucket}`, fallback) as Decision);
 }
 
 /** Who is counted (hashed with where by the caller: a bucket never holds a credential or an address in clear). */

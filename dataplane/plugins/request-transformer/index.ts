@@ -22,6 +22,7 @@ import {
   parseObject,
 } from '../../pipeline/transform/json-fields.ts';
 import { RequestSources } from '../../pipeline/transform/sources.ts';
+import { TRANSFORM_SKIPPED } from '../transform-skipped.ts';
 import { definePlugin } from '../types.ts';
 import { manifest } from './manifest.ts';
 import { captureParams, compilePathRewrite, renderPath } from '../../pipeline/transform/path-rewrite.ts';
@@ -37,7 +38,9 @@ const NO_SOURCES: Sources = new Proxy({} as Sources, {
 });
 
 export default definePlugin(manifest, {
+  metrics: [TRANSFORM_SKIPPED],
   create(config, deps) {
+    const skip = deps.metrics.of(TRANSFORM_SKIPPED);
     const headers = compileHeaderVerbs(config, template);
     const query = compileQueryVerbs(config, template);
     const body = compileFieldVerbs(
@@ -61,7 +64,7 @@ export default definePlugin(manifest, {
     return {
       bind() {
         const skipped = (ctx: RequestContext, reason: string) =>
-          deps.metrics.transformSkipped(ctx.route.id, 'request-transformer', reason);
+          skip(ctx.route.id, 'request-transformer', reason);
 
         const transformBody = (ctx: RequestContext, v: FieldVerbs, sources: Sources): void => {
           const bytes = ctx.body;

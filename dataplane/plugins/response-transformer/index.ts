@@ -10,6 +10,7 @@ import type { RequestContext } from '../../pipeline/context.ts';
 import { applyHeaderVerbs, compileHeaderVerbs } from '../../pipeline/transform/headers.ts';
 import { compileFieldVerbs } from '../../pipeline/transform/json-fields.ts';
 import { RequestSources } from '../../pipeline/transform/sources.ts';
+import { TRANSFORM_SKIPPED } from '../transform-skipped.ts';
 import { definePlugin } from '../types.ts';
 import { BodyTransform } from './body-tap.ts';
 import { manifest } from './manifest.ts';
@@ -17,7 +18,9 @@ import { manifest } from './manifest.ts';
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
 
 export default definePlugin(manifest, {
+  metrics: [TRANSFORM_SKIPPED],
   create(config, deps) {
+    const skip = deps.metrics.of(TRANSFORM_SKIPPED);
     const headers = compileHeaderVerbs(config, template);
     const body = compileFieldVerbs(
       {
@@ -30,7 +33,7 @@ export default definePlugin(manifest, {
     );
     const max = config.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
     const skipped = (ctx: RequestContext, reason: string) =>
-      deps.metrics.transformSkipped(ctx.route.id, 'response-transformer', reason);
+      skip(ctx.route.id, 'response-transformer', reason);
     const sources = (ctx: RequestContext): Sources => new RequestSources(ctx, null, false);
     return {
       bind() {

@@ -1,0 +1,22 @@
+/**
+ * The rate-limit counters: this process's (policy local, and the fail-open fallback), and the
+ * ones every replica shares (policy redis), which without Redis are this process's too.
+ */
+import { MemoryRateLimitStore, type RateLimitStore } from '../../stores/rate-limit-store.ts';
+import { RedisRateLimitStore, defineRateLimitScripts } from '../../stores/redis-rate-limit-store.ts';
+import { storeKind } from '../../stores/store-kind.ts';
+
+export const LOCAL_COUNTERS = storeKind<MemoryRateLimitStore>({
+  name: 'rate-limit counters (this process)',
+  memory: () => new MemoryRateLimitStore(),
+  redis: () => new MemoryRateLimitStore(),
+});
+
+export const SHARED_COUNTERS = storeKind<RateLimitStore>({
+  name: 'rate-limit counters (shared)',
+  memory: (stores) => stores.of(LOCAL_COUNTERS),
+  redis: (r) => {
+    defineRateLimitScripts(r.client);
+    return new RedisRateLimitStore(r.caller, `${r.prefix}rl:`);
+  },
+});
