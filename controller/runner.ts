@@ -262,7 +262,8 @@ export class Runner {
     }));
     const written = (key: string) =>
       this.#object(key)?.status?.conditions?.find((c) => c.type === 'Programmed');
-    for (const wanted of this.#ledger.statuses(r, views, written)) this.#status.want(wanted);
+    const built = { ...r, withheld: this.publisher.withheld };
+    for (const wanted of this.#ledger.statuses(built, views, written)) this.#status.want(wanted);
   }
 
   #object(key: string): GatewayRoute | GatewayPlugin | undefined {

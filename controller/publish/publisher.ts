@@ -16,6 +16,7 @@ import { snapshotBody } from '../../dataplane/config/wire.ts';
 import type { TableError } from '../../dataplane/config/validate.ts';
 import { endPushSpan, startPushSpan } from '../tracing.ts';
 import { withDefaults } from '../../dataplane/config/defaults.ts';
+import { CONFIG_MAX_BYTES } from '../../dataplane/config/limits.ts';
 
 export interface PodEndpoint {
   /** "address:port", unique per pod. */
@@ -52,6 +53,8 @@ export interface PublisherOptions {
   now?: () => number;
   /** How long a pod may fail before that is a fault worth a Warning (default 60 s). */
   failingWarnMs?: number;
+  /** The largest body a data plane accepts (default CONFIG_MAX_BYTES): a larger snapshot is not pushed. */
+  maxBodyBytes?: number;
   /**
    * Called when a pod's acknowledged hash, rejection or reachability changes, or pods come and
    * go — after the attempt that changed it has ended, so `inFlight` is already false.
@@ -72,6 +75,8 @@ export interface PublisherOptions {
 interface Desired {
   hash: string;
   body: Buffer;
+  /** Why it is not pushed (a body the pods would refuse unread); null: it is. */
+  withheld: string | null;
   built: SpanContext | null;
 }
 
@@ -97,6 +102,7 @@ export class Publisher {
         random: Math.random,
         now: Date.now,
         failingWarnMs: 60_000,
+        maxBodyBytes: CONFIG_MAX_BYTES,
       },
       opts,
     );
@@ -114,6 +120,11 @@ export class Publisher {
   /** The snapshot to run, decoded again from the bytes pushed (GET /debug/config: rare). */
   get desired(): Snapshot | null {
     return this.#desired && (JSON.parse(this.#desired.body.toString('utf8')) as Snapshot);
+  }
+
+  /** Why the snapshot to run is not pushed to any pod; null when it is (or there is none). */
+  get withheld(): string | null {
+    return this.#desired?.withheld ?? null;
   }
 
   /** The size of what each push sends (sluice_controller_snapshot_bytes). */
@@ -172,7 +183,21 @@ export class Publisher {
   /** `built`: the span of the build that made it (controller/tracing.ts), which its pushes link to. */
   publish(snapshot: Snapshot, built: SpanContext | null = null): void {
     if (this.#desired?.hash === snapshot.hash) return;
-    this.#desired = { hash: snapshot.hash, body: snapshotBody(snapshot), built };
+    const body = snapshotBody(snapshot);
+    // A data plane refuses a body over its limit unread (413): sent anyway, each pod would get
+    // it again and again with backoff, and the objects would wait "Pending" with no reason given.
+    const max = this.#o.maxBodyBytes;
+    const withheld =
+      body.length > max
+        ? `the snapshot is ${mib(body.length)}, over the ${mib(max)} a data plane accepts`
+        : null;
+    if (withheld !== null)
+      this.#o.log?.('warn', 'snapshot not pushed: too large', {
+        hash: snapshot.hash,
+        bytes: body.length,
+        max,
+      });
+    this.#desired = { hash: snapshot.hash, body, built, withheld };
     if (this.#active) this.#all(false);
   }
 
@@ -257,7 +282,7 @@ export class Publisher {
 
   async #step(pod: PodState, ask: boolean, wanted: Desired | null): Promise<void> {
     if (ask || pod.hash === null) this.#report(pod, await this.#getHash(pod));
-    if (wanted === null) return;
+    if (wanted === null || wanted.withheld !== null) return;
     if (pod.hash === wanted.hash || pod.rejected?.hash === wanted.hash) return;
     const url = `${pod.endpoint.url}/config`;
     const span = startPushSpan(pod.endpoint.name, url, wanted.hash, wanted.built);
@@ -344,3 +369,5 @@ export function describeError(err: Error): string {
       return err.message.slice(0, 200);
   }
 }
+
+const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MiB`;

@@ -41,6 +41,8 @@ export function programmed(
   pods: readonly PodView[],
   generations: Generations,
   written?: WrittenCondition,
+  /** Why the desired snapshot is not pushed at all (too large); null when it is. */
+  notPushed: string | null = null,
 ): ComputedCondition {
   const observedGeneration = status.observedGeneration;
   const base = { type: 'Programmed', observedGeneration } as const;
@@ -90,6 +92,14 @@ export function programmed(
   const counts = `${ready} of ${pods.length} pods`;
   if (ready === pods.length)
     return { ...base, status: 'True', reason: 'Programmed', message: `Running on ${counts}.` };
+  // Objects the pods already run are not touched by a snapshot that cannot be pushed; the others wait for a fix.
+  if (notPushed !== null)
+    return {
+      ...base,
+      status: 'False',
+      reason: 'SnapshotTooLarge',
+      message: clip(`Running on ${counts}; not pushed: ${notPushed}.`),
+    };
   const failing = pods.filter((p) => !runs(p) && p.error);
   const why = failing
     .slice(0, 3)

@@ -9,7 +9,11 @@ import { type Generations, type PodView, programmed, type WrittenCondition } fro
 import type { Wanted } from './status-writer.ts';
 
 /** A build as the ledger reads it: its snapshot's hash and its objects' status. */
-export type Built = Pick<BuildResult, 'status'> & { hash: string };
+export type Built = Pick<BuildResult, 'status'> & {
+  hash: string;
+  /** Why its snapshot is not pushed (publish/publisher.ts: too large); null or absent when it is. */
+  withheld?: string | null;
+};
 
 export class GenerationLedger {
   readonly #byHash = new Map<string, Map<string, number>>();
@@ -49,7 +53,10 @@ export class GenerationLedger {
       key,
       observedGeneration: st.observedGeneration,
       ...(st.routes === undefined ? {} : { routes: st.routes }),
-      conditions: [...st.conditions, programmed(key, st, result.hash, pods, this.#byHash, written(key))],
+      conditions: [
+        ...st.conditions,
+        programmed(key, st, result.hash, pods, this.#byHash, written(key), result.withheld ?? null),
+      ],
     }));
   }
 }

@@ -40,6 +40,26 @@ describe('GenerationLedger', () => {
     expect(programmed(ledger, v2, [pod('a', h2), pod('b', null)])).toMatchObject({ reason: 'Pending' });
   });
 
+  it('a snapshot not pushed (too large): what the pods run stays True, what changed says why it waits', () => {
+    const other = (g: number) =>
+      gatewayRoute('other').url('http://api:80').route('all', ['/other']).generation(g).build();
+    const ledger = new GenerationLedger();
+    const v1 = built(resourceSetFrom([web(1), other(1)]));
+    const v2 = built(resourceSetFrom([web(2, '/web2'), other(1)]));
+    ledger.record(v1);
+    ledger.record(v2);
+    const why = 'the snapshot is 40.2 MiB, over the 32.0 MiB a data plane accepts';
+    const pods = [pod('a', v1.hash), pod('b', v1.hash)];
+    const statuses = ledger.statuses({ ...v2, withheld: why }, pods);
+    const of = (key: string) => statuses.find((s) => s.key === key)!.conditions[2];
+    expect(of(KEY)).toMatchObject({
+      status: 'False',
+      reason: 'SnapshotTooLarge',
+      message: `Running on 0 of 2 pods; not pushed: ${why}.`,
+    });
+    expect(of('GatewayRoute/default/other')).toMatchObject({ status: 'True', reason: 'Programmed' });
+  });
+
   it('a hash built from several object sets stands for each of their generations', () => {
     // A GatewayPlugin no route uses leaves the table, and so the hash, alone.
     const ledger = new GenerationLedger();

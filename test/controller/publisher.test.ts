@@ -93,6 +93,39 @@ describe('Publisher', () => {
     p.stop();
   });
 
+  it('a snapshot over the body limit is not pushed: pods keep what they run, withheld says why, one log line', async () => {
+    const logs: string[] = [];
+    const pushes: string[] = [];
+    const limit = Buffer.byteLength(JSON.stringify(v(4))); // v(4) fits; a table of two routes does not
+    const p = new Publisher({
+      token: 'test-admin-token',
+      resyncMs: 3_600_000,
+      maxBodyBytes: limit,
+      onPush: (r) => pushes.push(r),
+      log: (_level, msg) => logs.push(msg),
+    });
+    p.setPods(pods());
+    p.publish(v(4));
+    p.setActive(true);
+    await until(() => planes.every((d) => d.holder.hash === v(4).hash) && pushes.length === 3);
+    expect(p.withheld).toBeNull();
+    const big = snapshot([route('r4', 'u', '/v4'), route('r5', 'u', '/v5')], [upstream('u', up.url)]);
+    p.publish(big);
+    expect(p.withheld).toMatch(/^the snapshot is 0\.0 MiB, over the 0\.0 MiB a data plane accepts$/);
+    p.setActive(false);
+    p.setActive(true); // asks every pod again: still nothing pushed
+    await until(() => [...p.pods.values()].every((s) => !s.inFlight && s.hash === v(4).hash));
+    await new Promise((r) => setTimeout(r, 100));
+    expect(pushes).toEqual(['applied', 'applied', 'applied']);
+    expect(planes.map((d) => d.holder.hash)).toEqual([v(4).hash, v(4).hash, v(4).hash]);
+    expect(logs.filter((m) => m === 'snapshot not pushed: too large')).toHaveLength(1);
+    // A snapshot that fits again is pushed (v(2): what the tests below expect the pods to run).
+    p.publish(v(2));
+    expect(p.withheld).toBeNull();
+    await until(() => planes.every((d) => d.holder.hash === v(2).hash));
+    p.stop();
+  });
+
   it('the wrong token is an error, retried with backoff, never a silent success', async () => {
     const p = new Publisher({ token: 'wrong', resyncMs: 3_600_000, backoffMs: { base: 50, max: 100 } });
     p.setPods(pods().slice(0, 1));
