@@ -55,10 +55,6 @@ export class Endpoint implements Candidate {
     this.#closed = true;
     await this.#pool?.close();
   }
-
-  get closed(): boolean {
-    return this.#closed;
-  }
 }
 
 /** undici's own connector (the same defaults a Pool builds), dialing `at` whatever host the origin names. */
