@@ -133,11 +133,69 @@ export const Route = Type.Object(
   { additionalProperties: false },
 );
 
+/** One address a Service's EndpointSlices name ready: where a connection goes, nothing else. */
+export const Endpoint = Type.Object(
+  {
+    /** An IPv4 or IPv6 address as written in an EndpointSlice (no brackets, no zone); checked at the door. */
+    address: Type.String({ minLength: 1, maxLength: 45 }),
+    port: Type.Integer({ minimum: 1, maximum: 65535 }),
+  },
+  { additionalProperties: false },
+);
+
+/**
+ * How requests are spread over an upstream's endpoints (default: round robin).
+ * - round-robin: each endpoint in turn.
+ * - least-request: the endpoint with the fewest requests in flight from this process (ties in turn).
+ * - consistent-hash: rendezvous hashing of a request header's or cookie's value, so a value keeps
+ *   its endpoint and an endpoint that leaves moves only its own values; a request without the
+ *   value goes round robin.
+ */
+export const Balance = Type.Object(
+  {
+    policy: Type.Union([
+      Type.Literal('round-robin'),
+      Type.Literal('least-request'),
+      Type.Literal('consistent-hash'),
+    ]),
+    /** For consistent-hash only (and required there): a lower-case header name, or a cookie name. */
+    hashOn: Type.Optional(
+      Type.Union([
+        Type.Object(
+          { header: Type.String({ pattern: "^[!#$%&'*+.^_`|~0-9a-z-]+$", maxLength: 256 }) },
+          { additionalProperties: false },
+        ),
+        Type.Object(
+          { cookie: Type.String({ pattern: "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$", maxLength: 256 }) },
+          { additionalProperties: false },
+        ),
+      ]),
+    ),
+  },
+  { additionalProperties: false },
+);
+
 export const Upstream = Type.Object(
   {
+    /**
+     * A hash of the settings (controller/compile/resolve-upstreams.ts) WITHOUT `endpoints`: pods
+     * come and go on every scale event, and the data plane keeps one upstream (its warm
+     * connections, breaker and retry budget) per id, updating its endpoints in place.
+     */
     id: Type.String({ minLength: 1 }),
-    /** Origin plus an optional base path, e.g. http://10.0.0.7:8080/v1 (no query, no fragment). */
+    /**
+     * Origin plus an optional base path, e.g. http://10.0.0.7:8080/v1 (no query, no fragment).
+     * With `endpoints` it still gives the scheme, the base path, the Host header and the TLS
+     * server name; the endpoints say only where connections go.
+     */
     url: Type.String({ pattern: '^https?://' }),
+    /**
+     * A Service's ready endpoints (from its EndpointSlices), unique; absent: connect to the
+     * url's host. Empty: no endpoint is ready, and requests get 503 SLC_ERR_UPSTREAM_NO_ENDPOINTS.
+     */
+    endpoints: Type.Optional(Type.Array(Endpoint)),
+    /** Only with endpoints. */
+    balance: Type.Optional(Balance),
     timeouts: Type.Object(
       {
         connectMs: Type.Integer({ minimum: 1 }),
@@ -226,6 +284,8 @@ export type SourceRef = Static<typeof SourceRef>;
 export type PluginInstance = Static<typeof PluginInstance>;
 export type Route = Static<typeof Route>;
 export type Upstream = Static<typeof Upstream>;
+export type Endpoint = Static<typeof Endpoint>;
+export type Balance = Static<typeof Balance>;
 export type Certificate = Static<typeof Certificate>;
 export type RouteTable = Static<typeof RouteTable>;
 export type Snapshot = Static<typeof Snapshot>;

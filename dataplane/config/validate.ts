@@ -9,6 +9,7 @@ import { RouteTable, Snapshot } from './route-table.ts';
 import { tableHash } from './canonical-json.ts';
 import { arrivedTableHashes } from './wire.ts';
 import type { ConfigProblem } from './config-problem.ts';
+import { endpointProblems } from './endpoints.ts';
 import { CONFIG_MAX_DEPTH, deeperThan } from './limits.ts';
 
 export interface TableError {
@@ -107,9 +108,10 @@ export function validateRouteTable(table: unknown): TableError[] {
 }
 
 /**
- * What the schema cannot say: unique ids, known upstreams, URLs, each plugin's own config schema
- * and checks, each handler's checks, one certificate per host. (Whether a certificate's PEM parses is found when its
- * SecureContext is built: dataplane/tls/certificates.ts.)
+ * What the schema cannot say: unique ids, known upstreams, URLs, endpoints (endpoints.ts), each
+ * plugin's own config schema and checks, each handler's checks, one certificate per host.
+ * (Whether a certificate's PEM parses is found when its SecureContext is built:
+ * dataplane/tls/certificates.ts.)
  */
 function checkShaped(t: RouteTable): TableError[] {
   const errors: TableError[] = [];
@@ -142,6 +144,7 @@ function checkShaped(t: RouteTable): TableError[] {
     } catch {
       errors.push({ id: u.id, field: 'url', message: `not a valid URL: ${u.url}` });
     }
+    for (const e of endpointProblems(u)) errors.push({ id: u.id, ...e });
   });
   const routeIds = new Set<string>();
   t.routes.forEach((r, i) => {

@@ -18,6 +18,8 @@ export const ERRORS = {
     status: 503,
     title: 'The upstream is failing; its circuit breaker is open',
   },
+  // An upstream of a Service's endpoints (route-table.ts) when none is ready: nothing was sent.
+  SLC_ERR_UPSTREAM_NO_ENDPOINTS: { status: 503, title: 'The upstream has no ready endpoint' },
   SLC_ERR_UPSTREAM_BAD_RESPONSE: { status: 502, title: 'The upstream sent an invalid response' },
   SLC_ERR_INTERNAL: { status: 500, title: 'Internal gateway error' },
   SLC_ERR_UNAUTHORIZED: { status: 401, title: 'Authentication is required' },

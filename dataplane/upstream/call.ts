@@ -1,7 +1,8 @@
 /**
- * The one upstream call every handler makes (ARCHITECTURE §8.11): the route's pool, the
- * connect / header / body timeouts, the request deadline, the retry policy and its budget, the
- * circuit breaker and the upstream metrics. Retries live here rather than in an undici
+ * The one upstream call every handler makes (ARCHITECTURE §8.11): the upstream's endpoint for
+ * each try (pools.ts; a retry prefers another), the connect / header / body timeouts, the
+ * request deadline, the retry policy and its budget, the circuit breaker and the upstream
+ * metrics. Retries live here rather than in an undici
  * interceptor because they must see the method, whether the body can be sent again and whether
  * an idempotency key protects the request, and must stop before any byte reaches the client.
  * Where the response goes is the caller's: a ResponseSink (the client, or a buffer for an
@@ -16,7 +17,7 @@ import { endAttemptSpan, type Span, startAttemptSpan } from '../observability/tr
 import { readBody } from './body.ts';
 import { mayHaveReachedUpstream, upstreamErrorCode } from './errors.ts';
 import { endToEndHeaders } from './response-headers.ts';
-import type { UpstreamRuntime } from './pools.ts';
+import type { Endpoint, UpstreamRuntime } from './pools.ts';
 import { UpstreamTry } from './try.ts';
 
 export type Body = Buffer | Readable | IncomingMessage | null;
@@ -59,6 +60,8 @@ interface Tries {
   deadline: number;
   /** Whether an earlier try may have reached the upstream. */
   sent: boolean;
+  /** The endpoint of the try before: a retry goes elsewhere where there is elsewhere. */
+  last: Endpoint | null;
 }
 
 interface Call {
@@ -83,7 +86,12 @@ export function callUpstream(
   // Optimization: an upstream without retries, breaker or deadline takes the plain path.
   if (up.retry === null && up.breaker === null && up.requestMs === 0) return dispatch(call, req.body, null);
   up.retry?.budget.request();
-  const tries: Tries = { attempt: 0, deadline: up.requestMs ? Date.now() + up.requestMs : 0, sent: false };
+  const tries: Tries = {
+    attempt: 0,
+    deadline: up.requestMs ? Date.now() + up.requestMs : 0,
+    sent: false,
+    last: null,
+  };
   // A retry must send the body again: on retrying upstreams, small bodies of known length are read first.
   const body = req.body;
   const length = Number(req.headers['content-length'] ?? -1);
@@ -107,6 +115,10 @@ function dispatch(call: Call, body: Body, tries: Tries | null) {
   const { up, req, sink } = call;
   if (req.signal?.aborted)
     return sink.end({ code: upstreamErrorCode(req.signal.reason), sent: tries?.sent ?? false });
+  // Before the breaker: a half-open breaker's probe is not spent on a request that cannot go.
+  const endpoint = up.pick(req.headers, tries === null ? null : tries.last);
+  if (endpoint === null)
+    return sink.end({ code: 'SLC_ERR_UPSTREAM_NO_ENDPOINTS', sent: tries?.sent ?? false });
   if (up.breaker !== null && !up.breaker.allow())
     return sink.end({ code: 'SLC_ERR_UPSTREAM_CIRCUIT_OPEN', sent: tries?.sent ?? false });
   let headersTimeout = up.retry?.perTryMs ?? up.headersTimeout;
@@ -115,8 +127,9 @@ function dispatch(call: Call, body: Body, tries: Tries | null) {
     if (left <= 0) return sink.end({ code: 'SLC_ERR_UPSTREAM_TIMEOUT', sent: tries.sent });
     headersTimeout = Math.min(headersTimeout, left);
   }
-  const attempt = new Attempt(call, body, tries, headersTimeout);
-  up.pool.dispatch(
+  const attempt = new Attempt(call, body, tries, headersTimeout, endpoint);
+  endpoint.inFlight++;
+  endpoint.pool.dispatch(
     { path: req.path, method: req.method as Dispatcher.HttpMethod, headers: req.headers, body },
     attempt,
   );
@@ -127,18 +140,20 @@ class Attempt extends UpstreamTry {
   readonly #call: Call;
   readonly #body: Body;
   readonly #tries: Tries | null;
+  readonly #endpoint: Endpoint;
   readonly #start = process.hrtime.bigint();
   readonly #span: Span | null;
   #status = 0;
   /** A status to retry came: its body is dropped, then the next try goes. */
   #retryStatus = false;
 
-  constructor(call: Call, body: Body, tries: Tries | null, headersTimeout: number) {
+  constructor(call: Call, body: Body, tries: Tries | null, headersTimeout: number, endpoint: Endpoint) {
     const { up, req } = call;
     super(headersTimeout, up.bodyTimeout, req.signal);
     this.#call = call;
     this.#body = body;
     this.#tries = tries;
+    this.#endpoint = endpoint;
     this.#span =
       req.span == null
         ? null
@@ -164,8 +179,10 @@ class Attempt extends UpstreamTry {
     const call = this.#call;
     const body = this.#body;
     const tries = this.#tries;
+    const last = this.#endpoint;
+    last.inFlight--;
     if (this.#span !== null) endAttemptSpan(this.#span, this.#status, err);
-    if (this.#retryStatus) retryLater(call, body, { ...tries!, sent: true }, 'status');
+    if (this.#retryStatus) retryLater(call, body, { ...tries!, sent: true, last }, 'status');
     else if (err === null) call.sink.end(null);
     else if (call.req.signal?.aborted)
       // Withdrawn (the client went away): neither the upstream's failure nor a try to repeat.
@@ -174,7 +191,7 @@ class Attempt extends UpstreamTry {
       if (!responded) call.up.breaker?.record(false);
       const sent = mayHaveReachedUpstream(err);
       if (tries !== null && !responded && retryAllowed(call, body, tries, sent, 0))
-        retryLater(call, body, { ...tries, sent: tries.sent || sent }, sent ? 'reset' : 'connect');
+        retryLater(call, body, { ...tries, sent: tries.sent || sent, last }, sent ? 'reset' : 'connect');
       else call.sink.end({ code: upstreamErrorCode(err), sent: sent || responded || (tries?.sent ?? false) });
     }
   }

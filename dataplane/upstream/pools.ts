@@ -1,19 +1,33 @@
 /**
- * One undici Pool per upstream id, kept across snapshots: an id names its settings (it carries
- * a hash of them), so a new snapshot that keeps an upstream keeps its warm connections. Pools
- * no longer referenced are closed gracefully (in-flight requests finish).
+ * One upstream runtime per upstream id, kept across snapshots: an id names its settings (it
+ * carries a hash of them), so a new snapshot that keeps an upstream keeps its warm connections,
+ * its breaker and its retry budget. Runtimes no longer referenced are closed gracefully
+ * (in-flight requests finish).
+ *
+ * An upstream's connections go to its url's host, or to the endpoints the table lists (one
+ * undici Pool per endpoint: endpoint.ts), spread by its balance (balancer.ts). Endpoints are not
+ * part of the id: a snapshot that keeps the id with other endpoints updates them in place, once
+ * it runs (retain): new ones join, and those that left are drained, not cut.
  */
-import { Pool } from 'undici';
+import { endpointKey } from '../config/endpoints.ts';
 import type { Upstream } from '../config/route-table.ts';
+import { Balancer } from './balancer.ts';
 import { type BreakerState, CircuitBreaker } from './circuit-breaker.ts';
+import { Endpoint } from './endpoint.ts';
 import { RetryBudget } from './retry-budget.ts';
+
+export type { Endpoint } from './endpoint.ts';
 
 export interface UpstreamRuntime {
   id: string;
   /** The upstream's origin ("https://host:port"): what a handler with a client of its own (grpc) dials. */
   readonly origin: string;
-  /** Made on first use (see LazyUpstream). */
-  readonly pool: Pool;
+  /**
+   * Where the next try goes; null when the upstream's endpoints are none. `avoid`: the endpoint
+   * of the try before (a retry goes elsewhere where there is elsewhere). The caller counts the
+   * try in the endpoint's `inFlight` until its response ends.
+   */
+  pick(headers: Record<string, string>, avoid: Endpoint | null): Endpoint | null;
   /** Base path of the upstream URL without trailing "/" ('' for none). */
   basePath: string;
   headersTimeout: number;
@@ -33,6 +47,11 @@ export class PoolRegistry {
     this.#onCircuit = opts.onCircuit ?? (() => {});
   }
 
+  /**
+   * The runtime of u's id. A runtime kept from an earlier snapshot is handed out as it is; u's
+   * endpoints and balance wait for retain (the snapshot runs), so a snapshot refused after this
+   * call changes nothing.
+   */
   get(u: Upstream): UpstreamRuntime {
     let rt = this.#pools.get(u.id);
     if (rt === undefined) {
@@ -44,17 +63,21 @@ export class PoolRegistry {
       });
       if (rt.breaker) this.#onCircuit(u.id, 'closed');
       this.#pools.set(u.id, rt);
-    }
+    } else rt.stage(u);
     return rt;
   }
 
   /**
-   * Closes every pool whose id is not in keep, after a grace period: a request matched on the
+   * The snapshot whose upstreams are `keep` runs now: kept runtimes take the endpoints it gave
+   * them (get); every other runtime closes after a grace period: a request matched on the
    * previous runtime just before the swap may still be about to dispatch on it.
    */
   retain(keep: ReadonlySet<string>, graceMs = 10_000): void {
     for (const [id, rt] of this.#pools) {
-      if (keep.has(id)) continue;
+      if (keep.has(id)) {
+        rt.commit();
+        continue;
+      }
       this.#pools.delete(id);
       setTimeout(() => rt.close().catch(() => {}), graceMs).unref();
     }
@@ -68,10 +91,10 @@ export class PoolRegistry {
 }
 
 /**
- * Optimization: the undici Pool is made on the upstream's first request, not when a snapshot
- * names the upstream. A Pool allocates its queues up front: 10,000 upstreams took 165–475 ms
- * and ~150 MB of heap in buildRuntime (a fresh registry: a data plane's first snapshot), most
- * of them for upstreams that may never be called.
+ * Optimization: undici Pools are made on an endpoint's first request, not when a snapshot names
+ * the upstream. A Pool allocates its queues up front: 10,000 upstreams took 165–475 ms and
+ * ~150 MB of heap in buildRuntime (a fresh registry: a data plane's first snapshot), most of
+ * them for upstreams that may never be called.
  */
 class LazyUpstream implements UpstreamRuntime {
   readonly id: string;
@@ -82,9 +105,16 @@ class LazyUpstream implements UpstreamRuntime {
   readonly requestMs: number;
   readonly retry: UpstreamRuntime['retry'];
   readonly breaker: CircuitBreaker | null;
-  readonly #origin: string;
   readonly #connectMs: number;
-  #pool: Pool | null = null;
+  /** The url's host ("host:port"): the one endpoint's key when the table lists none. */
+  readonly #host: string;
+  /** The endpoints requests go to now. */
+  #endpoints: Endpoint[];
+  #balancer: Balancer;
+  /** The balance the balancer was made for (to tell a changed one). */
+  #balance: string;
+  /** The upstream as the latest snapshot gave it, until commit. */
+  #staged: Upstream | null = null;
   #closed = false;
 
   constructor(u: Upstream, origin: string, rest: Pick<UpstreamRuntime, 'basePath' | 'retry' | 'breaker'>) {
@@ -96,30 +126,60 @@ class LazyUpstream implements UpstreamRuntime {
     this.requestMs = u.timeouts.requestMs ?? 0;
     this.retry = rest.retry;
     this.breaker = rest.breaker;
-    this.#origin = origin;
     this.#connectMs = u.timeouts.connectMs;
+    this.#host = new URL(origin).host;
+    this.#endpoints = this.#endpointsOf(u, new Map());
+    this.#balance = JSON.stringify(u.balance ?? null);
+    this.#balancer = new Balancer(u.balance);
   }
 
-  get pool(): Pool {
-    if (this.#pool !== null) return this.#pool;
-    this.#pool = new Pool(this.#origin, {
-      connections: 256,
-      pipelining: 1,
-      keepAliveTimeout: 30_000,
-      connect: { timeout: this.#connectMs },
-      // Off in undici: upstream/deadlines.ts keeps the headers and body timeouts of every try
-      // (undici's cost a promoted timer object a request); the WebSocket handshake sets its own.
-      headersTimeout: 0,
-      bodyTimeout: 0,
-    });
-    // Retired before its first request: a late caller gets a closed pool, as it did when pools were eager.
-    if (this.#closed) this.#pool.close().catch(() => {});
-    return this.#pool;
+  pick(headers: Record<string, string>, avoid: Endpoint | null): Endpoint | null {
+    return this.#balancer.pick(this.#endpoints, headers, avoid);
   }
 
-  /** Closes the pool if it was ever made (and any made later). */
+  stage(u: Upstream): void {
+    this.#staged = u;
+  }
+
+  /** Takes the staged endpoints and balance: endpoints kept keep their pool, those gone are drained. */
+  commit(): void {
+    const u = this.#staged;
+    if (u === null) return;
+    this.#staged = null;
+    const balance = JSON.stringify(u.balance ?? null);
+    if (balance !== this.#balance) {
+      this.#balance = balance;
+      this.#balancer = new Balancer(u.balance);
+    }
+    if (this.#closed || sameEndpoints(this.#endpoints, u, this.#host)) return;
+    const old = new Map(this.#endpoints.map((e) => [e.key, e]));
+    this.#endpoints = this.#endpointsOf(u, old);
+    for (const e of this.#endpoints) old.delete(e.key);
+    // Out of the list already: no new try picks them; undici's close lets those under way finish.
+    for (const gone of old.values()) gone.close().catch(() => {});
+  }
+
+  /** u's endpoints (the url's host when it lists none), reusing those of `old` by key. */
+  #endpointsOf(u: Upstream, old: ReadonlyMap<string, Endpoint>): Endpoint[] {
+    if (u.endpoints === undefined)
+      return [old.get(this.#host) ?? new Endpoint(this.origin, this.#connectMs, null)];
+    return u.endpoints.map(
+      (at) => old.get(endpointKey(at)) ?? new Endpoint(this.origin, this.#connectMs, at),
+    );
+  }
+
+  /** Closes every pool ever made (and any made later). */
   async close(): Promise<void> {
     this.#closed = true;
-    await this.#pool?.close();
+    await Promise.allSettled(this.#endpoints.map((e) => e.close()));
   }
+}
+
+/** Whether the list already is u's endpoints, in u's order (the common case: nothing changed). */
+function sameEndpoints(list: readonly Endpoint[], u: Upstream, host: string): boolean {
+  const given = u.endpoints;
+  if (given === undefined) return list.length === 1 && list[0].key === host;
+  if (given.length !== list.length) return false;
+  for (let i = 0; i < given.length; i++) if (list[i].key !== endpointKey(given[i])) return false;
+  return true;
 }

@@ -23,8 +23,8 @@ describe('PoolRegistry', () => {
       headersTimeout: 2000,
       bodyTimeout: 3000,
     });
-    const pool = rt.pool;
-    expect(rt.pool).toBe(pool);
+    const pool = rt.pick({}, null)!.pool;
+    expect(rt.pick({}, null)!.pool).toBe(pool);
     expect(pool.closed).toBe(false);
     await pools.closeAll();
     expect(pool.closed).toBe(true);
@@ -34,6 +34,6 @@ describe('PoolRegistry', () => {
     const pools = new PoolRegistry();
     const rt = pools.get(upstream('upstream/a/2'));
     await pools.closeAll();
-    expect(rt.pool.closed).toBe(true);
+    expect(rt.pick({}, null)!.pool.closed).toBe(true);
   });
 });

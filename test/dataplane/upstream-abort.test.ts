@@ -32,7 +32,8 @@ beforeAll(async () => {
     requestMs: 0,
     retry: null,
     breaker: null,
-    pool,
+    // Its one endpoint is this pool of one connection.
+    pick: () => ({ key: 'abort', seed: 0, inFlight: 0, pool }),
   } as unknown as UpstreamRuntime;
 });
 afterAll(async () => {

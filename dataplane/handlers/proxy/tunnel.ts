@@ -1,5 +1,6 @@
 /**
- * A WebSocket (HTTP/1.1 upgrade) tunnel: undici's upgrade on the route's pool, the 101 written
+ * A WebSocket (HTTP/1.1 upgrade) tunnel: undici's upgrade on the pool of one of the upstream's
+ * endpoints (counted in flight for as long as the tunnel is open), the 101 written
  * back with the headers a client needs, then the relay (ws-relay.ts: frames read for the
  * message-size limit, the idle timeout and the metrics). Open tunnels belong to their sockets,
  * not to a runtime: a config swap leaves them alone.
@@ -42,6 +43,13 @@ export function tunnel(
   const { metrics, limits } = ctx.route.deps;
   // The handler answers from here on (101 or an upstream problem): the server no longer counts this upgrade as refused.
   ctx.upgrade = null;
+  const endpoint = up.pick(ctx.headers, null);
+  if (endpoint === null) {
+    metrics.websocketConnection(ctx.route.id, 'upstream_error');
+    sendProblem(ctx.res, 'SLC_ERR_UPSTREAM_NO_ENDPOINTS', { requestId: ctx.requestId });
+    finishRequest(ctx, 'SLC_ERR_UPSTREAM_NO_ENDPOINTS');
+    return;
+  }
   // The client's socket is read during the upstream's handshake: a client that hangs up then
   // (a FIN: the server's sockets allow half-open, and a paused socket never reports it) is
   // seen, its socket closed, and the request's signal cuts the handshake. What it sends early
@@ -57,7 +65,8 @@ export function tunnel(
   socket.on('data', onEarly);
   socket.once('end', hungUp);
   socket.resume();
-  up.pool
+  endpoint.inFlight++;
+  endpoint.pool
     .upgrade({
       path,
       method: 'GET',
@@ -71,6 +80,7 @@ export function tunnel(
     } as Dispatcher.UpgradeOptions)
     .then(
       ({ headers, socket: upstream }) => {
+        upstream.once('close', () => endpoint.inFlight--);
         socket.off('data', onEarly);
         socket.off('end', hungUp);
         socket.pause(); // the relay reads on
@@ -92,6 +102,7 @@ export function tunnel(
         relay(socket as Socket, upstream, first, limitsOf(ctx, limits.websocket), metrics, ctx.route.id);
       },
       (err) => {
+        endpoint.inFlight--;
         if (ctx.signal?.aborted) {
           ctx.res.statusCode = 499;
           finishRequest(ctx, 'SLC_ERR_CLIENT_CLOSED');

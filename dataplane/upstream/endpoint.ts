@@ -1,0 +1,66 @@
+/**
+ * One place an upstream's connections go: the url's own host, or one address of a Service's
+ * endpoints. Its undici Pool is made on first use (see LazyUpstream in pools.ts). An endpoint's
+ * Pool keeps the url's origin, so the Host header and the TLS server name (and the name its
+ * certificate is checked against) are the url's; only its connector dials the address instead.
+ */
+import { buildConnector, Pool } from 'undici';
+import { endpointKey } from '../config/endpoints.ts';
+import type { Endpoint as TableEndpoint } from '../config/route-table.ts';
+import { type Candidate, hash32 } from './balancer.ts';
+
+export class Endpoint implements Candidate {
+  /** "10.0.0.7:8080", "[fd00::7]:8080"; the url's host for an upstream without endpoints. */
+  readonly key: string;
+  readonly seed: number;
+  inFlight = 0;
+  readonly #origin: string;
+  readonly #connectMs: number;
+  readonly #at: TableEndpoint | null;
+  #pool: Pool | null = null;
+  #closed = false;
+
+  /** `at` null: connect to the origin's host. */
+  constructor(origin: string, connectMs: number, at: TableEndpoint | null) {
+    this.key = at === null ? new URL(origin).host : endpointKey(at);
+    this.seed = hash32(this.key);
+    this.#origin = origin;
+    this.#connectMs = connectMs;
+    this.#at = at;
+  }
+
+  get pool(): Pool {
+    if (this.#pool !== null) return this.#pool;
+    this.#pool = new Pool(this.#origin, {
+      connections: 256,
+      pipelining: 1,
+      keepAliveTimeout: 30_000,
+      connect: this.#at === null ? { timeout: this.#connectMs } : dialing(this.#at, this.#connectMs),
+      // Off in undici: upstream/deadlines.ts keeps the headers and body timeouts of every try
+      // (undici's cost a promoted timer object a request); the WebSocket handshake sets its own.
+      headersTimeout: 0,
+      bodyTimeout: 0,
+    });
+    // Retired before its first request: a late caller gets a closed pool, as it did when pools were eager.
+    if (this.#closed) this.#pool.close().catch(() => {});
+    return this.#pool;
+  }
+
+  /**
+   * Closes the pool if it was ever made (and any made later). undici's close is graceful:
+   * requests queued or under way finish, then the connections close. An endpoint that left the
+   * slice is drained this way: it is out of the list first, so nothing new is sent to it.
+   */
+  async close(): Promise<void> {
+    this.#closed = true;
+    await this.#pool?.close();
+  }
+}
+
+/** undici's own connector (the same defaults a Pool builds), dialing `at` whatever host the origin names. */
+function dialing(at: TableEndpoint, timeout: number): buildConnector.connector {
+  const connect = buildConnector({ timeout });
+  const port = String(at.port);
+  // `host` (the origin's) stays: undici takes the TLS server name from it.
+  return (opts, callback) => connect({ ...opts, hostname: at.address, port }, callback);
+}
