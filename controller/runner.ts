@@ -17,6 +17,7 @@ import { Informer, type InformerOptions, type KubeObject } from './source/inform
 import type { Kube } from './source/kube.ts';
 import {
   isReferenced,
+  isReferencedSlice,
   NO_REFERENCES,
   type References,
   referencesOf,
@@ -75,6 +76,8 @@ export class Runner {
   readonly #plugins: Watched<GatewayPlugin & KubeObject>;
   readonly #secrets: Watched<Secret & KubeObject>;
   readonly #services: Watched<Service & KubeObject>;
+  /** The EndpointSlices of the watched namespaces: those of referenced Services give routes their endpoints. */
+  readonly #serviceSlices: Watched<EndpointSlice & KubeObject>;
   readonly #slices: Informer<EndpointSlice>;
   readonly #status: StatusWriter;
   readonly #holdoff: Holdoff;
@@ -102,7 +105,7 @@ export class Runner {
       onList: () => m.relists.labels(resource).inc(),
     });
     const watched = <T extends KubeObject>(
-      resource: 'gatewayroutes' | 'gatewayplugins' | 'secrets' | 'services',
+      resource: 'gatewayroutes' | 'gatewayplugins' | 'secrets' | 'services' | 'endpointslices',
       onChange: ConstructorParameters<typeof Watched<T>>[3],
     ) =>
       new Watched<T>(
@@ -127,6 +130,9 @@ export class Runner {
     });
     this.#services = watched('services', (_t, obj) => {
       if (isReferenced(this.#refs.services, obj)) changed();
+    });
+    this.#serviceSlices = watched('endpointslices', (_t, obj) => {
+      if (isReferencedSlice(this.#refs.services, obj)) changed();
     });
     const { namespace, service, portName, scheme } = o.dataplane;
     this.#slices = new Informer<EndpointSlice>(
@@ -160,7 +166,7 @@ export class Runner {
   }
 
   get #informers(): { start(): void; stop(): void; synced: Promise<void> }[] {
-    return [this.#routes, this.#plugins, this.#secrets, this.#services, this.#slices];
+    return [this.#routes, this.#plugins, this.#secrets, this.#services, this.#serviceSlices, this.#slices];
   }
 
   /** Starts watching; resolves once every kind is listed and the first snapshot is built. */
@@ -203,6 +209,7 @@ export class Runner {
         routes: this.#routes.cache.values(),
         secrets: this.#secrets.cache.values(),
         services: this.#services.cache.values(),
+        endpointSlices: this.#serviceSlices.cache.values(),
       },
       this.#refs,
     );

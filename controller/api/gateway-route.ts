@@ -589,6 +589,7 @@ export interface BackendRefSite {
   field: string;
   name: string;
   port: unknown;
+  scheme: unknown;
 }
 
 /**
@@ -598,10 +599,11 @@ export interface BackendRefSite {
 export function backendRefsOf(spec: unknown): BackendRefSite[] {
   const out: BackendRefSite[] = [];
   const add = (holder: unknown, at: string) => {
-    const ref = (holder as { backendRef?: { name?: unknown; port?: unknown } } | null | undefined)
-      ?.backendRef;
+    const ref = (
+      holder as { backendRef?: { name?: unknown; port?: unknown; scheme?: unknown } } | null | undefined
+    )?.backendRef;
     if (typeof ref?.name === 'string')
-      out.push({ field: `${at}.backendRef`, name: ref.name, port: ref.port });
+      out.push({ field: `${at}.backendRef`, name: ref.name, port: ref.port, scheme: ref.scheme });
   };
   const s = spec as { service?: unknown; versions?: unknown } | null | undefined;
   add(s?.service, 'spec.service');

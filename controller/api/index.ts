@@ -1,8 +1,10 @@
+import type { EndpointSlice } from './endpoint-slice.ts';
 import type { GatewayPlugin } from './gateway-plugin.ts';
 import type { GatewayRoute } from './gateway-route.ts';
 import type { Secret } from './secret.ts';
 import type { Service } from './service.ts';
 
+export type { EndpointSlice } from './endpoint-slice.ts';
 export type { GatewayPlugin } from './gateway-plugin.ts';
 export type { GatewayRoute } from './gateway-route.ts';
 export type { Secret } from './secret.ts';
@@ -10,4 +12,4 @@ export type { Service } from './service.ts';
 export { API_VERSION, GROUP, VERSION } from './common.ts';
 
 /** Any object the controller reads. */
-export type Resource = GatewayRoute | GatewayPlugin | Secret | Service;
+export type Resource = GatewayRoute | GatewayPlugin | Secret | Service | EndpointSlice;

@@ -54,7 +54,13 @@ export const resolveUpstreams: Pass = (state) => {
     const key = `${w.url}\n${w.requestMs ?? ''}`;
     let hash = byUrl.get(key);
     if (hash === undefined) {
-      hash = sha256Hex(canonicalJson(sorted(settingsOf(w, c))));
+      // An upstream reached through a Service's endpoints never shares an id with one dialled
+      // by its url (the same DNS name written as service.url): the data plane keeps one runtime
+      // per id. Url-only upstreams hash as they always did.
+      const settings = sorted(settingsOf(w, c));
+      hash = sha256Hex(
+        canonicalJson(route.endpoints?.has(w.url) ? { ...settings, viaEndpoints: true } : settings),
+      );
       byUrl.set(key, hash);
     }
     return hash;
@@ -200,7 +206,14 @@ class UpstreamIds {
       }),
     );
     const group = groupOf(route);
-    return this.#sorted({ id: `upstream/${group}/${hash.slice(0, this.#lengths.get(group))}`, ...settings });
+    // A Service's endpoints are not part of the id (nor of the hash it is made from): pods come
+    // and go, and the data plane keeps an upstream's pools, breaker and budget per id.
+    const endpoints = route.endpoints?.get(settings.url);
+    return this.#sorted({
+      id: `upstream/${group}/${hash.slice(0, this.#lengths.get(group))}`,
+      ...settings,
+      ...(endpoints && { endpoints: [...endpoints] }),
+    });
   }
 }
 

@@ -3,17 +3,10 @@
  * Not-ready pods are included (a pod only becomes ready once it has a config); terminating
  * ones are not. The port is the one named `portName` (default "admin"), else the first.
  */
-import type { KubeObject } from '../source/informers.ts';
+import type { EndpointSlice } from '../api/endpoint-slice.ts';
 import type { PodEndpoint } from './publisher.ts';
 
-export interface EndpointSlice extends KubeObject {
-  ports?: { name?: string; port?: number }[] | null;
-  endpoints?: {
-    addresses: string[];
-    conditions?: { ready?: boolean; terminating?: boolean };
-    targetRef?: { name?: string };
-  }[];
-}
+export type { EndpointSlice } from '../api/endpoint-slice.ts';
 
 export interface DiscoveryOptions {
   portName?: string;

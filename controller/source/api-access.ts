@@ -74,6 +74,14 @@ export const API_ACCESS = [
     why: 'the backendRefs of routes: cluster DNS name and port',
   },
   {
+    group: 'discovery.k8s.io',
+    version: 'v1',
+    resource: 'endpointslices',
+    verbs: ['list', 'watch'],
+    scope: 'watched namespaces',
+    why: 'the ready endpoints of the Services routes send traffic to (the data plane balances over them)',
+  },
+  {
     group: '',
     version: 'v1',
     resource: 'events',

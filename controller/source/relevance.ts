@@ -4,7 +4,8 @@
  * alone (our own status writes), Secrets no plugin or route spec.tls references and Services no route sends
  * traffic to.
  */
-import type { GatewayPlugin, GatewayRoute, Resource, Secret, Service } from '../api/index.ts';
+import { SERVICE_NAME_LABEL } from '../api/endpoint-slice.ts';
+import type { EndpointSlice, GatewayPlugin, GatewayRoute, Resource, Secret, Service } from '../api/index.ts';
 import type { ChangeType, KubeObject } from './informers.ts';
 import { backendRefsOf } from '../api/gateway-route.ts';
 
@@ -37,19 +38,27 @@ export function isReferenced(refs: ReadonlySet<string>, obj: KubeObject): boolea
   return refs.has(`${obj.metadata.namespace}/${obj.metadata.name}`);
 }
 
-/** What build() reads: every GatewayPlugin and GatewayRoute, and only the referenced Secrets and Services. */
+/** Whether an EndpointSlice belongs to a Service in a set of references ("namespace/name"). */
+export function isReferencedSlice(refs: ReadonlySet<string>, slice: KubeObject): boolean {
+  const service = slice.metadata.labels?.[SERVICE_NAME_LABEL];
+  return service !== undefined && refs.has(`${slice.metadata.namespace}/${service}`);
+}
+
+/** What build() reads: every GatewayPlugin and GatewayRoute, and only the referenced Secrets and Services (and their EndpointSlices). */
 export function relevantObjects(
   all: {
     plugins: Iterable<GatewayPlugin>;
     routes: Iterable<GatewayRoute>;
     secrets: Iterable<Secret & KubeObject>;
     services: Iterable<Service & KubeObject>;
+    endpointSlices?: Iterable<EndpointSlice & KubeObject>;
   },
   refs: References,
 ): Resource[] {
   const objects: Resource[] = [...all.plugins, ...all.routes];
   for (const s of all.secrets) if (isReferenced(refs.secrets, s)) objects.push(s);
   for (const s of all.services) if (isReferenced(refs.services, s)) objects.push(s);
+  for (const s of all.endpointSlices ?? []) if (isReferencedSlice(refs.services, s)) objects.push(s);
   return objects;
 }
 

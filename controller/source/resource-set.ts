@@ -4,7 +4,8 @@
  * it iterates in key order, so the same objects give the same build whatever order they came in.
  * Specs are as the user wrote them: validate/ checks them, nothing here does.
  */
-import type { GatewayPlugin, GatewayRoute, Resource, Secret, Service } from '../api/index.ts';
+import { SERVICE_NAME_LABEL } from '../api/endpoint-slice.ts';
+import type { EndpointSlice, GatewayPlugin, GatewayRoute, Resource, Secret, Service } from '../api/index.ts';
 
 export type Kind = Resource['kind'];
 
@@ -21,6 +22,11 @@ export interface ResourceSet {
   readonly secrets: ReadonlyMap<string, Secret>;
   /** Services backendRefs name (in a cluster); null when Services are not known (standalone files). */
   readonly services: ReadonlyMap<string, Service> | null;
+  /**
+   * The EndpointSlices of those Services by the Service's "namespace/name", each list in name
+   * order; null when Services are not known. A Service without slices has no entry.
+   */
+  readonly endpointSlices: ReadonlyMap<string, readonly EndpointSlice[]> | null;
 }
 
 /** Where objects without metadata.namespace go, as with `kubectl apply` in the default context. */
@@ -55,6 +61,7 @@ export function resourceSetFrom(
   const plugins = new Map<string, GatewayPlugin>();
   const secrets = new Map<string, Secret>();
   const services = new Map<string, Service>();
+  const slices = new Map<string, EndpointSlice>();
   for (const raw of objects) {
     const obj = withNamespace(raw);
     const key = keyOf(obj.metadata.namespace ?? DEFAULT_NAMESPACE, obj.metadata.name);
@@ -62,12 +69,14 @@ export function resourceSetFrom(
     else if (obj.kind === 'GatewayPlugin') plugins.set(key, obj);
     else if (obj.kind === 'Secret') secrets.set(key, obj);
     else if (obj.kind === 'Service') services.set(key, obj);
+    else if (obj.kind === 'EndpointSlice') slices.set(key, obj);
   }
   return Object.freeze({
     routes: sorted(routes),
     plugins: sorted(plugins),
     secrets: sorted(secrets),
     services: opts.withServices ? sorted(services) : null,
+    endpointSlices: opts.withServices ? byService(sorted(slices)) : null,
   });
 }
 
@@ -79,6 +88,22 @@ export function allObjects(set: ResourceSet): Resource[] {
 function withNamespace<T extends Resource>(obj: T): T {
   if (typeof obj.metadata.namespace === 'string') return obj;
   return { ...obj, metadata: { ...obj.metadata, namespace: DEFAULT_NAMESPACE } };
+}
+
+/** Slices (in key order) grouped by the Service their label names; a slice without one belongs to none. */
+function byService(
+  slices: ReadonlyMap<string, EndpointSlice>,
+): ReadonlyMap<string, readonly EndpointSlice[]> {
+  const out = new Map<string, EndpointSlice[]>();
+  for (const slice of slices.values()) {
+    const service = slice.metadata.labels?.[SERVICE_NAME_LABEL];
+    if (typeof service !== 'string') continue;
+    const key = keyOf(slice.metadata.namespace ?? DEFAULT_NAMESPACE, service);
+    const list = out.get(key);
+    if (list === undefined) out.set(key, [slice]);
+    else list.push(slice);
+  }
+  return sorted(out);
 }
 
 // Plain code-unit order (never localeCompare): the order must not depend on the machine's locale.

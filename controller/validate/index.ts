@@ -10,6 +10,7 @@ import { validatePlugin } from './gateway-plugin.ts';
 import { validateRoute } from './gateway-route.ts';
 import type { Model, ModelPlugin, ModelRoute } from './model.ts';
 import { checkBackendRef } from './backend-refs.ts';
+import { resolveEndpoints } from './endpoints.ts';
 import { resolveSecretRefs } from './secret-refs.ts';
 import { resolveTlsRefs } from './tls-refs.ts';
 import { withSortedKeys } from '../../dataplane/config/canonical-json.ts';
@@ -54,8 +55,10 @@ export function validate(resources: ResourceSet): Validated {
       ...(tls?.diagnostics ?? []),
     ];
     diagnostics.push(...result.diagnostics, ...refs);
-    if (result.route && tls && refs.length === 0)
-      routes.push({ ...result.route, certificates: tls.certificates });
+    if (result.route && tls && refs.length === 0) {
+      const endpoints = resolveEndpoints(refOf(obj), obj.spec, resources);
+      routes.push({ ...result.route, certificates: tls.certificates, ...(endpoints.size && { endpoints }) });
+    }
   }
   return { model: { routes, plugins }, diagnostics };
 }

@@ -6,6 +6,7 @@ import type { GatewayRouteSpec } from '../api/gateway-route.ts';
 import type { PluginName } from '../../dataplane/config/catalog.ts';
 import type { SourceRef } from '../../dataplane/config/route-table.ts';
 import type { ObjectRef } from '../source/resource-set.ts';
+import type { Endpoint } from './endpoints.ts';
 import type { ModelHandler } from './handlers.ts';
 import type { ModelCertificate } from './tls-refs.ts';
 import type { ModelVersions } from './versions.ts';
@@ -35,6 +36,11 @@ export interface ModelRoute {
   versions?: ModelVersions;
   /** spec.tls resolved: every Secret found, parsed, covering its hosts. */
   certificates: ModelCertificate[];
+  /**
+   * In a cluster, by backend URL: the ready endpoints of each backendRef'd Service that has
+   * EndpointSlices (validate/endpoints.ts); absent or without the URL: connect to the URL.
+   */
+  endpoints?: ReadonlyMap<string, readonly Endpoint[]>;
 }
 
 export interface Model {

@@ -28,14 +28,26 @@ export function resolveBackend(
       diagnostics: [invalid(ref, `${at}.url`, 'exactly one of url or backendRef must be set')],
     };
   if (service.backendRef) {
-    // Cluster DNS for now: Services are not in the ResourceSet yet. A later issue adds Service
-    // watching, resolves backendRef to its EndpointSlices and reports BackendNotFound here.
-    const { name, port, scheme = 'http' } = service.backendRef;
-    return { url: `${scheme}://${name}.${ref.namespace}.svc:${port}`, diagnostics: [] };
+    const { name, port, scheme } = service.backendRef;
+    return { url: serviceUrl(ref.namespace, name, port, scheme), diagnostics: [] };
   }
   const parsed = parseServiceUrl(service.url!);
   if (typeof parsed === 'string') return { diagnostics: [invalid(ref, `${at}.url`, parsed)] };
   return { url: parsed.origin + parsed.pathname.replace(/\/+$/, ''), diagnostics: [] };
+}
+
+/**
+ * A Service's URL: its cluster DNS name and port. It names the upstream (its Host header, TLS
+ * server name and id); in a cluster the connections go to the Service's ready endpoints
+ * (validate/endpoints.ts), and to this name only when the Service has no EndpointSlices.
+ */
+export function serviceUrl(
+  namespace: string,
+  name: string,
+  port: number,
+  scheme: 'http' | 'https' = 'http',
+): string {
+  return `${scheme}://${name}.${namespace}.svc:${port}`;
 }
 
 /** The parsed URL, or what is wrong with it. */

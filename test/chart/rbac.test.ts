@@ -52,9 +52,14 @@ function grants(ms: Manifest[], subject = SA): string[] {
 function needed(watched: string[]): string[] {
   const where = (a: ApiAccess) =>
     a.scope === 'watched namespaces' ? (watched.length ? watched : ['*']) : [RELEASE_NS];
-  return (API_ACCESS as readonly ApiAccess[])
-    .flatMap((a) => where(a).flatMap((ns) => a.verbs.map((v) => `${ns} ${a.group}/${a.resource} ${v}`)))
-    .sort();
+  // A resource may be declared for two scopes (EndpointSlices: the watched namespaces and the
+  // data plane's): granted once where they meet, and not again in a namespace a "*" grant covers.
+  const all = new Set(
+    (API_ACCESS as readonly ApiAccess[]).flatMap((a) =>
+      where(a).flatMap((ns) => a.verbs.map((v) => `${ns} ${a.group}/${a.resource} ${v}`)),
+    ),
+  );
+  return [...all].filter((g) => g.startsWith('* ') || !all.has(`* ${g.slice(g.indexOf(' ') + 1)}`)).sort();
 }
 
 describe('the controller RBAC is exactly api-access.ts', () => {
@@ -81,7 +86,13 @@ describe('the controller RBAC is exactly api-access.ts', () => {
     const ms = await render({ values: { watchNamespaces: [] } });
     expect(grants(ms)).toEqual(needed([]));
     const cluster = grants(ms).filter((g) => g.startsWith('* '));
-    expect(cluster.every((g) => !/leases|endpointslices/.test(g))).toBe(true);
+    // The Lease stays in the release namespace; EndpointSlices are read everywhere (the back ends
+    // of the Services routes name), and only read.
+    expect(cluster.every((g) => !/leases/.test(g))).toBe(true);
+    expect(cluster.filter((g) => /endpointslices/.test(g))).toEqual([
+      '* discovery.k8s.io/endpointslices list',
+      '* discovery.k8s.io/endpointslices watch',
+    ]);
   });
 
   it('no "*" anywhere, no write verbs on anything but status, events and the Lease, in every preset', async () => {

@@ -3,6 +3,8 @@ import { describe, expect, it } from 'vitest';
 import { type EndpointSlice, endpointSlicesPath, podEndpoints } from '../../controller/publish/discovery.ts';
 
 const slice = (ports: EndpointSlice['ports'], endpoints: EndpointSlice['endpoints']): EndpointSlice => ({
+  apiVersion: 'discovery.k8s.io/v1',
+  kind: 'EndpointSlice',
   metadata: { name: 'sluice-admin-x', namespace: 'gw' },
   ports,
   endpoints,

@@ -134,6 +134,10 @@ seccompProfile:
 - apiGroups: [""]
   resources: [secrets, services]
   verbs: [list, watch]
+# The ready endpoints of those Services, which the data plane balances over.
+- apiGroups: [discovery.k8s.io]
+  resources: [endpointslices]
+  verbs: [list, watch]
 # An Event on a route or plugin when one of its conditions changes; patch raises the count
 # of the same Event seen again (client-go's correlator does the same).
 - apiGroups: [""]

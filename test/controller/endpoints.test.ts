@@ -1,0 +1,123 @@
+/**
+ * backendRefs in a cluster resolve to the ready endpoints of the Service's EndpointSlices
+ * (controller/validate/endpoints.ts), and those become the upstream's endpoints in the table;
+ * the upstream's id and url stay the Service's, whatever the endpoints.
+ */
+import { describe, expect, it } from 'vitest';
+import type { EndpointSlice, Service } from '../../controller/api/index.ts';
+import { build } from '../../controller/build.ts';
+import { relevantObjects, referencesOf } from '../../controller/source/relevance.ts';
+import { resourceSetFrom } from '../../controller/source/resource-set.ts';
+import { readyEndpoints } from '../../controller/validate/endpoints.ts';
+import { gatewayRoute } from '../helpers/fixtures.ts';
+
+const service = (name: string, ports: { name?: string; port: number }[]): Service => ({
+  apiVersion: 'v1',
+  kind: 'Service',
+  metadata: { name, namespace: 'default' },
+  spec: { ports },
+});
+type SliceEndpoint = NonNullable<EndpointSlice['endpoints']>[number];
+const slice = (
+  name: string,
+  service: string,
+  ports: EndpointSlice['ports'],
+  endpoints: SliceEndpoint[],
+  addressType: EndpointSlice['addressType'] = 'IPv4',
+): EndpointSlice => ({
+  apiVersion: 'discovery.k8s.io/v1',
+  kind: 'EndpointSlice',
+  metadata: { name, namespace: 'default', labels: { 'kubernetes.io/service-name': service } },
+  addressType,
+  ports,
+  endpoints,
+});
+const at = (address: string, ready?: boolean): SliceEndpoint => ({
+  addresses: [address],
+  ...(ready !== undefined && { conditions: { ready } }),
+});
+const route = (backend: string, port: number) =>
+  gatewayRoute('web').backendRef(backend, port).route('all', ['/web']).build();
+
+describe('readyEndpoints', () => {
+  it('the ready endpoints on the named port, once each across slices, in address order', () => {
+    const slices = [
+      slice(
+        'api-a',
+        'api',
+        [
+          { name: 'http', port: 9080 },
+          { name: 'admin', port: 9901 },
+        ],
+        [at('10.0.0.2'), at('10.0.0.1', true), at('10.0.0.3', false)],
+      ),
+      slice('api-b', 'api', [{ name: 'http', port: 9080 }], [at('10.0.0.2'), at('10.0.0.4')]),
+      slice('api-c', 'api', [{ name: 'http', port: 9080 }], [at('api.example.com')], 'FQDN'),
+    ];
+    expect(readyEndpoints(slices, 'http')).toEqual([
+      { address: '10.0.0.1', port: 9080 },
+      { address: '10.0.0.2', port: 9080 },
+      { address: '10.0.0.4', port: 9080 },
+    ]);
+    expect(readyEndpoints(slices, 'admin')).toEqual([
+      { address: '10.0.0.1', port: 9901 },
+      { address: '10.0.0.2', port: 9901 },
+    ]);
+  });
+
+  it('an unnamed Service port matches the slice port without a name; a malformed slice adds nothing', () => {
+    const slices = [
+      slice('a', 'api', [{ port: 8080 }], [at('fd00::1'), { addresses: [] }]),
+      slice('b', 'api', [{ port: 0 }], [at('10.0.0.9')]),
+      slice('c', 'api', null, [at('10.0.0.8')]),
+    ];
+    expect(readyEndpoints(slices, '')).toEqual([{ address: 'fd00::1', port: 8080 }]);
+  });
+});
+
+describe('backendRef endpoints in the table', () => {
+  const svc = service('api', [
+    { name: 'http', port: 80 },
+    { name: 'grpc', port: 81 },
+  ]);
+  const slices = [slice('api-x', 'api', [{ name: 'http', port: 9080 }], [at('10.0.0.7'), at('10.0.0.6')])];
+
+  it("the upstream of a backendRef lists the Service's ready endpoints; its url and id stay the Service's", () => {
+    const r = build(resourceSetFrom([route('api', 80), svc, ...slices], { withServices: true }));
+    expect(r.diagnostics).toEqual([]);
+    const [u] = r.snapshot.table.upstreams;
+    expect(u.url).toBe('http://api.default.svc:80');
+    expect(u.endpoints).toEqual([
+      { address: '10.0.0.6', port: 9080 },
+      { address: '10.0.0.7', port: 9080 },
+    ]);
+    // Another endpoint: same id (warm pools kept), another snapshot.
+    const moved = [slice('api-x', 'api', [{ name: 'http', port: 9080 }], [at('10.0.0.8')])];
+    const r2 = build(resourceSetFrom([route('api', 80), svc, ...moved], { withServices: true }));
+    expect(r2.snapshot.table.upstreams[0].id).toBe(u.id);
+    expect(r2.snapshot.table.upstreams[0].endpoints).toEqual([{ address: '10.0.0.8', port: 9080 }]);
+    expect(r2.snapshot.hash).not.toBe(r.snapshot.hash);
+  });
+
+  it('slices with no ready endpoint give an empty list (the data plane answers 503 until one is ready)', () => {
+    const down = [slice('api-x', 'api', [{ name: 'http', port: 9080 }], [at('10.0.0.7', false)])];
+    const r = build(resourceSetFrom([route('api', 80), svc, ...down], { withServices: true }));
+    expect(r.snapshot.table.upstreams[0].endpoints).toEqual([]);
+  });
+
+  it('a Service without EndpointSlices is reached by its cluster DNS name, as before', () => {
+    const r = build(resourceSetFrom([route('api', 80), svc], { withServices: true }));
+    expect(r.snapshot.table.upstreams[0]).not.toHaveProperty('endpoints');
+    expect(r.snapshot.table.upstreams[0].url).toBe('http://api.default.svc:80');
+  });
+
+  it('only the slices of Services a route sends traffic to reach the build', () => {
+    const other = slice('other-x', 'other', [{ name: 'http', port: 1 }], [at('10.0.0.1')]);
+    const routes = [route('api', 80)];
+    const objects = relevantObjects(
+      { plugins: [], routes, secrets: [], services: [svc], endpointSlices: [...slices, other] },
+      referencesOf([], routes),
+    );
+    expect(objects.filter((o) => o.kind === 'EndpointSlice').map((o) => o.metadata.name)).toEqual(['api-x']);
+  });
+});

@@ -1,0 +1,153 @@
+/**
+ * A GatewayRoute's backendRef on a real API server (KUBECONFIG): the controller reads the
+ * Service's EndpointSlices and the data plane spreads requests over their ready endpoints (two
+ * back ends on 127.0.0.1 and 127.0.0.2, one port, as two pods of a Service); an endpoint that
+ * turns not ready leaves the snapshot and gets no more requests. kapi runs no EndpointSlice
+ * controller, so the test writes the slices as Kubernetes would.
+ */
+import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import pino from 'pino';
+import { request } from 'undici';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Controller, startController } from '../../controller/main.ts';
+import type { DataPlane } from '../../dataplane/main.ts';
+import { ok } from '../helpers/kubectl.ts';
+import { freePort, startTestDataPlane } from '../helpers/servers.ts';
+
+const NS = `sluice-endpoints-${randomBytes(3).toString('hex')}`;
+const TOKEN = 'endpoints-admin-token';
+const HOSTS = ['127.0.0.1', '127.0.0.2'];
+
+let backends: Server[] = [];
+let port: number;
+let dp: DataPlane;
+let controller: Controller;
+const served = new Map<string, number>();
+
+const slice = (ready: boolean[]) => `
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: { name: api-1, labels: { kubernetes.io/service-name: api } }
+addressType: IPv4
+ports: [{ name: http, port: ${port} }]
+endpoints:
+${HOSTS.map((h, i) => `  - { addresses: ["${h}"], conditions: { ready: ${ready[i]} } }`).join('\n')}
+`;
+
+beforeAll(async () => {
+  // One port on both addresses: two pods of one Service.
+  port = await freePort();
+  backends = HOSTS.map((host) =>
+    createServer((req, res) => {
+      served.set(host, (served.get(host) ?? 0) + 1);
+      req.resume();
+      res.end(host);
+    }).listen(port, host),
+  );
+  await Promise.all(backends.map((b) => once(b, 'listening')));
+  const adminPort = await freePort();
+  dp = await startTestDataPlane({ adminHost: '127.0.0.1', adminPort, adminToken: TOKEN });
+  await ok(['apply', '--server-side', '--force-conflicts', '-f', 'crds']);
+  await ok(['wait', '--for=condition=Established', '--timeout=30s', 'crd/gatewayroutes.sluice.dev']);
+  await ok(['create', 'namespace', NS]);
+  await ok(
+    ['apply', '-n', NS, '-f', '-'],
+    `
+apiVersion: v1
+kind: Service
+metadata: { name: sluice-admin }
+spec: { clusterIP: None, ports: [{ name: admin, port: ${adminPort} }] }
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: { name: sluice-admin-1, labels: { kubernetes.io/service-name: sluice-admin } }
+addressType: IPv4
+ports: [{ name: admin, port: ${adminPort} }]
+endpoints: [{ addresses: ["127.0.0.1"], conditions: { ready: true }, targetRef: { kind: Pod, name: dataplane-1 } }]
+---
+apiVersion: v1
+kind: Service
+metadata: { name: api }
+spec: { ports: [{ name: http, port: 80, targetPort: ${port} }] }
+---
+${slice([true, true])}
+---
+apiVersion: sluice.dev/v1alpha1
+kind: GatewayRoute
+metadata: { name: web }
+spec:
+  service: { name: api, backendRef: { name: api, port: 80 } }
+  routes: [{ name: all, paths: ["/web"] }]
+`,
+  );
+  controller = await startController({
+    log: pino({ level: 'silent' }),
+    dataplaneService: `${NS}/sluice-admin`,
+    adminPortName: 'admin',
+    adminScheme: 'http',
+    adminToken: TOKEN,
+    metricsHost: '127.0.0.1',
+    metricsPort: 0,
+    leaseNamespace: NS,
+    leaseName: 'sluice-endpoints',
+    leaseSeconds: 3,
+    holdoffMs: 10,
+    watchNamespaces: [NS],
+  });
+}, 60_000);
+
+afterAll(async () => {
+  await controller?.close();
+  await dp?.close();
+  for (const b of backends) b.close();
+  await ok(['delete', 'namespace', NS, '--wait=false']).catch(() => {});
+}, 30_000);
+
+/** Sends n requests to /web; resolves to who answered each. */
+async function spread(n: number): Promise<string[]> {
+  const out: string[] = [];
+  for (let i = 0; i < n; i++) {
+    const res = await request(`${dp.proxyUrl}/web`);
+    out.push(res.statusCode === 200 ? await res.body.text() : `status ${res.statusCode}`);
+    if (res.statusCode !== 200) await res.body.dump();
+  }
+  return out;
+}
+
+async function until(cond: () => Promise<boolean>, ms = 20_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await cond())) {
+    if (Date.now() > end) throw new Error('timed out');
+    await sleep(50);
+  }
+}
+
+const upstreamEndpoints = () =>
+  controller.runner.snapshot()?.table.upstreams.map((u) => u.endpoints?.map((e) => e.address));
+
+describe('backendRef → EndpointSlices → the data plane balances', () => {
+  it("requests are spread over the Service's ready endpoints, round robin", async () => {
+    await until(async () => dp.holder.hash !== '' && dp.holder.hash === controller.runner.lastBuild?.hash);
+    expect(upstreamEndpoints()).toEqual([HOSTS]);
+    served.clear();
+    const answers = await spread(20);
+    expect(answers.filter((a) => a === HOSTS[0])).toHaveLength(10);
+    expect(answers.filter((a) => a === HOSTS[1])).toHaveLength(10);
+    expect(Object.fromEntries(served)).toEqual({ [HOSTS[0]]: 10, [HOSTS[1]]: 10 });
+  });
+
+  it('an endpoint that turns not ready leaves the snapshot: no request reaches it any more', async () => {
+    await ok(['apply', '-n', NS, '-f', '-'], slice([true, false]));
+    await until(async () => {
+      const eps = upstreamEndpoints();
+      return eps?.[0]?.length === 1 && dp.holder.hash === controller.runner.lastBuild?.hash;
+    });
+    served.clear();
+    expect(await spread(10)).toEqual(Array(10).fill(HOSTS[0]));
+    expect(served.get(HOSTS[1])).toBeUndefined();
+  });
+});
