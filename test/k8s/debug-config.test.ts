@@ -7,9 +7,9 @@
  */
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Controller, startController } from '../../controller/main.ts';
+import type { Controller } from '../../controller/main.ts';
+import { crdsAndNamespace, dataplaneAdminObjects, startControllerIn } from '../helpers/controller-on-kapi.ts';
 import { debugConfigObjects, expectRedacted, TLS_HOST } from '../helpers/debug-config.ts';
 import { ok } from '../helpers/kubectl.ts';
 import type { DataPlane } from '../../dataplane/main.ts';
@@ -31,40 +31,14 @@ beforeAll(async () => {
   leaf = pki.leaf('site', [TLS_HOST]);
   const adminPort = await freePort();
   dp = await startTestDataPlane({ adminHost: '127.0.0.1', adminPort, adminToken: TOKEN });
-  await ok(['apply', '--server-side', '--force-conflicts', '-f', 'crds']);
-  await ok(['wait', '--for=condition=Established', '--timeout=30s', 'crd/gatewayroutes.sluice.dev']);
-  await ok(['create', 'namespace', NS]);
+  await crdsAndNamespace(NS);
   await ok(
     ['apply', '-n', NS, '-f', '-'],
-    `
-apiVersion: v1
-kind: Service
-metadata: { name: sluice-admin }
-spec: { clusterIP: None, ports: [{ name: admin, port: ${adminPort} }] }
----
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata: { name: sluice-admin-1, labels: { kubernetes.io/service-name: sluice-admin } }
-addressType: IPv4
-ports: [{ name: admin, port: ${adminPort} }]
-endpoints: [{ addresses: ["127.0.0.1"], conditions: { ready: true }, targetRef: { kind: Pod, name: dataplane-1 } }]
+    `${dataplaneAdminObjects(adminPort)}
 ---
 ${debugConfigObjects(leaf, up.url)}`,
   );
-  controller = await startController({
-    log: pino({ level: 'silent' }),
-    dataplaneService: `${NS}/sluice-admin`,
-    adminPortName: 'admin',
-    adminScheme: 'http',
-    adminToken: TOKEN,
-    metricsHost: '127.0.0.1',
-    metricsPort: 0,
-    leaseNamespace: NS,
-    leaseName: 'sluice-debug',
-    leaseSeconds: 3,
-    holdoffMs: 10,
-    watchNamespaces: [NS],
-  });
+  controller = await startControllerIn(NS, TOKEN, 'sluice-debug');
 }, 60_000);
 
 afterAll(async () => {

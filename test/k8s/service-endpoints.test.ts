@@ -10,11 +10,11 @@ import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import pino from 'pino';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Controller, startController } from '../../controller/main.ts';
+import type { Controller } from '../../controller/main.ts';
 import type { DataPlane } from '../../dataplane/main.ts';
+import { crdsAndNamespace, dataplaneAdminObjects, startControllerIn } from '../helpers/controller-on-kapi.ts';
 import { ok } from '../helpers/kubectl.ts';
 import { freePort, startTestDataPlane } from '../helpers/servers.ts';
 
@@ -51,23 +51,10 @@ beforeAll(async () => {
   await Promise.all(backends.map((b) => once(b, 'listening')));
   const adminPort = await freePort();
   dp = await startTestDataPlane({ adminHost: '127.0.0.1', adminPort, adminToken: TOKEN });
-  await ok(['apply', '--server-side', '--force-conflicts', '-f', 'crds']);
-  await ok(['wait', '--for=condition=Established', '--timeout=30s', 'crd/gatewayroutes.sluice.dev']);
-  await ok(['create', 'namespace', NS]);
+  await crdsAndNamespace(NS);
   await ok(
     ['apply', '-n', NS, '-f', '-'],
-    `
-apiVersion: v1
-kind: Service
-metadata: { name: sluice-admin }
-spec: { clusterIP: None, ports: [{ name: admin, port: ${adminPort} }] }
----
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata: { name: sluice-admin-1, labels: { kubernetes.io/service-name: sluice-admin } }
-addressType: IPv4
-ports: [{ name: admin, port: ${adminPort} }]
-endpoints: [{ addresses: ["127.0.0.1"], conditions: { ready: true }, targetRef: { kind: Pod, name: dataplane-1 } }]
+    `${dataplaneAdminObjects(adminPort)}
 ---
 apiVersion: v1
 kind: Service
@@ -84,20 +71,7 @@ spec:
   routes: [{ name: all, paths: ["/web"] }]
 `,
   );
-  controller = await startController({
-    log: pino({ level: 'silent' }),
-    dataplaneService: `${NS}/sluice-admin`,
-    adminPortName: 'admin',
-    adminScheme: 'http',
-    adminToken: TOKEN,
-    metricsHost: '127.0.0.1',
-    metricsPort: 0,
-    leaseNamespace: NS,
-    leaseName: 'sluice-endpoints',
-    leaseSeconds: 3,
-    holdoffMs: 10,
-    watchNamespaces: [NS],
-  });
+  controller = await startControllerIn(NS, TOKEN, 'sluice-endpoints');
 }, 60_000);
 
 afterAll(async () => {

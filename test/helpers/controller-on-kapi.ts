@@ -1,0 +1,57 @@
+/**
+ * A controller on a real API server (KUBECONFIG) pushing to data planes of this process: the
+ * headless admin Service and EndpointSlice through which it finds them, and the controller
+ * started with the same wiring as `sluice controller` (startController), watching one namespace.
+ */
+import pino from 'pino';
+import { type Controller, startController } from '../../controller/main.ts';
+import { ok } from './kubectl.ts';
+
+/** The data planes' admin Service and its EndpointSlice (one endpoint per address), as YAML. */
+export function dataplaneAdminObjects(
+  adminPort: number,
+  addresses: readonly string[] = ['127.0.0.1'],
+): string {
+  const endpoints = addresses.map(
+    (a, i) =>
+      `{ addresses: ["${a}"], conditions: { ready: true }, targetRef: { kind: Pod, name: dataplane-${i + 1} } }`,
+  );
+  return `
+apiVersion: v1
+kind: Service
+metadata: { name: sluice-admin }
+spec: { clusterIP: None, ports: [{ name: admin, port: ${adminPort} }] }
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: { name: sluice-admin-1, labels: { kubernetes.io/service-name: sluice-admin } }
+addressType: IPv4
+ports: [{ name: admin, port: ${adminPort} }]
+endpoints: [${endpoints.join(', ')}]
+`;
+}
+
+/** Sluice's CRDs applied and established, and a fresh namespace. */
+export async function crdsAndNamespace(ns: string): Promise<void> {
+  await ok(['apply', '--server-side', '--force-conflicts', '-f', 'crds']);
+  await ok(['wait', '--for=condition=Established', '--timeout=30s', 'crd/gatewayroutes.sluice.dev']);
+  await ok(['create', 'namespace', ns]);
+}
+
+/** A controller serving namespace `ns`, its Lease there, pushing with `token`, quick to build. */
+export function startControllerIn(ns: string, token: string, lease: string): Promise<Controller> {
+  return startController({
+    log: pino({ level: 'silent' }),
+    dataplaneService: `${ns}/sluice-admin`,
+    adminPortName: 'admin',
+    adminScheme: 'http',
+    adminToken: token,
+    metricsHost: '127.0.0.1',
+    metricsPort: 0,
+    leaseNamespace: ns,
+    leaseName: lease,
+    leaseSeconds: 3,
+    holdoffMs: 10,
+    watchNamespaces: [ns],
+  });
+}
