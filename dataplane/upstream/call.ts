@@ -37,6 +37,8 @@ export interface UpstreamRequest {
   signal?: AbortSignal;
   /** The request's server span (tracing on): each try is a child span, and the upstream gets its traceparent. */
   span?: Span | null;
+  /** Where each try's address is noted (the request's context: the access log's `upstream`). */
+  peer?: { upstreamAddress: string | null };
 }
 
 export interface CallFailure {
@@ -127,6 +129,7 @@ function dispatch(call: Call, body: Body, tries: Tries | null) {
     if (left <= 0) return sink.end({ code: 'SLC_ERR_UPSTREAM_TIMEOUT', sent: tries.sent });
     headersTimeout = Math.min(headersTimeout, left);
   }
+  if (req.peer !== undefined) req.peer.upstreamAddress = endpoint.address;
   const attempt = new Attempt(call, body, tries, headersTimeout, endpoint);
   endpoint.inFlight++;
   endpoint.pool.dispatch(

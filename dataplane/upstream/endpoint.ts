@@ -12,6 +12,8 @@ import { type Candidate, hash32 } from './balancer.ts';
 export class Endpoint implements Candidate {
   /** "10.0.0.7:8080", "[fd00::7]:8080"; the url's host for an upstream without endpoints. */
   readonly key: string;
+  /** Where its connections go, as the access log shows it: "http://10.0.0.7:8080" (the url's origin without endpoints). */
+  readonly address: string;
   readonly seed: number;
   inFlight = 0;
   readonly #origin: string;
@@ -23,6 +25,7 @@ export class Endpoint implements Candidate {
   /** `at` null: connect to the origin's host. */
   constructor(origin: string, connectMs: number, at: TableEndpoint | null) {
     this.key = at === null ? new URL(origin).host : endpointKey(at);
+    this.address = at === null ? origin : `${new URL(origin).protocol}//${this.key}`;
     this.seed = hash32(this.key);
     this.#origin = origin;
     this.#connectMs = connectMs;

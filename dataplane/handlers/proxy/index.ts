@@ -54,6 +54,7 @@ function bindTo(up: UpstreamRuntime, stripLength: number, deps: RuntimeDeps): Bo
         keyed: ctx.keyed,
         signal,
         span: ctx.span,
+        peer: ctx,
       },
       sink,
       deps.metrics,

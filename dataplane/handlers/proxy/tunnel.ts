@@ -50,6 +50,7 @@ export function tunnel(
     finishRequest(ctx, 'SLC_ERR_UPSTREAM_NO_ENDPOINTS');
     return;
   }
+  ctx.upstreamAddress = endpoint.address;
   // The client's socket is read during the upstream's handshake: a client that hangs up then
   // (a FIN: the server's sockets allow half-open, and a paused socket never reports it) is
   // seen, its socket closed, and the request's signal cuts the handshake. What it sends early
