@@ -21,6 +21,8 @@ export class Endpoint implements Candidate {
   readonly #at: TableEndpoint | null;
   #pool: Pool | null = null;
   #closed = false;
+  /** What else holds connections to this endpoint (the grpc handler's channel), closed with it; mostly none. */
+  #others: (() => void)[] | null = null;
 
   /** `at` null: connect to the origin's host. */
   constructor(origin: string, connectMs: number, at: TableEndpoint | null) {
@@ -56,7 +58,21 @@ export class Endpoint implements Candidate {
    */
   async close(): Promise<void> {
     this.#closed = true;
+    const others = this.#others;
+    this.#others = null;
+    if (others !== null) for (const close of others) close();
     await this.#pool?.close();
+  }
+
+  /**
+   * `close` runs when this endpoint closes (now if it has): a client of its own to the endpoint
+   * (grpc's channel, handlers/grpc/channels.ts) is drained with it, and only pools.ts knows when
+   * the endpoint leaves (the snapshot that drops it runs) or its upstream is retired.
+   */
+  onClose(close: () => void): void {
+    if (this.#closed) close();
+    else if (this.#others === null) this.#others = [close];
+    else this.#others.push(close);
   }
 }
 

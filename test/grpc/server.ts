@@ -2,7 +2,8 @@
  * A real @grpc/grpc-js server on loopback serving shop.v1.Catalog (catalog.proto.ts), loaded by
  * @grpc/proto-loader: GetItem (a full Item: nested, enum, int64, bytes, repeated, map), CreateItem,
  * Echo (answers the request it decoded, sets metadata both ways), Fail (answers the gRPC status it
- * is asked for), Slow, Watch (server streaming). It counts the calls it receives, per method.
+ * is asked for), Slow, Watch (server streaming). It counts the calls it receives, per method,
+ * and keeps the :authority of the last.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -22,6 +23,8 @@ export interface TestGrpcServer {
   cancelled: Record<string, number>;
   /** The metadata of the last call, by method name. */
   metadata: Record<string, grpc.Metadata>;
+  /** The :authority of the last call, by method name. */
+  authority: Record<string, string>;
   close(): Promise<void>;
 }
 
@@ -29,7 +32,7 @@ type Call = grpc.ServerUnaryCall<Record<string, unknown>, unknown>;
 type Done = grpc.sendUnaryData<unknown>;
 
 export async function startGrpcServer(
-  opts: { credentials?: grpc.ServerCredentials; port?: number } = {},
+  opts: { credentials?: grpc.ServerCredentials; port?: number; host?: string } = {},
 ): Promise<TestGrpcServer> {
   const dir = mkdtempSync(join(tmpdir(), 'sluice-grpc-'));
   // The server has no google/api protos to import: the annotation is the gateway's business only.
@@ -48,12 +51,14 @@ export async function startGrpcServer(
   };
   const calls: Record<string, number> = {};
   const metadata: Record<string, grpc.Metadata> = {};
+  const authority: Record<string, string> = {};
   const cancelled: Record<string, number> = {};
   const peers = new Set<string>();
   const counted = (name: string, fn: (call: Call, done: Done) => void) => (call: Call, done: Done) => {
     calls[name] = (calls[name] ?? 0) + 1;
     peers.add(call.getPeer()); // the client's address and port: one per connection
     metadata[name] = call.metadata;
+    authority[name] = call.getHost();
     fn(call, done);
   };
   const server = new grpc.Server();
@@ -129,20 +134,22 @@ export async function startGrpcServer(
       call.end();
     }),
   });
+  const host = opts.host ?? '127.0.0.1';
   const port = await new Promise<number>((resolve, reject) =>
     server.bindAsync(
-      `127.0.0.1:${opts.port ?? 0}`,
+      `${host}:${opts.port ?? 0}`,
       opts.credentials ?? grpc.ServerCredentials.createInsecure(),
       (err, p) => (err ? reject(err) : resolve(p)),
     ),
   );
   return {
     port,
-    url: `http://127.0.0.1:${port}`,
+    url: `http://${host}:${port}`,
     connections: () => peers.size,
     calls,
     cancelled,
     metadata,
+    authority,
     close: () =>
       new Promise<void>((resolve) => {
         server.tryShutdown(() => resolve());

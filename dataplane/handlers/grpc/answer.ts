@@ -24,7 +24,11 @@ export interface Binding {
 
 /** A route's call, bound once per snapshot. */
 export interface BoundCall {
+  /** The channel of the url's address (channels.ts acquire), and its key (channelKey). */
   client: Client;
+  key: string;
+  /** What the upstream's Endpoint keys the url's own host by: pick gives it when there are no endpoints. */
+  host: string;
   up: UpstreamRuntime;
   method: FoundMethod;
   /** How a request becomes the message: one binding, or an annotation's bindings in order. */

@@ -3,9 +3,12 @@
  * (memoized by their text, config/proto-files.ts), the method and its message types, the
  * mapping, the channel of the upstream's address (channels.ts). Per request: the request
  * message assembled and checked (a bad body or parameter is a 400 and no call is made), the
- * listed headers as metadata, the breaker asked, then one call with the encoded bytes and a
- * deadline of the upstream's request timeout: unary (unary.ts) or server streaming as NDJSON
- * (server-stream.ts). Answers go through the route's ResponseSink like an upstream's.
+ * listed headers as metadata, the endpoint picked as the proxy picks it (the upstream's
+ * balance over its endpoints, upstream/pools.ts; none: 503, no call), the breaker asked, then
+ * one call with the encoded bytes and a deadline of the upstream's request timeout, on the
+ * endpoint's channel (the url's for an upstream without endpoints): unary (unary.ts) or server
+ * streaming as NDJSON (server-stream.ts). Answers go through the route's ResponseSink like an
+ * upstream's.
  */
 import { Metadata } from '@grpc/grpc-js';
 import { type FoundMethod, fieldNamed, findMethod, parseProtos } from '../../config/proto-files.ts';
@@ -18,7 +21,7 @@ import { ClientSink } from '../client-sink.ts';
 import { deliver } from '../deliver.ts';
 import { defineHandler } from '../types.ts';
 import type { Binding, BoundCall } from './answer.ts';
-import { acquire, channelKey, release } from './channels.ts';
+import { acquire, channelKey, endpointClient, release } from './channels.ts';
 import { JsonMismatch } from './json-mismatch.ts';
 import { manifest } from './manifest.ts';
 import { NO_MATCH, requestObject } from './request-message.ts';
@@ -53,6 +56,8 @@ export default defineHandler(manifest, {
         });
         const bound: BoundCall = {
           client,
+          key,
+          host: new URL(up.origin).host,
           up,
           method,
           bindings: [entry, ...(entry.additionalBindings ?? [])].map(binding),
@@ -119,18 +124,31 @@ function start(b: BoundCall, ctx: RequestContext, sink: ResponseSink, signal?: A
   }
   md.set('x-request-id', ctx.requestId);
   const up = b.up;
+  // Before the breaker, as the proxy: a half-open breaker's probe is not spent on a call that cannot go.
+  const endpoint = up.pick(ctx.headers, null);
+  if (endpoint === null) return sink.end({ code: 'SLC_ERR_UPSTREAM_NO_ENDPOINTS', sent: false });
   if (up.breaker !== null && !up.breaker.allow())
     return sink.end({ code: 'SLC_ERR_UPSTREAM_CIRCUIT_OPEN', sent: false });
+  // The url's own host (an upstream without endpoints): its channel, shared by address.
+  const client = endpoint.key === b.host ? b.client : endpointClient(endpoint, b.key);
   const message = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   // One client span per call (grpc-js makes no retries here), its traceparent in the metadata.
   const span = ctx.span === null ? null : startRpcSpan(ctx.span, b.spanName, b.spanAttributes, md);
   if (signal?.aborted) return sink.end({ code: 'SLC_ERR_CLIENT_CLOSED', sent: false });
   const c = b.method.method.responseStream
-    ? serverStream(b, sink, message, md, ctx.requestId, span)
-    : unary(b, sink, message, md, ctx.requestId, span);
-  if (signal === undefined) return;
+    ? serverStream(b, client, sink, message, md, ctx.requestId, span)
+    : unary(b, client, sink, message, md, ctx.requestId, span);
+  // Counted until its status, as the proxy counts a try: what least-request reads.
+  endpoint.inFlight++;
+  if (signal === undefined) {
+    c.on('status', () => endpoint.inFlight--);
+    return;
+  }
   // The client gone: the call is cancelled on the service (RST_STREAM CANCEL on its channel).
   const cancel = () => c.cancel();
   signal.addEventListener('abort', cancel, { once: true });
-  c.on('status', () => signal.removeEventListener('abort', cancel));
+  c.on('status', () => {
+    endpoint.inFlight--;
+    signal.removeEventListener('abort', cancel);
+  });
 }

@@ -6,7 +6,7 @@
  * only be cut, like a proxied body whose upstream dies (the client sees no clean end). The
  * deadline bounds the whole stream.
  */
-import type { ClientReadableStream, Metadata, StatusObject } from '@grpc/grpc-js';
+import type { Client, ClientReadableStream, Metadata, StatusObject } from '@grpc/grpc-js';
 import { finished, type Writable } from 'node:stream';
 import type { Span } from '../../observability/tracing.ts';
 import type { ResponseSink } from '../../upstream/call.ts';
@@ -18,6 +18,7 @@ export const NDJSON = 'application/x-ndjson';
 
 export function serverStream(
   b: BoundCall,
+  client: Client,
   sink: ResponseSink,
   request: Buffer,
   md: Metadata,
@@ -29,7 +30,7 @@ export function serverStream(
   let initial: Metadata | null = null;
   let out: Writable | null = null;
   let failed = false;
-  const c: ClientReadableStream<Buffer> = b.client.makeServerStreamRequest(
+  const c: ClientReadableStream<Buffer> = client.makeServerStreamRequest(
     b.method.path,
     asIs,
     asIs,

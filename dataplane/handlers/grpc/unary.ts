@@ -1,5 +1,5 @@
 /** A unary call: one message each way; the answer is the response message as proto3 JSON. */
-import type { ClientUnaryCall, Metadata, ServiceError, StatusObject } from '@grpc/grpc-js';
+import type { Client, ClientUnaryCall, Metadata, ServiceError, StatusObject } from '@grpc/grpc-js';
 import type { Span } from '../../observability/tracing.ts';
 import type { ResponseSink } from '../../upstream/call.ts';
 import { deliver } from '../deliver.ts';
@@ -8,6 +8,7 @@ import { toJson } from './json.ts';
 
 export function unary(
   b: BoundCall,
+  client: Client,
   sink: ResponseSink,
   request: Buffer,
   md: Metadata,
@@ -17,7 +18,7 @@ export function unary(
   const start = process.hrtime.bigint();
   let initial: Metadata | null = null;
   let answer: Buffer | null = null;
-  const c = b.client.makeUnaryRequest(
+  const c = client.makeUnaryRequest(
     b.method.path,
     asIs,
     asIs,
