@@ -7,7 +7,6 @@
  * proxy's 503 problem with no call made. The url resolves nowhere: calls can only go to the
  * endpoints.
  */
-import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tableHash } from '../../dataplane/config/canonical-json.ts';
 import type { Balance, Endpoint, Snapshot } from '../../dataplane/config/route-table.ts';
@@ -16,6 +15,7 @@ import type { DataPlane } from '../../dataplane/main.ts';
 import { startTestDataPlane } from '../helpers/servers.ts';
 import { call, gatewayRoute, rule, snapshotOf } from './helpers.ts';
 import { startGrpcServer, type TestGrpcServer } from './server.ts';
+import { until } from '../helpers/until.ts';
 
 let a: TestGrpcServer;
 let b: TestGrpcServer;
@@ -72,14 +72,6 @@ async function spread(n: number): Promise<Record<string, number>> {
     counts[who] = (counts[who] ?? 0) + 1;
   }
   return counts;
-}
-
-async function until(cond: () => boolean, ms = 3_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error('timed out waiting');
-    await sleep(10);
-  }
 }
 
 describe('grpc over endpoints', () => {

@@ -8,7 +8,6 @@
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Controller } from '../../controller/main.ts';
@@ -16,6 +15,7 @@ import type { DataPlane } from '../../dataplane/main.ts';
 import { crdsAndNamespace, dataplaneAdminObjects, startControllerIn } from '../helpers/controller-on-kapi.ts';
 import { ok } from '../helpers/kubectl.ts';
 import { freePort, startTestDataPlane } from '../helpers/servers.ts';
+import { until } from '../helpers/until.ts';
 
 const NS = `sluice-endpoints-${randomBytes(3).toString('hex')}`;
 const TOKEN = 'endpoints-admin-token';
@@ -91,20 +91,16 @@ async function spread(n: number): Promise<string[]> {
   return out;
 }
 
-async function until(cond: () => Promise<boolean>, ms = 20_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await cond())) {
-    if (Date.now() > end) throw new Error('timed out');
-    await sleep(50);
-  }
-}
-
 const upstreamEndpoints = () =>
   controller.runner.snapshot()?.table.upstreams.map((u) => u.endpoints?.map((e) => e.address));
 
 describe('backendRef → EndpointSlices → the data plane balances', () => {
   it("requests are spread over the Service's ready endpoints, round robin", async () => {
-    await until(async () => dp.holder.hash !== '' && dp.holder.hash === controller.runner.lastBuild?.hash);
+    await until(
+      () => dp.holder.hash !== '' && dp.holder.hash === controller.runner.lastBuild?.hash,
+      20_000,
+      50,
+    );
     expect(upstreamEndpoints()).toEqual([HOSTS]);
     served.clear();
     const answers = await spread(20);
@@ -115,10 +111,11 @@ describe('backendRef → EndpointSlices → the data plane balances', () => {
 
   it('an endpoint that turns not ready leaves the snapshot: no request reaches it any more', async () => {
     await ok(['apply', '-n', NS, '-f', '-'], slice([true, false]));
-    await until(async () => {
-      const eps = upstreamEndpoints();
-      return eps?.[0]?.length === 1 && dp.holder.hash === controller.runner.lastBuild?.hash;
-    });
+    await until(
+      () => upstreamEndpoints()?.[0]?.length === 1 && dp.holder.hash === controller.runner.lastBuild?.hash,
+      20_000,
+      50,
+    );
     served.clear();
     expect(await spread(10)).toEqual(Array(10).fill(HOSTS[0]));
     expect(served.get(HOSTS[1])).toBeUndefined();

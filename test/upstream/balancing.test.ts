@@ -6,7 +6,6 @@
  * retry goes to another endpoint, and that none ready is a 503 problem.
  */
 import { once } from 'node:events';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { request } from 'undici';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
@@ -16,6 +15,7 @@ import { freePort, startTestDataPlane } from '../helpers/servers.ts';
 import { route, snapshot, upstream } from '../helpers/tables.ts';
 import { startWsUpstream } from '../helpers/ws-upstream.ts';
 import { type Backend, endpointOf, startBackend } from './backends.ts';
+import { until } from '../helpers/until.ts';
 
 /** Resolves nowhere: connections can only go to the endpoints. */
 const URL_ = 'http://svc.test.invalid:8080/base';
@@ -79,14 +79,6 @@ async function names(n: number, concurrency: number, path: string): Promise<Reco
     }),
   );
   return counts;
-}
-
-async function until(cond: () => boolean, ms = 3_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error('timed out waiting');
-    await sleep(10);
-  }
 }
 
 describe('round robin (the default)', () => {
