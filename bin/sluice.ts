@@ -3,19 +3,28 @@
  * The sluice command: a dispatcher. Each command (bin/commands/) has its own flags, --help and
  * examples; what they share is in bin/lib/.
  */
-import { controller } from './commands/controller.ts';
-import { dataplane } from './commands/dataplane.ts';
-import { migrate } from './commands/migrate.ts';
-import { run } from './commands/run.ts';
-import { validate } from './commands/validate.ts';
 import { type Command, fail, helpText, version } from './lib/command.ts';
 
-const COMMANDS: readonly Command[] = [run, validate, dataplane, controller, migrate];
+/**
+ * Each command's module, loaded only when that command runs (all of them for `sluice --help`):
+ * a process loads its own role's code. Imported together, `sluice controller` loaded the data
+ * plane's ~1,000 modules too (ioredis, @grpc/grpc-js, fastify, jose, fast-xml-parser, …), their
+ * source and bytecode a fixed cost against its 192Mi limit.
+ */
+const LOADERS: Record<string, () => Promise<Command>> = {
+  run: async () => (await import('./commands/run.ts')).run,
+  validate: async () => (await import('./commands/validate.ts')).validate,
+  dataplane: async () => (await import('./commands/dataplane.ts')).dataplane,
+  controller: async () => (await import('./commands/controller.ts')).controller,
+  migrate: async () => (await import('./commands/migrate.ts')).migrate,
+};
 
-const HELP = `sluice — a Kubernetes-native API gateway
+const help = async () => {
+  const commands = await Promise.all(Object.values(LOADERS).map((load) => load()));
+  return `sluice — a Kubernetes-native API gateway
 
 Usage:
-${COMMANDS.map((c) => `  ${c.usage}\n      ${c.summary}`).join('\n')}
+${commands.map((c) => `  ${c.usage}\n      ${c.summary}`).join('\n')}
   sluice <command> --help     that command's flags, with examples
   sluice --version
 
@@ -23,24 +32,26 @@ Shared by several commands:
   -f FILE|DIR (run, validate, migrate), --state-dir DIR and --workers N|auto (run, dataplane), --log-level LEVEL,
   --admin-token TOKEN / --admin-token-file FILE / env SLUICE_ADMIN_TOKEN (the admin API's bearer token)
 `;
+};
 
 const [first, ...rest] = process.argv.slice(2);
-const find = (name: string | undefined) => COMMANDS.find((c) => c.name === name);
+const find = (name: string | undefined) =>
+  name !== undefined && Object.hasOwn(LOADERS, name) ? LOADERS[name]() : undefined;
 if (first === undefined) {
-  process.stdout.write(HELP);
+  process.stdout.write(await help());
   process.exit(2);
 }
 if (first === '--help' || first === '-h' || first === 'help') {
-  const cmd = find(rest[0]);
+  const cmd = await find(rest[0]);
   if (rest[0] !== undefined && !cmd) fail(`unknown command ${JSON.stringify(rest[0])} (see sluice --help)`);
-  process.stdout.write(cmd ? helpText(cmd) : HELP);
+  process.stdout.write(cmd ? helpText(cmd) : await help());
   process.exit(0);
 }
 if (first === '--version') {
   process.stdout.write(`${version()}\n`);
   process.exit(0);
 }
-const cmd = find(first);
+const cmd = await find(first);
 if (!cmd)
   fail(
     first.startsWith('-')

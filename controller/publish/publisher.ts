@@ -10,6 +10,7 @@
  * sooner, whatever happens meanwhile — and logged once per change of state, never per attempt.
  */
 import type { SpanContext } from '@opentelemetry/api';
+import { gunzipSync, gzipSync } from 'node:zlib';
 import { Agent, request } from 'undici';
 import type { Snapshot } from '../../dataplane/config/route-table.ts';
 import { snapshotBody } from '../../dataplane/config/wire.ts';
@@ -39,6 +40,8 @@ export interface PodState {
   failingLong: boolean;
   /** A GET or PUT to it is under way. */
   inFlight: boolean;
+  /** It refused a gzipped body (a data plane older than gzip pushes): it gets plain JSON. */
+  plainOnly: boolean;
 }
 
 export interface PublisherOptions {
@@ -68,13 +71,18 @@ export interface PublisherOptions {
 /**
  * A snapshot to run as its hash and JSON, and the span of the build that made it (for the
  * pushes' links). The JSON is encoded once (dataplane/config/wire.ts: the table's canonical
- * text, written for its hash already), as bytes every push sends as they are (a string body is
- * encoded again for each pod: 5,000 routes, 6.9 MB per pod and push). The table itself is not
- * kept: at 5,000 routes it is ~13 MB of heap, which the next build would find still alive.
+ * text, written for its hash already) and gzipped once, as bytes every push sends as they are
+ * (Content-Encoding: gzip). Kept gzipped: 5,000 routes are 6.9 MB of JSON and ~0.4 MB gzipped
+ * at level 1 (~13 ms), and the controller held two such bodies across an edit (the one pushed,
+ * the one being built): ~13 MiB of its 192Mi. The table itself is not kept: at 5,000 routes it
+ * is ~13 MB of heap, which the next build would find still alive.
  */
 interface Desired {
   hash: string;
+  /** The wire JSON, gzipped. */
   body: Buffer;
+  /** The wire JSON's length: what a data plane's limit counts. */
+  bytes: number;
   /** Why it is not pushed (a body the pods would refuse unread); null: it is. */
   withheld: string | null;
   built: SpanContext | null;
@@ -119,7 +127,7 @@ export class Publisher {
 
   /** The snapshot to run, decoded again from the bytes pushed (GET /debug/config: rare). */
   get desired(): Snapshot | null {
-    return this.#desired && (JSON.parse(this.#desired.body.toString('utf8')) as Snapshot);
+    return this.#desired && (JSON.parse(gunzipSync(this.#desired.body).toString('utf8')) as Snapshot);
   }
 
   /** Why the snapshot to run is not pushed to any pod; null when it is (or there is none). */
@@ -129,7 +137,7 @@ export class Publisher {
 
   /** The size of what each push sends (sluice_controller_snapshot_bytes). */
   get desiredBytes(): number {
-    return this.#desired?.body.length ?? 0;
+    return this.#desired?.bytes ?? 0;
   }
 
   /** Only an active publisher (the leader) talks to pods. */
@@ -168,6 +176,7 @@ export class Publisher {
         lastError: null,
         failingLong: false,
         inFlight: false,
+        plainOnly: false,
       });
       changed = true;
       if (this.#active) this.#sync(e.key, true);
@@ -183,21 +192,19 @@ export class Publisher {
   /** `built`: the span of the build that made it (controller/tracing.ts), which its pushes link to. */
   publish(snapshot: Snapshot, built: SpanContext | null = null): void {
     if (this.#desired?.hash === snapshot.hash) return;
-    const body = snapshotBody(snapshot);
-    // A data plane refuses a body over its limit unread (413): sent anyway, each pod would get
-    // it again and again with backoff, and the objects would wait "Pending" with no reason given.
+    const json = snapshotBody(snapshot);
+    const bytes = json.length;
+    // A data plane refuses a body over its limit (413; it counts the bytes decoded): sent anyway,
+    // each pod would get it again and again with backoff, and the objects would wait "Pending"
+    // with no reason given.
     const max = this.#o.maxBodyBytes;
     const withheld =
-      body.length > max
-        ? `the snapshot is ${mib(body.length)}, over the ${mib(max)} a data plane accepts`
-        : null;
+      bytes > max ? `the snapshot is ${mib(bytes)}, over the ${mib(max)} a data plane accepts` : null;
     if (withheld !== null)
-      this.#o.log?.('warn', 'snapshot not pushed: too large', {
-        hash: snapshot.hash,
-        bytes: body.length,
-        max,
-      });
-    this.#desired = { hash: snapshot.hash, body, built, withheld };
+      this.#o.log?.('warn', 'snapshot not pushed: too large', { hash: snapshot.hash, bytes, max });
+    // Level 1: nine tenths of level 6's gain in under half its time (bench: 3.8 MB → 233 kB in 7 ms).
+    const body = gzipSync(json, { level: 1 });
+    this.#desired = { hash: snapshot.hash, body, bytes, built, withheld };
     if (this.#active) this.#all(false);
   }
 
@@ -285,6 +292,7 @@ export class Publisher {
     if (wanted === null || wanted.withheld !== null) return;
     if (pod.hash === wanted.hash || pod.rejected?.hash === wanted.hash) return;
     const url = `${pod.endpoint.url}/config`;
+    const gzipped = !pod.plainOnly;
     const span = startPushSpan(pod.endpoint.name, url, wanted.hash, wanted.built);
     const start = process.hrtime.bigint();
     let status = 0;
@@ -293,8 +301,12 @@ export class Publisher {
     try {
       const res = await request(url, {
         method: 'PUT',
-        headers: { authorization: `Bearer ${this.#o.token}`, 'content-type': 'application/json' },
-        body: wanted.body,
+        headers: {
+          authorization: `Bearer ${this.#o.token}`,
+          'content-type': 'application/json',
+          ...(gzipped ? { 'content-encoding': 'gzip' } : {}),
+        },
+        body: gzipped ? wanted.body : gunzipSync(wanted.body),
         headersTimeout: this.#o.timeoutMs,
         bodyTimeout: this.#o.timeoutMs,
         dispatcher: this.#dispatcher,
@@ -314,6 +326,15 @@ export class Publisher {
         result = 'rejected';
         this.#o.onPush?.('rejected', seconds);
         this.#report(pod, body.hash ?? pod.hash ?? '', { hash: wanted.hash, errors: body.errors ?? [] });
+      } else if (gzipped && (res.statusCode === 415 || res.statusCode === 400)) {
+        // A data plane older than gzip pushes reads the gzip bytes as JSON (400); one that does
+        // not take gzip says 415. Either way: plain JSON from now on, at once (a rolling upgrade
+        // of the data planes then loses no push).
+        this.#o.log?.('info', 'data-plane pod takes no gzip: pushing it plain JSON', {
+          pod: pod.endpoint.name,
+          status: res.statusCode,
+        });
+        pod.plainOnly = true;
       } else throw new Error(`PUT /config answered ${res.statusCode}`);
     } catch (err) {
       failure = err as Error;
@@ -321,6 +342,7 @@ export class Publisher {
     } finally {
       endPushSpan(span, result, status, failure);
     }
+    if (gzipped && pod.plainOnly) await this.#step(pod, false, wanted);
   }
 
   async #getHash(pod: PodState): Promise<string> {

@@ -11,6 +11,10 @@ export const ERRORS = {
   },
   SLC_ERR_BAD_HEADER: { status: 400, title: 'A request header is not acceptable' },
   SLC_ERR_BODY_TOO_LARGE: { status: 413, title: 'The request body is larger than allowed' },
+  SLC_ERR_UNSUPPORTED_ENCODING: {
+    status: 415,
+    title: 'The request body is in a content coding not accepted here',
+  },
   SLC_ERR_NOT_READY: { status: 503, title: 'The gateway has no configuration loaded yet' },
   SLC_ERR_UPSTREAM_TIMEOUT: { status: 504, title: 'The upstream did not answer in time' },
   SLC_ERR_UPSTREAM_UNAVAILABLE: { status: 502, title: 'The upstream could not be reached' },

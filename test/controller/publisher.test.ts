@@ -6,7 +6,10 @@
 import { execSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import { gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Publisher } from '../../controller/publish/publisher.ts';
 import type { DataPlane } from '../../dataplane/main.ts';
@@ -135,6 +138,47 @@ describe('Publisher', () => {
     expect([...p.pods.values()][0].lastError).toContain('401');
     expect(planes[0].holder.hash).toBe(v(2).hash);
     p.stop();
+  });
+});
+
+describe('Publisher, gzip', () => {
+  it('pushes gzip; a pod that reads the gzip bytes as JSON (a data plane older than gzip, 400) gets plain JSON at once', async () => {
+    // An older data plane: JSON.parse of the body whatever its Content-Encoding.
+    const seen: { encoding: string | undefined; body: Buffer }[] = [];
+    let runs = '';
+    const old = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        res.setHeader('content-type', 'application/json');
+        if (req.method === 'GET') return res.end(JSON.stringify({ hash: runs }));
+        const body = Buffer.concat(chunks);
+        seen.push({ encoding: req.headers['content-encoding'], body });
+        try {
+          runs = (JSON.parse(body.toString('utf8')) as { hash: string }).hash;
+          res.end(JSON.stringify({ result: 'applied', hash: runs }));
+        } catch {
+          res.statusCode = 400;
+          res.end('{}');
+        }
+      });
+    });
+    await new Promise<void>((r) => old.listen(0, '127.0.0.1', r));
+    const url = `http://127.0.0.1:${(old.address() as AddressInfo).port}`;
+    const pushes: string[] = [];
+    const p = new Publisher({ token: 't', resyncMs: 3_600_000, onPush: (r) => pushes.push(r) });
+    p.setPods([{ key: url, name: 'old', url }]);
+    p.publish(v(7));
+    p.setActive(true);
+    await until(() => runs === v(7).hash);
+    expect(seen.map((s) => s.encoding)).toEqual(['gzip', undefined]);
+    expect(JSON.parse(gunzipSync(seen[0].body).toString('utf8'))).toEqual(v(7));
+    expect(pushes).toEqual(['applied']); // the 400 was no failure: no backoff, no error counted
+    p.publish(v(8)); // …and it stays plain
+    await until(() => runs === v(8).hash);
+    expect(seen.map((s) => s.encoding)).toEqual(['gzip', undefined, undefined]);
+    p.stop();
+    old.close();
   });
 });
 

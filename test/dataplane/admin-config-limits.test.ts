@@ -4,6 +4,7 @@
  * problem, counted, and the running snapshot keeps serving. A snapshot without routes is not
  * hostile: the controller pushes one when every GatewayRoute is deleted, and it applies.
  */
+import { gzipSync } from 'node:zlib';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CONFIG_MAX_BYTES, CONFIG_MAX_DEPTH } from '../../dataplane/config/limits.ts';
@@ -25,11 +26,15 @@ afterAll(async () => {
   await up?.close();
 });
 
-const put = (body: string) =>
+const put = (body: string | Buffer, encoding?: string) =>
   request(`${dp.adminUrl}/config`, {
     method: 'PUT',
     body,
-    headers: { 'content-type': 'application/json', authorization: 'Bearer test-admin-token' },
+    headers: {
+      'content-type': 'application/json',
+      authorization: 'Bearer test-admin-token',
+      ...(encoding ? { 'content-encoding': encoding } : {}),
+    },
   });
 const rejected = () => readMetric(dp.adminUrl, 'sluice_config_loads_total', { result: 'rejected' });
 const status = async (path: string) => {
@@ -87,6 +92,41 @@ describe('PUT /config bounds', () => {
     expect(await res.body.json()).toEqual({ result: 'applied', hash: none.hash });
     expect(await status('/a')).toBe(404);
     expect((await put(JSON.stringify(v1()))).statusCode).toBe(200);
+    expect(await status('/a')).toBe(200);
+  });
+
+  it('applies a gzipped snapshot (Content-Encoding: gzip, as the controller pushes)', async () => {
+    const none = snapshot([], []);
+    const res = await put(gzipSync(JSON.stringify(none)), 'gzip');
+    expect(res.statusCode).toBe(200);
+    expect(await res.body.json()).toEqual({ result: 'applied', hash: none.hash });
+    expect(await status('/a')).toBe(404);
+    expect((await put(gzipSync(JSON.stringify(v1())), 'gzip')).statusCode).toBe(200);
+    expect(await status('/a')).toBe(200);
+  });
+
+  it('refuses a gzip body that decodes to more than CONFIG_MAX_BYTES with 413 (a bomb), unread past the limit', async () => {
+    const over = `{"hash":"${'0'.repeat(64)}","pad":"${'x'.repeat(CONFIG_MAX_BYTES * 4)}"}`;
+    const bomb = gzipSync(over);
+    expect(bomb.length).toBeLessThan(CONFIG_MAX_BYTES / 100);
+    const res = await put(bomb, 'gzip');
+    expect(res.statusCode).toBe(413);
+    expect(((await res.body.json()) as { code: string }).code).toBe('SLC_ERR_BODY_TOO_LARGE');
+    expect(dp.holder.hash).toBe(v1().hash);
+    expect(await status('/a')).toBe(200);
+  });
+
+  it('refuses a body that is not gzip under Content-Encoding: gzip with 400, and another coding with 415', async () => {
+    const bad = await put(JSON.stringify(v1()), 'gzip');
+    expect(bad.statusCode).toBe(400);
+    expect(((await bad.body.json()) as { code: string }).code).toBe('SLC_ERR_BAD_REQUEST');
+    const br = await put(JSON.stringify(v1()), 'br');
+    expect(br.statusCode).toBe(415);
+    expect(br.headers['content-type']).toContain('application/problem+json');
+    const problem = (await br.body.json()) as { code: string; detail: string };
+    expect(problem.code).toBe('SLC_ERR_UNSUPPORTED_ENCODING');
+    expect(problem.detail).toContain('br');
+    expect(dp.holder.hash).toBe(v1().hash);
     expect(await status('/a')).toBe(200);
   });
 });
