@@ -111,6 +111,12 @@ export const Route = Type.Object(
     /** On the cleartext listener, answer 308 to the same URL over https (the TLS listener serves it). */
     httpsRedirect: Type.Optional(Type.Literal(true)),
     /**
+     * The Gateway listeners (table.listeners ids) this route is served on, and only there; absent:
+     * it is served on the data plane's own proxy ports (--proxy-port, --https-port), as
+     * GatewayRoutes and Ingresses are. Routes from HTTPRoute and GRPCRoute always name theirs.
+     */
+    listeners: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { minItems: 1 })),
+    /**
      * This route's WebSocket limits, each in place of the data plane's (0: none), and the origins
      * whose pages may open one (a handshake with another Origin gets 403; none: any).
      */
@@ -256,6 +262,43 @@ export const Certificate = Type.Object(
   { additionalProperties: false },
 );
 
+/**
+ * A Gateway listener (Gateway API): a port the data plane opens on its --host address while a
+ * snapshot has it, serving only the routes that name it (Route.listeners). The controller
+ * allocates the port per Gateway listener (the targetPort of that Gateway's Service), so every
+ * Gateway gets an address of its own.
+ *
+ * Several listeners of one Gateway may share a port, with different hostnames: a request (its
+ * Host; on HTTPS, its SNI for the certificate) goes to the listener whose hostname matches it
+ * most specifically — an exact name, then the longest "*.suffix", then the listener without a
+ * hostname — and only that listener's routes are candidates, so a route attached to the
+ * catch-all listener never answers for a host another listener claims (listener isolation).
+ * No listener matching the host: 404. Absent from tables without Gateway API objects, so their
+ * hash is what it was before listeners existed.
+ */
+export const Listener = Type.Object(
+  {
+    /** listener/<ns>/<gateway>/<listener name> */
+    id: Type.String({ minLength: 1 }),
+    port: Type.Integer({ minimum: 1, maximum: 65535 }),
+    /**
+     * HTTP: HTTP/1.1, and HTTP/2 with prior knowledge (h2c, as gRPC clients without TLS speak).
+     * HTTPS: TLS with ALPN h2 and http/1.1. Every listener on a port has the same protocol.
+     */
+    protocol: Type.Union([Type.Literal('HTTP'), Type.Literal('HTTPS')]),
+    /** Lower-case host name or "*.suffix"; absent: any host. Unique per port. */
+    hostname: Type.Optional(Type.String({ minLength: 1, maxLength: 253 })),
+    /**
+     * HTTPS only (and required there): ids of table.certificates entries this listener presents,
+     * chosen by SNI among them (the first when none covers the SNI). A certificate a listener
+     * names is served only on listeners, never on --https-port, and need not have hosts unique
+     * across the table, only within each listener.
+     */
+    certificates: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { minItems: 1 })),
+  },
+  { additionalProperties: false },
+);
+
 export const RouteTable = Type.Object(
   {
     version: Type.Literal(TABLE_VERSION),
@@ -264,6 +307,8 @@ export const RouteTable = Type.Object(
     upstreams: Type.Array(Upstream),
     /** Sorted by id. */
     certificates: Type.Optional(Type.Array(Certificate)),
+    /** Sorted by id. */
+    listeners: Type.Optional(Type.Array(Listener)),
   },
   { additionalProperties: false },
 );
@@ -287,5 +332,6 @@ export type Upstream = Static<typeof Upstream>;
 export type Endpoint = Static<typeof Endpoint>;
 export type Balance = Static<typeof Balance>;
 export type Certificate = Static<typeof Certificate>;
+export type Listener = Static<typeof Listener>;
 export type RouteTable = Static<typeof RouteTable>;
 export type Snapshot = Static<typeof Snapshot>;

@@ -10,6 +10,7 @@ import { tableHash } from './canonical-json.ts';
 import { arrivedTableHashes } from './wire.ts';
 import type { ConfigProblem } from './config-problem.ts';
 import { endpointProblems } from './endpoints.ts';
+import { listenerProblems } from './listeners.ts';
 import { CONFIG_MAX_DEPTH, deeperThan } from './limits.ts';
 
 export interface TableError {
@@ -54,7 +55,10 @@ function splitPointer(pointer: string): { collection?: string; index?: number; f
   let collection: string | undefined;
   let index: number | undefined;
   if (
-    (parts[0] === 'routes' || parts[0] === 'upstreams' || parts[0] === 'certificates') &&
+    (parts[0] === 'routes' ||
+      parts[0] === 'upstreams' ||
+      parts[0] === 'certificates' ||
+      parts[0] === 'listeners') &&
     /^\d+$/.test(parts[1] ?? '')
   ) {
     collection = parts.shift();
@@ -116,13 +120,16 @@ export function validateRouteTable(table: unknown): TableError[] {
 function checkShaped(t: RouteTable): TableError[] {
   const errors: TableError[] = [];
 
+  const onListeners = new Set(t.listeners?.flatMap((l) => l.certificates ?? []));
+  const certificateIds = new Set<string>();
   if (t.certificates !== undefined) {
-    const ids = new Set<string>();
     const hostOwner = new Map<string, string>();
     t.certificates.forEach((c, i) => {
-      if (ids.has(c.id))
+      if (certificateIds.has(c.id))
         errors.push({ id: c.id, field: 'id', message: `duplicate certificate id (certificates[${i}])` });
-      ids.add(c.id);
+      certificateIds.add(c.id);
+      // Listeners' certificates are chosen among each listener's own (listenerProblems).
+      if (onListeners.has(c.id)) return;
       c.hosts.forEach((h, j) => {
         const owner = hostOwner.get(h);
         if (owner !== undefined)
@@ -131,6 +138,8 @@ function checkShaped(t: RouteTable): TableError[] {
       });
     });
   }
+  const listenerIds = new Set<string>();
+  if (t.listeners !== undefined) errors.push(...listenerProblems(t, certificateIds, listenerIds));
 
   const upstreamIds = new Set<string>();
   t.upstreams.forEach((u, i) => {
@@ -151,6 +160,10 @@ function checkShaped(t: RouteTable): TableError[] {
     if (routeIds.has(r.id))
       errors.push({ id: r.id, field: 'id', message: `duplicate route id (routes[${i}])` });
     routeIds.add(r.id);
+    r.listeners?.forEach((l, j) => {
+      if (!listenerIds.has(l))
+        errors.push({ id: r.id, field: `listeners[${j}]`, message: `unknown listener ${l}` });
+    });
     const handler = handlerCheckers.get(r.handler.type)!;
     for (const u of handler.upstreams(r.handler))
       if (!upstreamIds.has(u.id))

@@ -42,7 +42,12 @@ export function buildRuntime(
   /** The running runtime: its certificates' SecureContexts are reused when their PEM is unchanged. */
   previous: Runtime | null = null,
 ): Runtime {
-  const certificates = new Certificates(table.certificates ?? [], previous?.certificates ?? null);
+  // The proxy's own ports serve the routes and certificates no Gateway listener claims.
+  const onListeners = new Set(table.listeners?.flatMap((l) => l.certificates ?? []));
+  const certificates = new Certificates(
+    (table.certificates ?? []).filter((c) => !onListeners.has(c.id)),
+    previous?.certificates ?? null,
+  );
   const upstreams = new Map<string, UpstreamRuntime>(table.upstreams.map((u) => [u.id, pools.get(u)]));
   const upstream = (id: string): UpstreamRuntime => {
     const u = upstreams.get(id);
@@ -56,7 +61,7 @@ export function buildRuntime(
     const routes = table.routes.map((entry) => buildRoute(entry, deps, plugins, handlers, upstream));
     return {
       hash,
-      matcher: new RouteMatcher(routes),
+      matcher: new RouteMatcher(routes.filter((r) => r.entry.listeners === undefined)),
       routes,
       upstreamIds: new Set(upstreams.keys()),
       certificates,

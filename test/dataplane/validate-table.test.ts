@@ -26,3 +26,108 @@ describe('validateRouteTable, plugin rules', () => {
     ]);
   });
 });
+
+describe('validateRouteTable, Gateway listeners', () => {
+  const cert = (id: string, hosts: string[]) => ({ id, hosts, cert: 'PEM', key: 'PEM' });
+  const base = () =>
+    snapshot(
+      [route('a', 'u', '/a', { listeners: ['listener/ns/gw/http'] })],
+      [upstream('u', 'http://127.0.0.1:9')],
+    ).table;
+
+  it('accepts listeners sharing a port by hostname, HTTPS with its certificates, a route naming one', () => {
+    const table = {
+      ...base(),
+      certificates: [
+        cert('gateway-certificate/ns/a', ['a.example']),
+        cert('gateway-certificate/ns/b', ['a.example']),
+      ],
+      listeners: [
+        { id: 'listener/ns/gw/http', port: 30080, protocol: 'HTTP' as const },
+        { id: 'listener/ns/gw/http-a', port: 30080, protocol: 'HTTP' as const, hostname: '*.a.example' },
+        // Two listeners may present certificates for the same host: each chooses among its own.
+        {
+          id: 'listener/ns/gw/https',
+          port: 30443,
+          protocol: 'HTTPS' as const,
+          certificates: ['gateway-certificate/ns/a'],
+        },
+        {
+          id: 'listener/ns/gw2/https',
+          port: 30444,
+          protocol: 'HTTPS' as const,
+          certificates: ['gateway-certificate/ns/b'],
+        },
+      ],
+    };
+    expect(validateRouteTable(table)).toEqual([]);
+  });
+
+  it('names the listener and the field of each problem, and the route naming an unknown listener', () => {
+    const table = {
+      ...base(),
+      certificates: [
+        cert('gateway-certificate/ns/a', ['a.example']),
+        cert('gateway-certificate/ns/b', ['a.example']),
+      ],
+      listeners: [
+        { id: 'listener/ns/gw/x', port: 30080, protocol: 'HTTP' as const },
+        {
+          id: 'listener/ns/gw/x',
+          port: 30080,
+          protocol: 'HTTPS' as const,
+          certificates: ['gateway-certificate/ns/zz'],
+        },
+        { id: 'listener/ns/gw/h', port: 30081, protocol: 'HTTP' as const, hostname: 'Upper.Example' },
+        {
+          id: 'listener/ns/gw/c',
+          port: 30082,
+          protocol: 'HTTP' as const,
+          certificates: ['gateway-certificate/ns/a'],
+        },
+        { id: 'listener/ns/gw/n', port: 30083, protocol: 'HTTPS' as const },
+        {
+          id: 'listener/ns/gw/two',
+          port: 30084,
+          protocol: 'HTTPS' as const,
+          certificates: ['gateway-certificate/ns/a', 'gateway-certificate/ns/b'],
+        },
+      ],
+    };
+    expect(validateRouteTable(table)).toEqual([
+      { id: 'listener/ns/gw/x', field: 'id', message: 'duplicate listener id (listeners[1])' },
+      {
+        id: 'listener/ns/gw/x',
+        field: 'protocol',
+        message: 'HTTPS on port 30080, where listener/ns/gw/x is HTTP',
+      },
+      {
+        id: 'listener/ns/gw/x',
+        field: 'hostname',
+        message: 'another listener on port 30080 has no hostname',
+      },
+      {
+        id: 'listener/ns/gw/x',
+        field: 'certificates[0]',
+        message: 'unknown certificate gateway-certificate/ns/zz',
+      },
+      {
+        id: 'listener/ns/gw/h',
+        field: 'hostname',
+        message: 'not a lower-case host name or *.suffix: Upper.Example',
+      },
+      { id: 'listener/ns/gw/c', field: 'certificates', message: 'an HTTP listener presents no certificate' },
+      {
+        id: 'listener/ns/gw/n',
+        field: 'certificates',
+        message: 'an HTTPS listener needs at least one certificate',
+      },
+      {
+        id: 'listener/ns/gw/two',
+        field: 'certificates[1]',
+        message: 'host a.example is already served on this listener by gateway-certificate/ns/a',
+      },
+      { id: 'route/test/a/a/0', field: 'listeners[0]', message: 'unknown listener listener/ns/gw/http' },
+    ]);
+  });
+});
