@@ -5,6 +5,8 @@
  */
 import type { Condition } from './api/common.ts';
 import { compile } from './compile/index.ts';
+import { type GatewayApiResult, translateGatewayApi } from './gateway-api/index.ts';
+import type { PortRange } from './gateway-api/ports.ts';
 import { snapshotOf } from './snapshot/snapshot.ts';
 import { type ResourceSet, refKey, refOf } from './source/resource-set.ts';
 import type { Snapshot } from '../dataplane/config/route-table.ts';
@@ -29,11 +31,19 @@ export interface BuildResult {
   status: Record<string, ObjectStatus>;
   /** Every problem found, grouped by object (key order), in the order found within an object. */
   diagnostics: Diagnostic[];
+  /** The status of the Gateway API objects Sluice serves, and the Service each Gateway needs. */
+  gatewayApi: Pick<GatewayApiResult, 'status' | 'services'>;
 }
 
-export function build(resources: ResourceSet): BuildResult {
+export function build(resources: ResourceSet, opts: { gatewayPorts?: PortRange } = {}): BuildResult {
   const validated = validate(resources);
-  const compiled = compile(validated.model);
+  // Gateway API objects join the same model: one compile serves both (controller/gateway-api/).
+  const gw = translateGatewayApi(resources, validated.model.plugins, opts.gatewayPorts);
+  const compiled = compile({
+    ...validated.model,
+    routes: gw.routes.length ? [...validated.model.routes, ...gw.routes] : validated.model.routes,
+    ...(gw.listeners.length && { gateway: { listeners: gw.listeners, certificates: gw.certificates } }),
+  });
   const diagnostics = byObject([...validated.diagnostics, ...compiled.diagnostics]);
   // Optimization: diagnostics grouped by object once, and sort keys computed once per object:
   // filtering every diagnostic for every object made 10,000 conflicting routes take ~15 s.
@@ -54,7 +64,12 @@ export function build(resources: ResourceSet): BuildResult {
     status[key] = statusOf(generationOf(obj.metadata), found.get(key) ?? []);
     if (obj.kind === 'GatewayPlugin') status[key].routes = users.get(key) ?? 0;
   }
-  return { snapshot: snapshotOf(compiled.table), status, diagnostics };
+  return {
+    snapshot: snapshotOf(compiled.table),
+    status,
+    diagnostics,
+    gatewayApi: { status: gw.status, services: gw.services },
+  };
 }
 
 /** "GatewayPlugin/ns/name" → how many GatewayRoutes name it, at any scope (each route once). */

@@ -225,7 +225,13 @@ export class Runner {
       this.#unsynced = { hash, since: this.#unsynced?.since ?? changedAt };
     }
     const routes = result.snapshot.table.routes.length;
-    this.#last = { hash, routes, status: result.status, diagnostics: result.diagnostics };
+    this.#last = {
+      hash,
+      routes,
+      status: result.status,
+      diagnostics: result.diagnostics,
+      gatewayApi: result.gatewayApi,
+    };
     this.#o.log.info({ hash, routes, problems: result.diagnostics.length }, 'built');
     this.publisher.publish(result.snapshot, built);
     m.snapshotBytes.set(this.publisher.desiredBytes);

@@ -25,7 +25,7 @@ export interface Ranked {
 }
 
 export interface Draft extends Ranked {
-  /** route/<ns>/<name>/<route-name>/<match-index> */
+  /** route/<ns>/<name>/<route-name>/<match-index> (httproute/… for an HTTPRoute's) */
   id: string;
   route: ModelRoute;
   ruleIndex: number;

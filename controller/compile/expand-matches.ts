@@ -13,10 +13,12 @@ export const expandMatches: Pass = (state) => {
   const drafts: Draft[] = [];
   for (const route of state.model.routes) {
     const { namespace, name } = route.ref;
+    // An HTTPRoute may share its namespace and name with a GatewayRoute: the ids must differ.
+    const kind = route.ref.kind === 'HTTPRoute' ? 'httproute' : 'route';
     route.spec.routes.forEach((rule, ruleIndex) => {
       rule.paths.forEach((path, matchIndex) => {
         drafts.push({
-          id: `route/${namespace}/${name}/${rule.name}/${matchIndex}`,
+          id: `${kind}/${namespace}/${name}/${rule.name}/${matchIndex}`,
           route,
           ruleIndex,
           matchIndex,

@@ -4,6 +4,7 @@
  */
 import {
   type Certificate,
+  type Listener,
   type RouteTable,
   TABLE_VERSION,
   type Upstream,
@@ -44,10 +45,20 @@ export interface Compiled {
 export function compile(model: Model): Compiled {
   let state: CompileState = { model, drafts: [], diagnostics: [] };
   for (const pass of PASSES) state = pass(state);
-  return { table: tableOf(state.drafts, state.certificates ?? []), diagnostics: [...state.diagnostics] };
+  const certificates = [...(state.certificates ?? []), ...(model.gateway?.certificates ?? [])].sort((a, b) =>
+    a.id < b.id ? -1 : a.id > b.id ? 1 : 0,
+  );
+  return {
+    table: tableOf(state.drafts, certificates, model.gateway?.listeners ?? []),
+    diagnostics: [...state.diagnostics],
+  };
 }
 
-function tableOf(drafts: readonly Draft[], certificates: readonly Certificate[]): RouteTable {
+function tableOf(
+  drafts: readonly Draft[],
+  certificates: readonly Certificate[],
+  listeners: readonly Listener[],
+): RouteTable {
   const upstreams = new Map<string, Upstream>();
   const sorted = keySorter();
   const routes = drafts.map((d) => {
@@ -71,6 +82,7 @@ function tableOf(drafts: readonly Draft[], certificates: readonly Certificate[])
       },
       ...(d.httpsRedirect && { httpsRedirect: true as const }),
       id: d.id,
+      ...(d.route.listeners && { listeners: [...d.route.listeners] }),
       match: sorted(d.match),
       plugins: d.plugins,
       source: d.route.source,
@@ -79,9 +91,10 @@ function tableOf(drafts: readonly Draft[], certificates: readonly Certificate[])
     };
   });
   const byId = [...upstreams.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-  // Absent without TLS: a table without certificates hashes as it did before they existed.
+  // Absent without TLS (or Gateways): a table without them hashes as it did before they existed.
   return {
     ...(certificates.length && { certificates: sorted([...certificates]) }),
+    ...(listeners.length && { listeners: listeners.map((l) => sorted(l)) }),
     routes,
     upstreams: byId,
     version: TABLE_VERSION,

@@ -5,7 +5,18 @@
  * Specs are as the user wrote them: validate/ checks them, nothing here does.
  */
 import { SERVICE_NAME_LABEL } from '../api/endpoint-slice.ts';
-import type { EndpointSlice, GatewayPlugin, GatewayRoute, Resource, Secret, Service } from '../api/index.ts';
+import type {
+  EndpointSlice,
+  Gateway,
+  GatewayClass,
+  GatewayPlugin,
+  GatewayRoute,
+  HTTPRoute,
+  ReferenceGrant,
+  Resource,
+  Secret,
+  Service,
+} from '../api/index.ts';
 
 export type Kind = Resource['kind'];
 
@@ -27,6 +38,11 @@ export interface ResourceSet {
    * order; null when Services are not known. A Service without slices has no entry.
    */
   readonly endpointSlices: ReadonlyMap<string, readonly EndpointSlice[]> | null;
+  /** Gateway API (empty where its CRDs are not installed). GatewayClasses by name: cluster-scoped. */
+  readonly gatewayClasses: ReadonlyMap<string, GatewayClass>;
+  readonly gateways: ReadonlyMap<string, Gateway>;
+  readonly httpRoutes: ReadonlyMap<string, HTTPRoute>;
+  readonly referenceGrants: ReadonlyMap<string, ReferenceGrant>;
 }
 
 /** Where objects without metadata.namespace go, as with `kubectl apply` in the default context. */
@@ -62,7 +78,15 @@ export function resourceSetFrom(
   const secrets = new Map<string, Secret>();
   const services = new Map<string, Service>();
   const slices = new Map<string, EndpointSlice>();
+  const gatewayClasses = new Map<string, GatewayClass>();
+  const gateways = new Map<string, Gateway>();
+  const httpRoutes = new Map<string, HTTPRoute>();
+  const referenceGrants = new Map<string, ReferenceGrant>();
   for (const raw of objects) {
+    if (raw.kind === 'GatewayClass') {
+      gatewayClasses.set(raw.metadata.name, raw);
+      continue;
+    }
     const obj = withNamespace(raw);
     const key = keyOf(obj.metadata.namespace ?? DEFAULT_NAMESPACE, obj.metadata.name);
     if (obj.kind === 'GatewayRoute') routes.set(key, obj);
@@ -70,6 +94,9 @@ export function resourceSetFrom(
     else if (obj.kind === 'Secret') secrets.set(key, obj);
     else if (obj.kind === 'Service') services.set(key, obj);
     else if (obj.kind === 'EndpointSlice') slices.set(key, obj);
+    else if (obj.kind === 'Gateway') gateways.set(key, obj);
+    else if (obj.kind === 'HTTPRoute') httpRoutes.set(key, obj);
+    else if (obj.kind === 'ReferenceGrant') referenceGrants.set(key, obj);
   }
   return Object.freeze({
     routes: sorted(routes),
@@ -77,6 +104,10 @@ export function resourceSetFrom(
     secrets: sorted(secrets),
     services: opts.withServices ? sorted(services) : null,
     endpointSlices: opts.withServices ? byService(sorted(slices)) : null,
+    gatewayClasses: sorted(gatewayClasses),
+    gateways: sorted(gateways),
+    httpRoutes: sorted(httpRoutes),
+    referenceGrants: sorted(referenceGrants),
   });
 }
 

@@ -4,7 +4,7 @@
  */
 import type { GatewayRouteSpec } from '../api/gateway-route.ts';
 import type { PluginName } from '../../dataplane/config/catalog.ts';
-import type { SourceRef } from '../../dataplane/config/route-table.ts';
+import type { Certificate, Listener, SourceRef } from '../../dataplane/config/route-table.ts';
 import type { ObjectRef } from '../source/resource-set.ts';
 import type { Endpoint } from './endpoints.ts';
 import type { ModelHandler } from './handlers.ts';
@@ -41,6 +41,11 @@ export interface ModelRoute {
    * EndpointSlices (validate/endpoints.ts); absent or without the URL: connect to the URL.
    */
   endpoints?: ReadonlyMap<string, readonly Endpoint[]>;
+  /**
+   * The Gateway listeners (table listener ids) it is served on; absent: the proxy's own ports.
+   * Set for routes from HTTPRoutes (controller/gateway-api/), whose `ref.kind` says so.
+   */
+  listeners?: readonly string[];
 }
 
 export interface Model {
@@ -48,4 +53,6 @@ export interface Model {
   routes: readonly ModelRoute[];
   /** Accepted GatewayPlugins by "namespace/name". */
   plugins: ReadonlyMap<string, ModelPlugin>;
+  /** Gateway listeners to serve and the certificates they present (controller/gateway-api/), sorted by id. */
+  gateway?: { listeners: readonly Listener[]; certificates: readonly Certificate[] };
 }

@@ -41,42 +41,53 @@ export function resolveTlsRefs(
       problem(`${at}.secretName`, 'SecretNotFound', `Secret ${name} not found`);
       continue;
     }
-    if (secret.type !== TLS_SECRET_TYPE) {
-      problem(
-        `${at}.secretName`,
-        'InvalidCertificateRef',
-        `Secret ${name} has type ${secret.type ?? 'Opaque'}, not ${TLS_SECRET_TYPE}`,
-      );
-      continue;
-    }
-    const pem = (key: string): string | undefined => {
-      const value = secretValue(secret, key);
-      if (typeof value !== 'string') return value.toString('utf8');
-      problem(`${at}.secretName`, 'InvalidCertificateRef', value.replace('%s', name));
-      return undefined;
-    };
-    const cert = pem('tls.crt');
-    const key = pem('tls.key');
-    if (cert === undefined || key === undefined) continue;
-    const parsed = parsePair(cert, key);
+    const parsed = tlsPair(secret, name);
     if (typeof parsed === 'string') {
-      problem(`${at}.secretName`, 'InvalidCertificateRef', `Secret ${name}: ${parsed}`);
+      problem(`${at}.secretName`, 'InvalidCertificateRef', parsed);
       continue;
     }
+    const { cert, key, leaf } = parsed;
     const hosts = entry.hosts.map((h) => h.toLowerCase());
     let covered = true;
     hosts.forEach((host, j) => {
-      if (covers(parsed, host)) return;
+      if (covers(leaf, host)) return;
       covered = false;
       problem(
         `${at}.hosts[${j}]`,
         'InvalidCertificateRef',
-        `the certificate of Secret ${name} does not cover ${host} (it names ${parsed.subjectAltName ?? parsed.subject})`,
+        `the certificate of Secret ${name} does not cover ${host} (it names ${leaf.subjectAltName ?? leaf.subject})`,
       );
     });
     if (covered) certificates.push({ index, secretName: entry.secretName, hosts, cert, key });
   }
   return { certificates, diagnostics };
+}
+
+/**
+ * A kubernetes.io/tls Secret's PEM pair and its leaf, or why it cannot be served (the message
+ * names the Secret as `name`). Shared with Gateway listeners' certificateRefs.
+ */
+export function tlsPair(
+  secret: Secret,
+  name: string,
+): { cert: string; key: string; leaf: X509Certificate } | string {
+  if (secret.type !== TLS_SECRET_TYPE)
+    return `Secret ${name} has type ${secret.type ?? 'Opaque'}, not ${TLS_SECRET_TYPE}`;
+  const cert = secretValue(secret, 'tls.crt');
+  if (typeof cert === 'string') return cert.replace('%s', name);
+  const key = secretValue(secret, 'tls.key');
+  if (typeof key === 'string') return key.replace('%s', name);
+  const leaf = parsePair(cert.toString('utf8'), key.toString('utf8'));
+  if (typeof leaf === 'string') return `Secret ${name}: ${leaf}`;
+  return { cert: cert.toString('utf8'), key: key.toString('utf8'), leaf };
+}
+
+/** The DNS names a certificate is valid for (subjectAltName), lower-case. */
+export function dnsNames(leaf: X509Certificate): string[] {
+  return (leaf.subjectAltName ?? '')
+    .split(', ')
+    .filter((n) => n.toLowerCase().startsWith('dns:'))
+    .map((n) => n.slice(4).toLowerCase());
 }
 
 /** The leaf certificate, or why the pair cannot be served. */

@@ -1,0 +1,323 @@
+/**
+ * HTTPRoutes → ModelRoutes (the model GatewayRoutes become, so one compile serves both) and each
+ * route's status.parents. Pure.
+ *
+ * Attachment, per parentRef to a Gateway of Sluice's (other parents are other controllers'):
+ * the listeners it names (sectionName, port; all when neither), then those whose allowedRoutes
+ * take an HTTPRoute from the route's namespace, then those whose hostname intersects the
+ * route's (hostnames.ts). Accepted is False NoMatchingParent, NotAllowedByListeners or
+ * NoMatchingListenerHostname when a step leaves none, UnsupportedValue when the route asks for
+ * what Sluice does not serve yet. ResolvedRefs (the same for every parent): False InvalidKind
+ * (a backendRef that is not a Service), RefNotPermitted (another namespace without a
+ * ReferenceGrant), BackendNotFound (no such Service or port). A rule whose backend does not
+ * resolve still matches its requests and answers 503 (no endpoint), rather than letting them
+ * fall through to another route.
+ *
+ * Each rule becomes one ModelRoute per set of listeners sharing the same effective hostnames,
+ * with one GatewayRoute-shaped rule per match (path, headers, method) and the rule's
+ * ExtensionRef GatewayPlugins as its plugins.
+ */
+import type { RouteRule } from '../api/gateway-route.ts';
+import {
+  GATEWAY_API_GROUP,
+  GATEWAY_CONTROLLER_NAME,
+  type HTTPRoute,
+  type HTTPRouteRule,
+  type ParentReference,
+} from '../api/gateway-api.ts';
+import { GROUP } from '../api/common.ts';
+import { keyOf, type ResourceSet } from '../source/resource-set.ts';
+import { type Endpoint, readyEndpoints } from '../validate/endpoints.ts';
+import type { ModelPlugin, ModelRoute } from '../validate/model.ts';
+import { serviceUrl } from '../validate/service-url.ts';
+import { condition, type RouteParentStatus, type RouteStatus } from './conditions.ts';
+import { admitsNamespace, type ModelListener, type TranslatedGateways } from './gateways.ts';
+import { intersectHostnames } from './hostnames.ts';
+import { referencePermitted } from './reference-grants.ts';
+
+export interface TranslatedRoutes {
+  routes: ModelRoute[];
+  /** By HTTPRoute "namespace/name": only routes with a parent of Sluice's. */
+  status: Map<string, RouteStatus>;
+}
+
+interface Attachment {
+  listener: ModelListener;
+  hosts: string[] | undefined;
+}
+
+export function translateHttpRoutes(
+  set: ResourceSet,
+  gateways: TranslatedGateways,
+  plugins: ReadonlyMap<string, ModelPlugin>,
+): TranslatedRoutes {
+  const routes: ModelRoute[] = [];
+  const status = new Map<string, RouteStatus>();
+  const attached = new Map<ModelListener, number>();
+  for (const [key, route] of set.httpRoutes) {
+    const ns = route.metadata.namespace!;
+    const gen = route.metadata.generation ?? 0;
+    const refs = resolvedRefs(set, route, plugins);
+    const unsupported = unsupportedIn(route);
+    const parents: RouteParentStatus[] = [];
+    const attachments: Attachment[] = [];
+    for (const parentRef of route.spec.parentRefs ?? []) {
+      if (
+        (parentRef.group ?? GATEWAY_API_GROUP) !== GATEWAY_API_GROUP ||
+        (parentRef.kind ?? 'Gateway') !== 'Gateway'
+      )
+        continue;
+      const gw = gateways.gateways.get(keyOf(parentRef.namespace ?? ns, parentRef.name));
+      if (gw === undefined) continue; // not a Gateway of Sluice's: not ours to report on
+      const outcome = attach(route, parentRef, gw.listeners);
+      const accepted =
+        typeof outcome === 'string'
+          ? condition('Accepted', false, outcome, acceptMessage(outcome, parentRef), gen)
+          : unsupported
+            ? condition('Accepted', false, 'UnsupportedValue', unsupported, gen)
+            : condition('Accepted', true, 'Accepted', 'The route is attached.', gen);
+      parents.push({
+        parentRef: parentRefOf(parentRef, ns),
+        controllerName: GATEWAY_CONTROLLER_NAME,
+        conditions: [
+          accepted,
+          refs.problem
+            ? condition('ResolvedRefs', false, refs.problem.reason, refs.problem.message, gen)
+            : condition('ResolvedRefs', true, 'ResolvedRefs', 'All references resolved.', gen),
+        ],
+      });
+      if (typeof outcome === 'string' || unsupported) continue;
+      for (const a of outcome) {
+        if (attachments.some((b) => b.listener === a.listener)) continue;
+        attachments.push(a);
+        attached.set(a.listener, (attached.get(a.listener) ?? 0) + 1);
+      }
+    }
+    if (parents.length === 0) continue;
+    status.set(key, { observedGeneration: gen, parents });
+    routes.push(...modelRoutes(route, attachments, refs.backends));
+  }
+  for (const { status: gs, listeners } of gateways.gateways.values())
+    listeners.forEach((l, i) => {
+      gs.listeners[i].attachedRoutes = attached.get(l) ?? 0;
+    });
+  return { routes, status };
+}
+
+/** The listeners a parentRef attaches the route to, or why none. */
+function attach(
+  route: HTTPRoute,
+  ref: ParentReference,
+  listeners: readonly ModelListener[],
+): Attachment[] | 'NoMatchingParent' | 'NotAllowedByListeners' | 'NoMatchingListenerHostname' {
+  const named = listeners.filter(
+    (l) =>
+      (ref.sectionName === undefined || l.spec.name === ref.sectionName) &&
+      (ref.port === undefined || l.spec.port === ref.port),
+  );
+  if (named.length === 0) return 'NoMatchingParent';
+  const ns = route.metadata.namespace!;
+  const allowed = named.filter(
+    (l) => l.served && l.kinds.includes('HTTPRoute') && admitsNamespace(l, ns, () => undefined),
+  );
+  if (allowed.length === 0) return 'NotAllowedByListeners';
+  const out: Attachment[] = [];
+  for (const listener of allowed) {
+    const hosts = intersectHostnames(listener.hostname, route.spec.hostnames);
+    if (hosts === undefined || hosts.length > 0) out.push({ listener, hosts });
+  }
+  return out.length ? out : 'NoMatchingListenerHostname';
+}
+
+function acceptMessage(reason: string, ref: ParentReference): string {
+  const what = `Gateway ${ref.name}${ref.sectionName ? ` listener ${ref.sectionName}` : ''}${ref.port ? ` port ${ref.port}` : ''}`;
+  if (reason === 'NoMatchingParent') return `${what}: no such listener`;
+  if (reason === 'NotAllowedByListeners') return `${what}: no listener allows this route (namespace or kind)`;
+  return `${what}: no listener hostname intersects the route's hostnames`;
+}
+
+/** The parentRef as status writes it: group, kind and namespace filled in. */
+function parentRefOf(ref: ParentReference, ns: string): ParentReference {
+  return {
+    group: ref.group ?? GATEWAY_API_GROUP,
+    kind: ref.kind ?? 'Gateway',
+    name: ref.name,
+    namespace: ref.namespace ?? ns,
+    ...(ref.sectionName !== undefined && { sectionName: ref.sectionName }),
+    ...(ref.port !== undefined && { port: ref.port }),
+  };
+}
+
+/** Where a backendRef goes: its Service URL and ready endpoints ([] when it does not resolve). */
+interface Backend {
+  service: string;
+  url: string;
+  endpoints: readonly Endpoint[] | undefined;
+}
+
+/** Per rule, its backend (or null without backendRefs); and the first problem, for ResolvedRefs. */
+function resolvedRefs(
+  set: ResourceSet,
+  route: HTTPRoute,
+  plugins: ReadonlyMap<string, ModelPlugin>,
+): { backends: (Backend | null)[]; problem?: { reason: string; message: string } } {
+  const ns = route.metadata.namespace!;
+  let problem: { reason: string; message: string } | undefined;
+  const note = (reason: string, message: string) => {
+    problem ??= { reason, message };
+  };
+  const backends = (route.spec.rules ?? []).map((rule, i): Backend | null => {
+    // An ExtensionRef's GatewayPlugin must be accepted, else the rule is not served (404 for
+    // its requests; Gateway API would have 500).
+    const missing = pluginsOf(rule).find((p) => !plugins.has(keyOf(ns, p.name)));
+    if (missing) {
+      note(
+        'InvalidKind',
+        `spec.rules[${i}].filters: GatewayPlugin ${ns}/${missing.name} not found or not accepted`,
+      );
+      return null;
+    }
+    const ref = (rule.backendRefs ?? []).find((b) => (b.weight ?? 1) > 0) ?? rule.backendRefs?.[0];
+    if (ref === undefined) return null;
+    const at = `spec.rules[${i}].backendRefs`;
+    const refNs = ref.namespace ?? ns;
+    const url = serviceUrl(refNs, ref.name, ref.port ?? 0);
+    const broken: Backend = { service: ref.name, url, endpoints: [] };
+    if ((ref.group ?? '') !== '' || (ref.kind ?? 'Service') !== 'Service') {
+      note(
+        'InvalidKind',
+        `${at}: ${ref.group ?? ''}/${ref.kind} is not a kind of backend Sluice reaches (Service is)`,
+      );
+      return broken;
+    }
+    const permitted = referencePermitted(
+      set.referenceGrants,
+      { group: GATEWAY_API_GROUP, kind: 'HTTPRoute', namespace: ns },
+      { group: '', kind: 'Service', namespace: refNs, name: ref.name },
+    );
+    if (!permitted) {
+      note(
+        'RefNotPermitted',
+        `${at}: Service ${refNs}/${ref.name} is in another namespace and no ReferenceGrant there allows it`,
+      );
+      return broken;
+    }
+    const service = set.services?.get(keyOf(refNs, ref.name));
+    const port = service?.spec?.ports?.find((p) => p.port === ref.port);
+    if (set.services !== null && (service === undefined || port === undefined)) {
+      note(
+        'BackendNotFound',
+        service === undefined
+          ? `${at}: Service ${refNs}/${ref.name} not found`
+          : `${at}: Service ${refNs}/${ref.name} has no port ${ref.port}`,
+      );
+      return broken;
+    }
+    const slices = set.endpointSlices?.get(keyOf(refNs, ref.name));
+    return {
+      service: ref.name,
+      url,
+      endpoints: slices === undefined ? undefined : readyEndpoints(slices, port?.name ?? ''),
+    };
+  });
+  return { backends, ...(problem && { problem }) };
+}
+
+/** What the route asks for that Sluice does not serve yet; undefined when nothing. */
+function unsupportedIn(route: HTTPRoute): string | undefined {
+  for (const [i, rule] of (route.spec.rules ?? []).entries()) {
+    const at = `spec.rules[${i}]`;
+    for (const f of rule.filters ?? [])
+      if (f.type !== 'ExtensionRef') return `${at}.filters: ${f.type} is not supported yet`;
+      else if (f.extensionRef?.group !== GROUP || f.extensionRef.kind !== 'GatewayPlugin')
+        return `${at}.filters: an ExtensionRef to ${f.extensionRef?.group}/${f.extensionRef?.kind} (sluice.dev/GatewayPlugin is served)`;
+    if ((rule.backendRefs ?? []).filter((b) => (b.weight ?? 1) > 0).length > 1)
+      return `${at}.backendRefs: more than one backend with weight is not supported yet`;
+    if (rule.backendRefs?.some((b) => b.filters?.length))
+      return `${at}.backendRefs[].filters are not supported yet`;
+    for (const [j, m] of (rule.matches ?? []).entries()) {
+      if (m.path?.type === 'RegularExpression')
+        return `${at}.matches[${j}].path: RegularExpression is not supported`;
+      if (m.headers?.some((h) => h.type === 'RegularExpression'))
+        return `${at}.matches[${j}].headers: RegularExpression is not supported`;
+      if (m.queryParams?.length) return `${at}.matches[${j}].queryParams are not supported yet`;
+    }
+  }
+  return undefined;
+}
+
+function modelRoutes(
+  route: HTTPRoute,
+  attachments: readonly Attachment[],
+  backends: readonly (Backend | null)[],
+): ModelRoute[] {
+  if (attachments.length === 0) return [];
+  const ns = route.metadata.namespace!;
+  const name = route.metadata.name;
+  const created = route.metadata.creationTimestamp
+    ? Date.parse(route.metadata.creationTimestamp)
+    : Number.NaN;
+  // Listeners where the route serves the same host names share its entries.
+  const groups = new Map<string, { hosts: string[] | undefined; listeners: string[] }>();
+  for (const a of attachments) {
+    const k = a.hosts?.join(',') ?? '*';
+    const g = groups.get(k) ?? { hosts: a.hosts, listeners: [] };
+    g.listeners.push(a.listener.id);
+    groups.set(k, g);
+  }
+  const out: ModelRoute[] = [];
+  (route.spec.rules ?? []).forEach((rule, i) => {
+    const backend = backends[i];
+    if (backend === null) return; // no backendRefs: nothing to forward to (Gateway API: 500; here 404)
+    [...groups.values()].forEach((group, g) => {
+      const suffix = groups.size > 1 ? `-hosts-${g}` : '';
+      const rules = matchesOf(rule).map(
+        (m, j): RouteRule => ({
+          name: `rule-${i}-match-${j}${suffix}`,
+          paths: [m.path],
+          pathType: m.pathType,
+          ...(m.method && { methods: [m.method as NonNullable<RouteRule['methods']>[number]] }),
+          ...(m.headers.length && { headers: m.headers }),
+          ...(group.hosts && { hosts: group.hosts }),
+          ...(pluginsOf(rule).length && { plugins: pluginsOf(rule) }),
+        }),
+      );
+      out.push({
+        ref: { kind: 'HTTPRoute', namespace: ns, name },
+        source: { kind: 'HTTPRoute', namespace: ns, name, generation: route.metadata.generation ?? 0 },
+        createdMs: Number.isNaN(created) ? undefined : created,
+        spec: { service: { name: backend.service, url: backend.url }, routes: rules },
+        upstreamUrl: backend.url,
+        handlers: rules.map(() => null),
+        certificates: [],
+        ...(backend.endpoints && { endpoints: new Map([[backend.url, backend.endpoints]]) }),
+        listeners: group.listeners.sort(),
+      });
+    });
+  });
+  return out;
+}
+
+interface Match {
+  path: string;
+  pathType: 'Exact' | 'Prefix';
+  method?: string;
+  headers: { name: string; value: string }[];
+}
+
+/** A rule's matches (none: every request, as PathPrefix /). */
+function matchesOf(rule: HTTPRouteRule): Match[] {
+  const matches = rule.matches?.length ? rule.matches : [{}];
+  return matches.map((m) => ({
+    path: m.path?.value ?? '/',
+    pathType: m.path?.type === 'Exact' ? 'Exact' : 'Prefix',
+    ...(m.method && { method: m.method }),
+    headers: (m.headers ?? []).map((h) => ({ name: h.name, value: h.value })),
+  }));
+}
+
+function pluginsOf(rule: HTTPRouteRule): { name: string }[] {
+  return (rule.filters ?? []).flatMap((f) =>
+    f.type === 'ExtensionRef' && f.extensionRef ? [{ name: f.extensionRef.name }] : [],
+  );
+}

@@ -1,0 +1,75 @@
+/**
+ * Gateway API → the model, in two steps: Gateways first (their listeners and ports), because
+ * routes attach to listeners. Pure, like the rest of build. What it adds to a build: routes (in
+ * the same ModelRoute shape GatewayRoutes take), the table's listeners and their certificates,
+ * the status of every GatewayClass, Gateway and HTTPRoute Sluice serves, and the Service each
+ * Gateway should have (the source writes it).
+ */
+import type { Certificate, Listener } from '../../dataplane/config/route-table.ts';
+import { GATEWAY_NAME_LABEL } from '../api/gateway-api.ts';
+import type { ResourceSet } from '../source/resource-set.ts';
+import type { ModelPlugin, ModelRoute } from '../validate/model.ts';
+import type { GatewayClassStatus, GatewayStatus, RouteStatus } from './conditions.ts';
+import { gatewayServiceName, translateGateways } from './gateways.ts';
+import { translateHttpRoutes } from './http-routes.ts';
+import type { PortRange } from './ports.ts';
+
+export interface GatewayService {
+  namespace: string;
+  name: string;
+  /** The Gateway it belongs to (its ownerReference and label). */
+  gateway: { name: string; uid: string | undefined };
+  /** Listener port → data-plane port, by listener port. */
+  ports: { port: number; targetPort: number }[];
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+}
+
+export interface GatewayApiResult {
+  routes: ModelRoute[];
+  /** Sorted by id. */
+  listeners: Listener[];
+  certificates: Certificate[];
+  status: {
+    classes: Map<string, GatewayClassStatus>;
+    gateways: Map<string, GatewayStatus>;
+    routes: Map<string, RouteStatus>;
+  };
+  services: GatewayService[];
+}
+
+export function translateGatewayApi(
+  set: ResourceSet,
+  plugins: ReadonlyMap<string, ModelPlugin>,
+  range?: PortRange,
+): GatewayApiResult {
+  const gateways = translateGateways(set, range);
+  const routes = translateHttpRoutes(set, gateways, plugins);
+  const listeners: Listener[] = [];
+  const services: GatewayService[] = [];
+  for (const [key, { gateway, listeners: ls }] of gateways.gateways) {
+    for (const l of ls) if (l.served && l.entry) listeners.push(l.entry);
+    const ports = [...(gateways.ports.get(key) ?? [])]
+      .map(([port, targetPort]) => ({ port, targetPort }))
+      .sort((a, b) => a.port - b.port);
+    services.push({
+      namespace: gateway.metadata.namespace!,
+      name: gatewayServiceName(gateway.metadata.name),
+      gateway: { name: gateway.metadata.name, uid: gateway.metadata.uid },
+      ports,
+      labels: { ...gateway.spec.infrastructure?.labels, [GATEWAY_NAME_LABEL]: gateway.metadata.name },
+      annotations: { ...gateway.spec.infrastructure?.annotations },
+    });
+  }
+  return {
+    routes: routes.routes,
+    listeners: listeners.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)),
+    certificates: gateways.certificates,
+    status: {
+      classes: gateways.classes,
+      gateways: new Map([...gateways.gateways].map(([k, g]) => [k, g.status])),
+      routes: routes.status,
+    },
+    services,
+  };
+}
