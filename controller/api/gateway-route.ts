@@ -124,6 +124,78 @@ export const CircuitBreaker = Type.Object(
   },
 );
 
+/**
+ * How a backendRef's requests are spread over the Service's ready endpoints (the data plane's
+ * route-table Balance). hashOn is an object of two optional fields rather than a union: a CRD
+ * schema must be structural, so "exactly one, and only for consistent-hash" is said in CEL.
+ */
+export const Balance = Type.Object(
+  {
+    policy: Type.Union(
+      [Type.Literal('round-robin'), Type.Literal('least-request'), Type.Literal('consistent-hash')],
+      {
+        description:
+          'round-robin (default): each endpoint in turn. least-request: the endpoint with the fewest requests ' +
+          'in flight from this data plane. consistent-hash: the value of hashOn picks the endpoint (rendezvous ' +
+          'hashing: a value keeps its endpoint, and an endpoint that leaves moves only its own values); ' +
+          'requests without the value go round robin.',
+      },
+    ),
+    hashOn: Type.Optional(
+      Type.Object(
+        {
+          header: Type.Optional(
+            Type.String({
+              minLength: 1,
+              maxLength: 256,
+              pattern: TOKEN_PATTERN,
+              description: 'Hash the value of this request header (case-insensitive name), e.g. X-Tenant.',
+            }),
+          ),
+          cookie: Type.Optional(
+            Type.String({
+              minLength: 1,
+              maxLength: 256,
+              pattern: TOKEN_PATTERN,
+              description: 'Hash the value of this request cookie, e.g. a session cookie.',
+            }),
+          ),
+        },
+        {
+          additionalProperties: false,
+          description: 'What consistent-hash hashes: exactly one of header or cookie.',
+          'x-kubernetes-validations': [
+            {
+              rule: 'has(self.header) != has(self.cookie)',
+              message: 'exactly one of header or cookie must be set',
+            },
+          ],
+        },
+      ),
+    ),
+  },
+  {
+    additionalProperties: false,
+    description:
+      "How requests are spread over the Service's ready endpoints (default round-robin). Only with a " +
+      'backendRef: a url has no endpoints, its host is dialled as it resolves.',
+    'x-kubernetes-validations': [
+      {
+        rule: "(self.policy == 'consistent-hash') == has(self.hashOn)",
+        message: 'hashOn must be set with policy consistent-hash, and only with it',
+        fieldPath: '.hashOn',
+      },
+    ],
+  },
+);
+
+/** The CEL rule of an object holding balance beside url or backendRef. */
+const BALANCE_NEEDS_BACKEND_REF = {
+  rule: '!has(self.balance) || has(self.backendRef)',
+  message: 'balance applies only with backendRef (a url has no endpoints to balance)',
+  fieldPath: '.balance',
+};
+
 export const Service = Type.Object(
   {
     name: { ...Name, description: 'Name of the backend service (used in ids, metrics and logs).' },
@@ -135,6 +207,12 @@ export const Service = Type.Object(
       }),
     ),
     backendRef: Type.Optional(BackendRef),
+    balance: Type.Optional({
+      ...Balance,
+      description:
+        "How requests are spread over the backendRef's ready endpoints (default round-robin); also the " +
+        'balance of the backendRefs of spec.versions that set none of their own.',
+    }),
     timeouts: Type.Optional(Timeouts),
     retries: Type.Optional(Retries),
     circuitBreaker: Type.Optional(CircuitBreaker),
@@ -152,6 +230,7 @@ export const Service = Type.Object(
         message: 'url must be an absolute http:// or https:// URL',
         fieldPath: '.url',
       },
+      BALANCE_NEEDS_BACKEND_REF,
     ],
   },
 );
@@ -352,6 +431,10 @@ export const VersionBackend = Type.Object(
       Type.String({ maxLength: 2048, description: 'Address of this backend, like service.url.' }),
     ),
     backendRef: Type.Optional(BackendRef),
+    balance: Type.Optional({
+      ...Balance,
+      description: "How requests are spread over this backendRef's endpoints (default: service.balance).",
+    }),
     weight: Type.Integer({
       minimum: 0,
       maximum: 100,
@@ -366,6 +449,7 @@ export const VersionBackend = Type.Object(
         rule: 'has(self.url) != has(self.backendRef)',
         message: 'exactly one of url or backendRef must be set',
       },
+      BALANCE_NEEDS_BACKEND_REF,
     ],
   },
 );
@@ -477,6 +561,11 @@ export const Version = Type.Object(
       }),
     ),
     backendRef: Type.Optional(BackendRef),
+    balance: Type.Optional({
+      ...Balance,
+      description:
+        "How requests are spread over this version's backendRef's endpoints (default: service.balance).",
+    }),
     backends: Type.Optional(
       Type.Array(VersionBackend, {
         minItems: 2,
@@ -498,6 +587,7 @@ export const Version = Type.Object(
   {
     additionalProperties: false,
     description: 'One version of the API: how requests select it, where they go, whether it is deprecated.',
+    'x-kubernetes-validations': [BALANCE_NEEDS_BACKEND_REF],
   },
 );
 
@@ -574,6 +664,7 @@ export type GatewayRouteSpec = Static<typeof GatewayRouteSpec>;
 export type RouteRule = Static<typeof RouteRule>;
 export type RouteTls = Static<typeof RouteTls>;
 export type Version = Static<typeof Version>;
+export type Balance = Static<typeof Balance>;
 export type Versioning = Static<typeof Versioning>;
 
 export interface GatewayRoute {

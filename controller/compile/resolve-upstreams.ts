@@ -2,12 +2,14 @@
  * Pass 4: each GatewayRoute's service (or each backend of its versions, or each service a
  * route's handler kind calls, e.g. an aggregate's calls) becomes an upstream, named by content:
  * upstream/<ns>/<service>/<hash5>, hash5 the first 5 hex of the sha256 of the canonical
- * settings (url, timeouts). Routes with the same settings share one upstream (one pool); a
- * changed setting is a new id, so the data plane never reuses a pool built for other settings.
+ * settings (url, timeouts, balance). Routes with the same settings share one upstream (one pool);
+ * a changed setting is a new id, so the data plane never reuses a pool built for other settings.
+ * A backendRef's balance goes into the table only when the upstream has endpoints (the data
+ * plane refuses it otherwise: a Service without EndpointSlices is dialled by its DNS name).
  */
 import { canonicalJson, keySorter, sha256Hex } from '../../dataplane/config/canonical-json.ts';
 import { handlerManifest } from '../../dataplane/config/catalog.ts';
-import type { Route, Upstream } from '../../dataplane/config/route-table.ts';
+import type { Balance, Route, Upstream } from '../../dataplane/config/route-table.ts';
 import { type Diagnostic, invalid } from '../validate/diagnostic.ts';
 import type { ModelRoute } from '../validate/model.ts';
 import { MAX_TIMEOUT_MS, parseDuration } from '../../dataplane/config/duration.ts';
@@ -51,13 +53,13 @@ export const resolveUpstreams: Pass = (state) => {
   const hashFor = (route: ModelRoute, w: Wish, c: Common) => {
     const byUrl = hashes.get(route) ?? new Map<string, string>();
     hashes.set(route, byUrl);
-    const key = `${w.url}\n${w.requestMs ?? ''}`;
+    const key = `${w.url}\n${w.requestMs ?? ''}\n${w.balance ? JSON.stringify(w.balance) : ''}`;
     let hash = byUrl.get(key);
     if (hash === undefined) {
       // An upstream reached through a Service's endpoints never shares an id with one dialled
       // by its url (the same DNS name written as service.url): the data plane keeps one runtime
       // per id. Url-only upstreams hash as they always did.
-      const settings = sorted(settingsOf(w, c));
+      const settings = sorted(settingsOf(route, w, c));
       hash = sha256Hex(
         canonicalJson(route.endpoints?.has(w.url) ? { ...settings, viaEndpoints: true } : settings),
       );
@@ -73,7 +75,9 @@ export const resolveUpstreams: Pass = (state) => {
   const drafts = state.drafts.map((d) => {
     const c = common.get(d.route);
     if (!c) return d;
-    const upstreams = wishesOf(d).map((w) => ids.upstream(d.route, hashFor(d.route, w, c), settingsOf(w, c)));
+    const upstreams = wishesOf(d).map((w) =>
+      ids.upstream(d.route, hashFor(d.route, w, c), settingsOf(d.route, w, c)),
+    );
     const h = d.route.handlers[d.ruleIndex];
     if (h) {
       const entry = handlerManifest(h.kind)!.route!.entry(
@@ -89,10 +93,14 @@ export const resolveUpstreams: Pass = (state) => {
   return rejectObjects({ ...state, drafts }, errors);
 };
 
-/** An upstream a draft calls: its url, and a deadline of its own (a handler's call timeout). */
+/**
+ * An upstream a draft calls: its url, a deadline of its own (a handler's call timeout), and the
+ * balance over its endpoints (a backendRef's: spec.service's, a version's or a canary backend's).
+ */
 interface Wish {
   url: string;
   requestMs?: number;
+  balance?: Balance;
 }
 
 /**
@@ -102,14 +110,21 @@ interface Wish {
 function wishesOf(d: Draft): Wish[] {
   const h = d.route.handlers[d.ruleIndex];
   if (h) return handlerManifest(h.kind)!.route!.upstreams(h.config, h.urls, d.route.upstreamUrl);
-  return (d.version?.backends ?? [{ url: d.route.upstreamUrl }]).map((b) => ({ url: b.url }));
+  return (d.version?.backends ?? [{ url: d.route.upstreamUrl, balance: d.route.balance }]).map((b) => ({
+    url: b.url,
+    ...(b.balance && { balance: b.balance }),
+  }));
 }
 
-/** The service's settings for one url; a wish's own deadline lowers the request deadline. */
-function settingsOf(w: Wish, c: Common): Settings {
-  if (w.requestMs === undefined) return { url: w.url, ...c };
+/**
+ * The service's settings for one url; a wish's own deadline lowers the request deadline; its
+ * balance is kept when the url has endpoints.
+ */
+function settingsOf(route: ModelRoute, w: Wish, c: Common): Settings {
+  const balance = w.balance && route.endpoints?.has(w.url) ? { balance: w.balance } : {};
+  if (w.requestMs === undefined) return { url: w.url, ...c, ...balance };
   const requestMs = Math.min(w.requestMs, c.timeouts.requestMs ?? w.requestMs);
-  return { url: w.url, ...c, timeouts: { ...c.timeouts, requestMs } };
+  return { url: w.url, ...c, ...balance, timeouts: { ...c.timeouts, requestMs } };
 }
 
 /** The timeouts in ms, defaults filled in, or what is wrong with them. */

@@ -9,6 +9,7 @@ import { build } from '../../controller/build.ts';
 import { relevantObjects, referencesOf } from '../../controller/source/relevance.ts';
 import { resourceSetFrom } from '../../controller/source/resource-set.ts';
 import { readyEndpoints } from '../../controller/validate/endpoints.ts';
+import { validateRouteTable } from '../../dataplane/config/validate.ts';
 import { gatewayRoute } from '../helpers/fixtures.ts';
 
 const service = (name: string, ports: { name?: string; port: number }[]): Service => ({
@@ -119,5 +120,113 @@ describe('backendRef endpoints in the table', () => {
       referencesOf([], routes),
     );
     expect(objects.filter((o) => o.kind === 'EndpointSlice').map((o) => o.metadata.name)).toEqual(['api-x']);
+  });
+});
+
+describe('balance over the endpoints', () => {
+  const svc = (name: string) => service(name, [{ name: 'http', port: 80 }]);
+  const slices = (name: string, address: string) => [
+    slice(`${name}-x`, name, [{ name: 'http', port: 9080 }], [at(address)]),
+  ];
+  const cluster = [svc('api'), ...slices('api', '10.0.0.7'), svc('next'), ...slices('next', '10.0.0.8')];
+  const hashed = gatewayRoute('web')
+    .backendRef('api', 80)
+    .balance({ policy: 'consistent-hash', hashOn: { header: 'X-Tenant' } })
+    .route('all', ['/web'])
+    .build();
+
+  it("spec.service.balance becomes the upstream's balance (header name lower-cased); it is part of the upstream's id", () => {
+    const r = build(resourceSetFrom([hashed, ...cluster], { withServices: true }));
+    expect(r.diagnostics).toEqual([]);
+    expect(validateRouteTable(r.snapshot.table)).toEqual([]);
+    const [u] = r.snapshot.table.upstreams;
+    expect(u.balance).toEqual({ policy: 'consistent-hash', hashOn: { header: 'x-tenant' } });
+    expect(u.endpoints).toEqual([{ address: '10.0.0.7', port: 9080 }]);
+    const cookie = structuredClone(hashed);
+    cookie.spec.service.balance = { policy: 'consistent-hash', hashOn: { cookie: 'session' } };
+    const r2 = build(resourceSetFrom([cookie, ...cluster], { withServices: true }));
+    expect(r2.snapshot.table.upstreams[0].balance).toEqual({
+      policy: 'consistent-hash',
+      hashOn: { cookie: 'session' },
+    });
+    expect(r2.snapshot.table.upstreams[0].id).not.toBe(u.id);
+    // No balance: the id the upstream had before balance existed (round robin is the data plane's default).
+    const plain = build(resourceSetFrom([route('api', 80), ...cluster], { withServices: true }));
+    expect(plain.snapshot.table.upstreams[0]).not.toHaveProperty('balance');
+    expect(plain.snapshot.table.upstreams[0].id).not.toBe(u.id);
+  });
+
+  it('a Service without EndpointSlices is dialled by its name: its balance stays out of the table', () => {
+    const r = build(resourceSetFrom([hashed, svc('api')], { withServices: true }));
+    expect(r.diagnostics).toEqual([]);
+    expect(r.snapshot.table.upstreams[0]).not.toHaveProperty('balance');
+    expect(r.snapshot.table.upstreams[0]).not.toHaveProperty('endpoints');
+  });
+
+  it("versions: a backendRef's own balance, else the service's; a url backend has none", () => {
+    const obj = gatewayRoute('web')
+      .backendRef('api', 80)
+      .balance({ policy: 'least-request' })
+      .route('all', ['/web'])
+      .build();
+    obj.spec.versions = [
+      { name: 'v1', path: '/v1' },
+      { name: 'v2', path: '/v2', backendRef: { name: 'next', port: 80 } },
+      {
+        name: 'v3',
+        path: '/v3',
+        backends: [
+          {
+            backendRef: { name: 'next', port: 80 },
+            weight: 90,
+            balance: { policy: 'consistent-hash', hashOn: { cookie: 'session' } },
+          },
+          { url: 'http://10.0.0.9:8080', weight: 10 },
+        ],
+      },
+    ];
+    const r = build(resourceSetFrom([obj, ...cluster], { withServices: true }));
+    expect(r.diagnostics).toEqual([]);
+    expect(validateRouteTable(r.snapshot.table)).toEqual([]);
+    const byId = new Map(r.snapshot.table.upstreams.map((u) => [u.id, u]));
+    const of = (path: string) => {
+      const route = r.snapshot.table.routes.find((x) => x.match.path.value === `${path}/web`)!;
+      const h = route.handler as { upstream: string; canary?: { upstream: string } };
+      return [byId.get(h.upstream)!, h.canary && byId.get(h.canary.upstream)] as const;
+    };
+    expect(of('/v1')[0]).toMatchObject({
+      url: 'http://api.default.svc:80',
+      balance: { policy: 'least-request' },
+    });
+    expect(of('/v2')[0]).toMatchObject({
+      url: 'http://next.default.svc:80',
+      balance: { policy: 'least-request' },
+    });
+    const [main, canary] = of('/v3');
+    expect(main).toMatchObject({
+      url: 'http://next.default.svc:80',
+      balance: { policy: 'consistent-hash', hashOn: { cookie: 'session' } },
+    });
+    // The same Service with two balances: two upstreams.
+    expect(main.id).not.toBe(of('/v2')[0].id);
+    expect(canary).not.toHaveProperty('balance');
+    expect(canary?.url).toBe('http://10.0.0.9:8080');
+  });
+
+  it('bad balance is refused naming the field, and the other routes are programmed', () => {
+    const bad = gatewayRoute('bad')
+      .url('http://10.0.0.1:8080')
+      .balance({ policy: 'round-robin' })
+      .route('all', ['/bad'])
+      .build();
+    const r = build(resourceSetFrom([bad, hashed, ...cluster], { withServices: true }));
+    expect(r.diagnostics).toEqual([
+      expect.objectContaining({
+        field: 'spec.service.balance',
+        reason: 'Invalid',
+        message: 'applies only with backendRef: spec.service.url has no endpoints to balance',
+      }),
+    ]);
+    expect(r.snapshot.table.routes.map((x) => x.source.name)).toEqual(['web']);
   });
 });
