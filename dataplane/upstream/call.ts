@@ -160,7 +160,15 @@ class Attempt extends UpstreamTry {
     this.#span =
       req.span == null
         ? null
-        : startAttemptSpan(req.span, req.method, up.origin, req.path, tries?.attempt ?? 0, req.headers);
+        : startAttemptSpan(
+            req.span,
+            req.method,
+            up.origin,
+            req.path,
+            tries?.attempt ?? 0,
+            req.headers,
+            endpoint,
+          );
   }
 
   protected head(status: number, headers: IncomingHttpHeaders): Writable | null {
