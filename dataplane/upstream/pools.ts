@@ -38,13 +38,30 @@ export interface UpstreamRuntime {
   breaker: CircuitBreaker | null;
 }
 
+/** How many endpoints an upstream of endpoints has: in its list (ready), and left but not yet closed (draining). */
+export interface EndpointCounts {
+  ready: number;
+  draining: number;
+}
+
 export class PoolRegistry {
   readonly #pools = new Map<string, LazyUpstream>();
   readonly #onCircuit: (upstream: string, state: BreakerState) => void;
+  readonly #onEndpoints: (upstream: string, counts: EndpointCounts) => void;
 
-  /** Breaker state and retry budgets live here, with the pool: they survive snapshots that keep the upstream. */
-  constructor(opts: { onCircuit?: (upstream: string, state: BreakerState) => void } = {}) {
+  /**
+   * Breaker state and retry budgets live here, with the pool: they survive snapshots that keep the upstream.
+   * onEndpoints: an upstream of endpoints whose counts changed, once a snapshot that names it runs
+   * and whenever an endpoint it dropped has drained (upstreams without endpoints are never reported).
+   */
+  constructor(
+    opts: {
+      onCircuit?: (upstream: string, state: BreakerState) => void;
+      onEndpoints?: (upstream: string, counts: EndpointCounts) => void;
+    } = {},
+  ) {
     this.#onCircuit = opts.onCircuit ?? (() => {});
+    this.#onEndpoints = opts.onEndpoints ?? (() => {});
   }
 
   /**
@@ -56,11 +73,16 @@ export class PoolRegistry {
     let rt = this.#pools.get(u.id);
     if (rt === undefined) {
       const url = new URL(u.url);
-      rt = new LazyUpstream(u, url.origin, {
+      const made: LazyUpstream = new LazyUpstream(u, url.origin, {
         basePath: url.pathname === '/' ? '' : url.pathname.replace(/\/$/, ''),
         retry: u.retries ? { ...u.retries, budget: new RetryBudget(u.retries.budgetPercent) } : null,
         breaker: u.breaker ? new CircuitBreaker(u.breaker, (state) => this.#onCircuit(u.id, state)) : null,
+        // A retired upstream's series are gone with it (Metrics.retain): only a registered one reports.
+        onDrained: () => {
+          if (this.#pools.get(u.id) === made) this.#report(made);
+        },
       });
+      rt = made;
       if (rt.breaker) this.#onCircuit(u.id, 'closed');
       this.#pools.set(u.id, rt);
     } else rt.stage(u);
@@ -76,11 +98,22 @@ export class PoolRegistry {
     for (const [id, rt] of this.#pools) {
       if (keep.has(id)) {
         rt.commit();
+        this.#report(rt);
         continue;
       }
       this.#pools.delete(id);
       setTimeout(() => rt.close().catch(() => {}), graceMs).unref();
     }
+  }
+
+  /** Tells onEndpoints rt's counts if they changed since last told. */
+  #report(rt: LazyUpstream): void {
+    const counts = rt.endpointCounts();
+    if (counts === null) return;
+    const key = `${counts.ready} ${counts.draining}`;
+    if (rt.reported === key) return;
+    rt.reported = key;
+    this.#onEndpoints(rt.id, counts);
   }
 
   async closeAll(): Promise<void> {
@@ -116,8 +149,19 @@ class LazyUpstream implements UpstreamRuntime {
   /** The upstream as the latest snapshot gave it, until commit. */
   #staged: Upstream | null = null;
   #closed = false;
+  /** Whether the table lists endpoints for it (else its one endpoint is the url's host). */
+  #listed: boolean;
+  /** Endpoints dropped from the list whose pools have not closed yet. */
+  #draining = 0;
+  readonly #onDrained: () => void;
+  /** The counts last given to onEndpoints (PoolRegistry's). */
+  reported = '';
 
-  constructor(u: Upstream, origin: string, rest: Pick<UpstreamRuntime, 'basePath' | 'retry' | 'breaker'>) {
+  constructor(
+    u: Upstream,
+    origin: string,
+    rest: Pick<UpstreamRuntime, 'basePath' | 'retry' | 'breaker'> & { onDrained: () => void },
+  ) {
     this.id = u.id;
     this.origin = origin;
     this.basePath = rest.basePath;
@@ -128,6 +172,8 @@ class LazyUpstream implements UpstreamRuntime {
     this.breaker = rest.breaker;
     this.#connectMs = u.timeouts.connectMs;
     this.#host = new URL(origin).host;
+    this.#onDrained = rest.onDrained;
+    this.#listed = u.endpoints !== undefined;
     this.#endpoints = this.#endpointsOf(u, new Map());
     this.#balance = JSON.stringify(u.balance ?? null);
     this.#balancer = new Balancer(u.balance);
@@ -152,11 +198,26 @@ class LazyUpstream implements UpstreamRuntime {
       this.#balancer = new Balancer(u.balance);
     }
     if (this.#closed || sameEndpoints(this.#endpoints, u, this.#host)) return;
+    this.#listed = u.endpoints !== undefined;
     const old = new Map(this.#endpoints.map((e) => [e.key, e]));
     this.#endpoints = this.#endpointsOf(u, old);
     for (const e of this.#endpoints) old.delete(e.key);
     // Out of the list already: no new try picks them; undici's close lets those under way finish.
-    for (const gone of old.values()) gone.close().catch(() => {});
+    for (const gone of old.values()) {
+      this.#draining++;
+      gone
+        .close()
+        .catch(() => {})
+        .finally(() => {
+          this.#draining--;
+          this.#onDrained();
+        });
+    }
+  }
+
+  /** null: an upstream without endpoints (its url's host). */
+  endpointCounts(): EndpointCounts | null {
+    return this.#listed ? { ready: this.#endpoints.length, draining: this.#draining } : null;
   }
 
   /** u's endpoints (the url's host when it lists none), reusing those of `old` by key. */
