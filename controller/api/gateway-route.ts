@@ -189,6 +189,42 @@ export const Balance = Type.Object(
   },
 );
 
+export const OutlierDetection = Type.Object(
+  {
+    consecutiveFailures: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: 1000,
+        description:
+          'Failed tries in a row that eject an endpoint: a 5xx, or no response (connect failure, reset, timeout) (default 5).',
+      }),
+    ),
+    baseEjectionTime: Type.Optional({
+      ...Duration,
+      description:
+        'How long an ejection lasts the first time; each later one lasts this times the number of ejections (default 30s).',
+    }),
+    maxEjectionTime: Type.Optional({
+      ...Duration,
+      description: 'The longest an ejection lasts, at least baseEjectionTime (default 300s).',
+    }),
+    maxEjectionPercent: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: 100,
+        description: 'At most this share of the endpoints is ejected at once, rounded down (default 50).',
+      }),
+    ),
+  },
+  {
+    additionalProperties: false,
+    description:
+      "Passive outlier detection over the endpoints of the service's backendRefs (spec.versions' too): an endpoint " +
+      'whose tries keep failing is left out of the balance for a while, as no health check would notice sooner. ' +
+      'Only with backendRef: a url has no endpoints.',
+  },
+);
+
 /** The CEL rule of an object holding balance beside url or backendRef. */
 const BALANCE_NEEDS_BACKEND_REF = {
   rule: '!has(self.balance) || has(self.backendRef)',
@@ -216,6 +252,7 @@ export const Service = Type.Object(
     timeouts: Type.Optional(Timeouts),
     retries: Type.Optional(Retries),
     circuitBreaker: Type.Optional(CircuitBreaker),
+    outlierDetection: Type.Optional(OutlierDetection),
   },
   {
     additionalProperties: false,
@@ -231,6 +268,11 @@ export const Service = Type.Object(
         fieldPath: '.url',
       },
       BALANCE_NEEDS_BACKEND_REF,
+      {
+        rule: '!has(self.outlierDetection) || has(self.backendRef)',
+        message: 'outlierDetection applies only with backendRef (a url has no endpoints to eject)',
+        fieldPath: '.outlierDetection',
+      },
     ],
   },
 );

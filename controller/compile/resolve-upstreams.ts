@@ -2,10 +2,11 @@
  * Pass 4: each GatewayRoute's service (or each backend of its versions, or each service a
  * route's handler kind calls, e.g. an aggregate's calls) becomes an upstream, named by content:
  * upstream/<ns>/<service>/<hash5>, hash5 the first 5 hex of the sha256 of the canonical
- * settings (url, timeouts, balance). Routes with the same settings share one upstream (one pool);
- * a changed setting is a new id, so the data plane never reuses a pool built for other settings.
- * A backendRef's balance goes into the table only when the upstream has endpoints (the data
- * plane refuses it otherwise: a Service without EndpointSlices is dialled by its DNS name).
+ * settings (url, timeouts, balance, outlier detection). Routes with the same settings share one
+ * upstream (one pool); a changed setting is a new id, so the data plane never reuses a pool built
+ * for other settings. A backendRef's balance and the service's outlier detection go into the
+ * table only when the upstream has endpoints (the data plane refuses them otherwise: a Service
+ * without EndpointSlices is dialled by its DNS name).
  */
 import { canonicalJson, keySorter, sha256Hex } from '../../dataplane/config/canonical-json.ts';
 import { handlerManifest } from '../../dataplane/config/catalog.ts';
@@ -118,13 +119,18 @@ function wishesOf(d: Draft): Wish[] {
 
 /**
  * The service's settings for one url; a wish's own deadline lowers the request deadline; its
- * balance is kept when the url has endpoints.
+ * balance and the service's outlier detection are kept when the url has endpoints.
  */
-function settingsOf(route: ModelRoute, w: Wish, c: Common): Settings {
-  const balance = w.balance && route.endpoints?.has(w.url) ? { balance: w.balance } : {};
-  if (w.requestMs === undefined) return { url: w.url, ...c, ...balance };
+function settingsOf(route: ModelRoute, w: Wish, common: Common): Settings {
+  const { outlierDetection, ...c } = common;
+  const via = route.endpoints?.has(w.url) === true;
+  const endpointSettings = {
+    ...(via && w.balance && { balance: w.balance }),
+    ...(via && outlierDetection && { outlierDetection }),
+  };
+  if (w.requestMs === undefined) return { url: w.url, ...c, ...endpointSettings };
   const requestMs = Math.min(w.requestMs, c.timeouts.requestMs ?? w.requestMs);
-  return { url: w.url, ...c, ...balance, timeouts: { ...c.timeouts, requestMs } };
+  return { url: w.url, ...c, ...endpointSettings, timeouts: { ...c.timeouts, requestMs } };
 }
 
 /** The timeouts in ms, defaults filled in, or what is wrong with them. */
@@ -158,13 +164,15 @@ function durationField(route: ModelRoute, field: string, text: string | undefine
   return ms;
 }
 
-/** Retries and circuit breaker, defaults filled in; absent when the service sets none. */
-function resilienceOf(route: ModelRoute): Pick<Upstream, 'retries' | 'breaker'> | Diagnostic[] {
+/** Retries, circuit breaker and outlier detection, defaults filled in; absent when the service sets none. */
+function resilienceOf(
+  route: ModelRoute,
+): Pick<Upstream, 'retries' | 'breaker' | 'outlierDetection'> | Diagnostic[] {
   const errors: Diagnostic[] = [];
-  const { retries: r, circuitBreaker: b } = route.spec.service;
+  const { retries: r, circuitBreaker: b, outlierDetection: o } = route.spec.service;
   const d = (field: string, text: string | undefined, fallback: number) =>
     durationField(route, field, text, errors) ?? fallback;
-  const out: Pick<Upstream, 'retries' | 'breaker'> = {};
+  const out: Pick<Upstream, 'retries' | 'breaker' | 'outlierDetection'> = {};
   if (r) {
     const perTryMs = durationField(route, 'spec.service.retries.perTry', r.perTry, errors);
     out.retries = {
@@ -185,6 +193,25 @@ function resilienceOf(route: ModelRoute): Pick<Upstream, 'retries' | 'breaker'> 
       openMs: d('spec.service.circuitBreaker.openFor', b.openFor, 5_000),
       halfOpenRequests: b.halfOpenRequests ?? 3,
     };
+  if (o) {
+    const at = 'spec.service.outlierDetection';
+    const baseEjectionMs = d(`${at}.baseEjectionTime`, o.baseEjectionTime, 30_000);
+    const maxEjectionMs = d(`${at}.maxEjectionTime`, o.maxEjectionTime, 300_000);
+    if (maxEjectionMs < baseEjectionMs)
+      errors.push(
+        invalid(
+          route.ref,
+          `${at}.maxEjectionTime`,
+          `must be at least baseEjectionTime (${maxEjectionMs} ms < ${baseEjectionMs} ms)`,
+        ),
+      );
+    out.outlierDetection = {
+      consecutiveFailures: o.consecutiveFailures ?? 5,
+      baseEjectionMs,
+      maxEjectionMs,
+      maxEjectionPercent: o.maxEjectionPercent ?? 50,
+    };
+  }
   return errors.length ? errors : out;
 }
 

@@ -33,6 +33,14 @@ export function validateRoute(obj: GatewayRoute): { route?: ModelRoute; diagnost
   const target = resolveServiceUrl(ref, checked.service);
   diagnostics.push(...target.diagnostics);
   const balance = balanceOf(ref, checked.service, 'spec.service', diagnostics);
+  if (checked.service.outlierDetection !== undefined && checked.service.backendRef === undefined)
+    diagnostics.push(
+      invalid(
+        ref,
+        'spec.service.outlierDetection',
+        'applies only with backendRef: spec.service.url has no endpoints to eject',
+      ),
+    );
   const firstIndex = new Map<string, number>();
   checked.routes.forEach((r, i) => {
     const first = firstIndex.get(r.name);

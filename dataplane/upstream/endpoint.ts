@@ -10,8 +10,9 @@ import { endpointKey } from '../config/endpoints.ts';
 import type { Endpoint as TableEndpoint } from '../config/route-table.ts';
 import type { AttemptTarget } from '../observability/tracing.ts';
 import { type Candidate, hash32 } from './balancer.ts';
+import type { Ejectable } from './outlier.ts';
 
-export class Endpoint implements Candidate, AttemptTarget {
+export class Endpoint implements Candidate, AttemptTarget, Ejectable {
   /** "10.0.0.7:8080", "[fd00::7]:8080"; the url's host for an upstream without endpoints. */
   readonly key: string;
   /** Where its connections go, as the access log shows it: "http://10.0.0.7:8080" (the url's origin without endpoints). */
@@ -28,6 +29,10 @@ export class Endpoint implements Candidate, AttemptTarget {
   readonly peerAddress: string | null;
   readonly peerPort: number;
   inFlight = 0;
+  /** Outlier detection's state (outlier.ts): failures in a row, ejected until, times ejected. */
+  failures = 0;
+  ejectedUntil = 0;
+  ejections = 0;
   readonly #origin: string;
   readonly #connectMs: number;
   readonly #at: TableEndpoint | null;

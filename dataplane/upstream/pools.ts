@@ -14,6 +14,7 @@ import type { Upstream } from '../config/route-table.ts';
 import { Balancer } from './balancer.ts';
 import { type BreakerState, CircuitBreaker } from './circuit-breaker.ts';
 import { Endpoint } from './endpoint.ts';
+import { OutlierDetector } from './outlier.ts';
 import { RetryBudget } from './retry-budget.ts';
 
 export type { Endpoint } from './endpoint.ts';
@@ -28,6 +29,11 @@ export interface UpstreamRuntime {
    * try in the endpoint's `inFlight` until its response ends.
    */
   pick(headers: Record<string, string>, avoid: Endpoint | null): Endpoint | null;
+  /**
+   * How a try on `endpoint` ended: ok, or failed (a 5xx, or no response; not a client that went
+   * away). What outlier detection (outlier.ts) reads; a no-op without it.
+   */
+  outcome(endpoint: Endpoint, ok: boolean): void;
   /** Base path of the upstream URL without trailing "/" ('' for none). */
   basePath: string;
   headersTimeout: number;
@@ -156,6 +162,9 @@ class LazyUpstream implements UpstreamRuntime {
   readonly #onDrained: () => void;
   /** The counts last given to onEndpoints (PoolRegistry's). */
   reported = '';
+  #outlier: OutlierDetector | null;
+  /** The outlier detection the detector was made for (to tell a changed one). */
+  #outlierConfig: string;
 
   constructor(
     u: Upstream,
@@ -177,17 +186,24 @@ class LazyUpstream implements UpstreamRuntime {
     this.#endpoints = this.#endpointsOf(u, new Map());
     this.#balance = JSON.stringify(u.balance ?? null);
     this.#balancer = new Balancer(u.balance);
+    this.#outlierConfig = JSON.stringify(u.outlierDetection ?? null);
+    this.#outlier = u.outlierDetection ? new OutlierDetector(u.outlierDetection) : null;
   }
 
   pick(headers: Record<string, string>, avoid: Endpoint | null): Endpoint | null {
-    return this.#balancer.pick(this.#endpoints, headers, avoid);
+    const list = this.#outlier === null ? this.#endpoints : this.#outlier.available(this.#endpoints);
+    return this.#balancer.pick(list, headers, avoid);
+  }
+
+  outcome(endpoint: Endpoint, ok: boolean): void {
+    this.#outlier?.record(this.#endpoints, endpoint, ok);
   }
 
   stage(u: Upstream): void {
     this.#staged = u;
   }
 
-  /** Takes the staged endpoints and balance: endpoints kept keep their pool, those gone are drained. */
+  /** Takes the staged endpoints, balance and outlier detection: endpoints kept keep their pool (and ejection state), those gone are drained. */
   commit(): void {
     const u = this.#staged;
     if (u === null) return;
@@ -196,6 +212,11 @@ class LazyUpstream implements UpstreamRuntime {
     if (balance !== this.#balance) {
       this.#balance = balance;
       this.#balancer = new Balancer(u.balance);
+    }
+    const outlier = JSON.stringify(u.outlierDetection ?? null);
+    if (outlier !== this.#outlierConfig) {
+      this.#outlierConfig = outlier;
+      this.#outlier = u.outlierDetection ? new OutlierDetector(u.outlierDetection) : null;
     }
     if (this.#closed || sameEndpoints(this.#endpoints, u, this.#host)) return;
     this.#listed = u.endpoints !== undefined;

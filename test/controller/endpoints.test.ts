@@ -4,7 +4,7 @@
  * the upstream's id and url stay the Service's, whatever the endpoints.
  */
 import { describe, expect, it } from 'vitest';
-import type { EndpointSlice, Service } from '../../controller/api/index.ts';
+import type { EndpointSlice, GatewayRoute, Service } from '../../controller/api/index.ts';
 import { build } from '../../controller/build.ts';
 import { relevantObjects, referencesOf } from '../../controller/source/relevance.ts';
 import { resourceSetFrom } from '../../controller/source/resource-set.ts';
@@ -228,5 +228,66 @@ describe('balance over the endpoints', () => {
       }),
     ]);
     expect(r.snapshot.table.routes.map((x) => x.source.name)).toEqual(['web']);
+  });
+});
+
+describe('outlier detection over the endpoints', () => {
+  const svc = service('api', [{ name: 'http', port: 80 }]);
+  const slices = [slice('api-x', 'api', [{ name: 'http', port: 9080 }], [at('10.0.0.7'), at('10.0.0.8')])];
+  const withOutlier = (o: NonNullable<GatewayRoute['spec']['service']['outlierDetection']>) => {
+    const obj = route('api', 80);
+    obj.spec.service.outlierDetection = o;
+    return obj;
+  };
+
+  it('becomes the upstream’s outlierDetection in ms, defaults filled in (5 failures, 30s, 300s, 50 %)', () => {
+    const r = build(resourceSetFrom([withOutlier({}), svc, ...slices], { withServices: true }));
+    expect(r.diagnostics).toEqual([]);
+    expect(validateRouteTable(r.snapshot.table)).toEqual([]);
+    expect(r.snapshot.table.upstreams[0].outlierDetection).toEqual({
+      consecutiveFailures: 5,
+      baseEjectionMs: 30_000,
+      maxEjectionMs: 300_000,
+      maxEjectionPercent: 50,
+    });
+    const set = withOutlier({
+      consecutiveFailures: 3,
+      baseEjectionTime: '2s',
+      maxEjectionTime: '1m',
+      maxEjectionPercent: 34,
+    });
+    const r2 = build(resourceSetFrom([set, svc, ...slices], { withServices: true }));
+    expect(r2.snapshot.table.upstreams[0].outlierDetection).toEqual({
+      consecutiveFailures: 3,
+      baseEjectionMs: 2_000,
+      maxEjectionMs: 60_000,
+      maxEjectionPercent: 34,
+    });
+    expect(r2.snapshot.table.upstreams[0].id).not.toBe(r.snapshot.table.upstreams[0].id);
+    // Without EndpointSlices the Service's name is dialled: nothing to eject, nothing in the table.
+    const r3 = build(resourceSetFrom([set, svc], { withServices: true }));
+    expect(r3.snapshot.table.upstreams[0]).not.toHaveProperty('outlierDetection');
+  });
+
+  it('is refused beside a url, and with maxEjectionTime under baseEjectionTime, naming the field', () => {
+    const url = gatewayRoute('web').url('http://10.0.0.1:8080').route('all', ['/web']).build();
+    url.spec.service.outlierDetection = {};
+    const short = withOutlier({ baseEjectionTime: '1m', maxEjectionTime: '30s' });
+    short.metadata.name = 'short';
+    short.spec.routes[0].paths = ['/short'];
+    const r = build(resourceSetFrom([url, short, svc, ...slices], { withServices: true }));
+    expect(r.diagnostics.map((d) => [d.object.name, d.field, d.message])).toEqual([
+      [
+        'short',
+        'spec.service.outlierDetection.maxEjectionTime',
+        'must be at least baseEjectionTime (30000 ms < 60000 ms)',
+      ],
+      [
+        'web',
+        'spec.service.outlierDetection',
+        'applies only with backendRef: spec.service.url has no endpoints to eject',
+      ],
+    ]);
+    expect(r.snapshot.table.routes).toEqual([]);
   });
 });
