@@ -163,7 +163,10 @@ export async function startDataPlane(partial: Partial<DataPlaneOptions>): Promis
   const metrics = withPluginMetrics(
     new Metrics({ analyticsConsumers: o.analyticsConsumers, askConsumer: o.askConsumer }),
   );
-  const pools = new PoolRegistry({ onCircuit: (id, state) => metrics.circuitState(id, state) });
+  const pools = new PoolRegistry({
+    onCircuit: (id, state) => metrics.circuitState(id, state),
+    onEndpoints: (id, counts) => metrics.upstreamEndpoints(id, counts),
+  });
   const lastGood = o.stateDir ? new LastGood(o.stateDir) : null;
   const stores = await openStores(o, metrics, log, declaredStores());
   const background = new Background();

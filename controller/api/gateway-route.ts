@@ -124,6 +124,114 @@ export const CircuitBreaker = Type.Object(
   },
 );
 
+/**
+ * How a backendRef's requests are spread over the Service's ready endpoints (the data plane's
+ * route-table Balance). hashOn is an object of two optional fields rather than a union: a CRD
+ * schema must be structural, so "exactly one, and only for consistent-hash" is said in CEL.
+ */
+export const Balance = Type.Object(
+  {
+    policy: Type.Union(
+      [Type.Literal('round-robin'), Type.Literal('least-request'), Type.Literal('consistent-hash')],
+      {
+        description:
+          'round-robin (default): each endpoint in turn. least-request: the endpoint with the fewest requests ' +
+          'in flight from this data plane. consistent-hash: the value of hashOn picks the endpoint (rendezvous ' +
+          'hashing: a value keeps its endpoint, and an endpoint that leaves moves only its own values); ' +
+          'requests without the value go round robin.',
+      },
+    ),
+    hashOn: Type.Optional(
+      Type.Object(
+        {
+          header: Type.Optional(
+            Type.String({
+              minLength: 1,
+              maxLength: 256,
+              pattern: TOKEN_PATTERN,
+              description: 'Hash the value of this request header (case-insensitive name), e.g. X-Tenant.',
+            }),
+          ),
+          cookie: Type.Optional(
+            Type.String({
+              minLength: 1,
+              maxLength: 256,
+              pattern: TOKEN_PATTERN,
+              description: 'Hash the value of this request cookie, e.g. a session cookie.',
+            }),
+          ),
+        },
+        {
+          additionalProperties: false,
+          description: 'What consistent-hash hashes: exactly one of header or cookie.',
+          'x-kubernetes-validations': [
+            {
+              rule: 'has(self.header) != has(self.cookie)',
+              message: 'exactly one of header or cookie must be set',
+            },
+          ],
+        },
+      ),
+    ),
+  },
+  {
+    additionalProperties: false,
+    description:
+      "How requests are spread over the Service's ready endpoints (default round-robin). Only with a " +
+      'backendRef: a url has no endpoints, its host is dialled as it resolves.',
+    'x-kubernetes-validations': [
+      {
+        rule: "(self.policy == 'consistent-hash') == has(self.hashOn)",
+        message: 'hashOn must be set with policy consistent-hash, and only with it',
+        fieldPath: '.hashOn',
+      },
+    ],
+  },
+);
+
+export const OutlierDetection = Type.Object(
+  {
+    consecutiveFailures: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: 1000,
+        description:
+          'Failed tries in a row that eject an endpoint: a 5xx, or no response (connect failure, reset, timeout) (default 5).',
+      }),
+    ),
+    baseEjectionTime: Type.Optional({
+      ...Duration,
+      description:
+        'How long an ejection lasts the first time; each later one lasts this times the number of ejections (default 30s).',
+    }),
+    maxEjectionTime: Type.Optional({
+      ...Duration,
+      description: 'The longest an ejection lasts, at least baseEjectionTime (default 300s).',
+    }),
+    maxEjectionPercent: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: 100,
+        description: 'At most this share of the endpoints is ejected at once, rounded down (default 50).',
+      }),
+    ),
+  },
+  {
+    additionalProperties: false,
+    description:
+      "Passive outlier detection over the endpoints of the service's backendRefs (spec.versions' too): an endpoint " +
+      'whose tries keep failing is left out of the balance for a while, as no health check would notice sooner. ' +
+      'Only with backendRef: a url has no endpoints.',
+  },
+);
+
+/** The CEL rule of an object holding balance beside url or backendRef. */
+const BALANCE_NEEDS_BACKEND_REF = {
+  rule: '!has(self.balance) || has(self.backendRef)',
+  message: 'balance applies only with backendRef (a url has no endpoints to balance)',
+  fieldPath: '.balance',
+};
+
 export const Service = Type.Object(
   {
     name: { ...Name, description: 'Name of the backend service (used in ids, metrics and logs).' },
@@ -135,9 +243,16 @@ export const Service = Type.Object(
       }),
     ),
     backendRef: Type.Optional(BackendRef),
+    balance: Type.Optional({
+      ...Balance,
+      description:
+        "How requests are spread over the backendRef's ready endpoints (default round-robin); also the " +
+        'balance of the backendRefs of spec.versions that set none of their own.',
+    }),
     timeouts: Type.Optional(Timeouts),
     retries: Type.Optional(Retries),
     circuitBreaker: Type.Optional(CircuitBreaker),
+    outlierDetection: Type.Optional(OutlierDetection),
   },
   {
     additionalProperties: false,
@@ -151,6 +266,12 @@ export const Service = Type.Object(
         rule: "!has(self.url) || (isURL(self.url) && (self.url.startsWith('http://') || self.url.startsWith('https://')))",
         message: 'url must be an absolute http:// or https:// URL',
         fieldPath: '.url',
+      },
+      BALANCE_NEEDS_BACKEND_REF,
+      {
+        rule: '!has(self.outlierDetection) || has(self.backendRef)',
+        message: 'outlierDetection applies only with backendRef (a url has no endpoints to eject)',
+        fieldPath: '.outlierDetection',
       },
     ],
   },
@@ -352,6 +473,10 @@ export const VersionBackend = Type.Object(
       Type.String({ maxLength: 2048, description: 'Address of this backend, like service.url.' }),
     ),
     backendRef: Type.Optional(BackendRef),
+    balance: Type.Optional({
+      ...Balance,
+      description: "How requests are spread over this backendRef's endpoints (default: service.balance).",
+    }),
     weight: Type.Integer({
       minimum: 0,
       maximum: 100,
@@ -366,6 +491,7 @@ export const VersionBackend = Type.Object(
         rule: 'has(self.url) != has(self.backendRef)',
         message: 'exactly one of url or backendRef must be set',
       },
+      BALANCE_NEEDS_BACKEND_REF,
     ],
   },
 );
@@ -477,6 +603,11 @@ export const Version = Type.Object(
       }),
     ),
     backendRef: Type.Optional(BackendRef),
+    balance: Type.Optional({
+      ...Balance,
+      description:
+        "How requests are spread over this version's backendRef's endpoints (default: service.balance).",
+    }),
     backends: Type.Optional(
       Type.Array(VersionBackend, {
         minItems: 2,
@@ -498,6 +629,7 @@ export const Version = Type.Object(
   {
     additionalProperties: false,
     description: 'One version of the API: how requests select it, where they go, whether it is deprecated.',
+    'x-kubernetes-validations': [BALANCE_NEEDS_BACKEND_REF],
   },
 );
 
@@ -574,6 +706,7 @@ export type GatewayRouteSpec = Static<typeof GatewayRouteSpec>;
 export type RouteRule = Static<typeof RouteRule>;
 export type RouteTls = Static<typeof RouteTls>;
 export type Version = Static<typeof Version>;
+export type Balance = Static<typeof Balance>;
 export type Versioning = Static<typeof Versioning>;
 
 export interface GatewayRoute {

@@ -2,12 +2,15 @@
  * Pass 4: each GatewayRoute's service (or each backend of its versions, or each service a
  * route's handler kind calls, e.g. an aggregate's calls) becomes an upstream, named by content:
  * upstream/<ns>/<service>/<hash5>, hash5 the first 5 hex of the sha256 of the canonical
- * settings (url, timeouts). Routes with the same settings share one upstream (one pool); a
- * changed setting is a new id, so the data plane never reuses a pool built for other settings.
+ * settings (url, timeouts, balance, outlier detection). Routes with the same settings share one
+ * upstream (one pool); a changed setting is a new id, so the data plane never reuses a pool built
+ * for other settings. A backendRef's balance and the service's outlier detection go into the
+ * table only when the upstream has endpoints (the data plane refuses them otherwise: a Service
+ * without EndpointSlices is dialled by its DNS name).
  */
 import { canonicalJson, keySorter, sha256Hex } from '../../dataplane/config/canonical-json.ts';
 import { handlerManifest } from '../../dataplane/config/catalog.ts';
-import type { Route, Upstream } from '../../dataplane/config/route-table.ts';
+import type { Balance, Route, Upstream } from '../../dataplane/config/route-table.ts';
 import { type Diagnostic, invalid } from '../validate/diagnostic.ts';
 import type { ModelRoute } from '../validate/model.ts';
 import { MAX_TIMEOUT_MS, parseDuration } from '../../dataplane/config/duration.ts';
@@ -51,13 +54,13 @@ export const resolveUpstreams: Pass = (state) => {
   const hashFor = (route: ModelRoute, w: Wish, c: Common) => {
     const byUrl = hashes.get(route) ?? new Map<string, string>();
     hashes.set(route, byUrl);
-    const key = `${w.url}\n${w.requestMs ?? ''}`;
+    const key = `${w.url}\n${w.requestMs ?? ''}\n${w.balance ? JSON.stringify(w.balance) : ''}`;
     let hash = byUrl.get(key);
     if (hash === undefined) {
       // An upstream reached through a Service's endpoints never shares an id with one dialled
       // by its url (the same DNS name written as service.url): the data plane keeps one runtime
       // per id. Url-only upstreams hash as they always did.
-      const settings = sorted(settingsOf(w, c));
+      const settings = sorted(settingsOf(route, w, c));
       hash = sha256Hex(
         canonicalJson(route.endpoints?.has(w.url) ? { ...settings, viaEndpoints: true } : settings),
       );
@@ -73,7 +76,9 @@ export const resolveUpstreams: Pass = (state) => {
   const drafts = state.drafts.map((d) => {
     const c = common.get(d.route);
     if (!c) return d;
-    const upstreams = wishesOf(d).map((w) => ids.upstream(d.route, hashFor(d.route, w, c), settingsOf(w, c)));
+    const upstreams = wishesOf(d).map((w) =>
+      ids.upstream(d.route, hashFor(d.route, w, c), settingsOf(d.route, w, c)),
+    );
     const h = d.route.handlers[d.ruleIndex];
     if (h) {
       const entry = handlerManifest(h.kind)!.route!.entry(
@@ -89,10 +94,14 @@ export const resolveUpstreams: Pass = (state) => {
   return rejectObjects({ ...state, drafts }, errors);
 };
 
-/** An upstream a draft calls: its url, and a deadline of its own (a handler's call timeout). */
+/**
+ * An upstream a draft calls: its url, a deadline of its own (a handler's call timeout), and the
+ * balance over its endpoints (a backendRef's: spec.service's, a version's or a canary backend's).
+ */
 interface Wish {
   url: string;
   requestMs?: number;
+  balance?: Balance;
 }
 
 /**
@@ -102,14 +111,26 @@ interface Wish {
 function wishesOf(d: Draft): Wish[] {
   const h = d.route.handlers[d.ruleIndex];
   if (h) return handlerManifest(h.kind)!.route!.upstreams(h.config, h.urls, d.route.upstreamUrl);
-  return (d.version?.backends ?? [{ url: d.route.upstreamUrl }]).map((b) => ({ url: b.url }));
+  return (d.version?.backends ?? [{ url: d.route.upstreamUrl, balance: d.route.balance }]).map((b) => ({
+    url: b.url,
+    ...(b.balance && { balance: b.balance }),
+  }));
 }
 
-/** The service's settings for one url; a wish's own deadline lowers the request deadline. */
-function settingsOf(w: Wish, c: Common): Settings {
-  if (w.requestMs === undefined) return { url: w.url, ...c };
+/**
+ * The service's settings for one url; a wish's own deadline lowers the request deadline; its
+ * balance and the service's outlier detection are kept when the url has endpoints.
+ */
+function settingsOf(route: ModelRoute, w: Wish, common: Common): Settings {
+  const { outlierDetection, ...c } = common;
+  const via = route.endpoints?.has(w.url) === true;
+  const endpointSettings = {
+    ...(via && w.balance && { balance: w.balance }),
+    ...(via && outlierDetection && { outlierDetection }),
+  };
+  if (w.requestMs === undefined) return { url: w.url, ...c, ...endpointSettings };
   const requestMs = Math.min(w.requestMs, c.timeouts.requestMs ?? w.requestMs);
-  return { url: w.url, ...c, timeouts: { ...c.timeouts, requestMs } };
+  return { url: w.url, ...c, ...endpointSettings, timeouts: { ...c.timeouts, requestMs } };
 }
 
 /** The timeouts in ms, defaults filled in, or what is wrong with them. */
@@ -143,13 +164,15 @@ function durationField(route: ModelRoute, field: string, text: string | undefine
   return ms;
 }
 
-/** Retries and circuit breaker, defaults filled in; absent when the service sets none. */
-function resilienceOf(route: ModelRoute): Pick<Upstream, 'retries' | 'breaker'> | Diagnostic[] {
+/** Retries, circuit breaker and outlier detection, defaults filled in; absent when the service sets none. */
+function resilienceOf(
+  route: ModelRoute,
+): Pick<Upstream, 'retries' | 'breaker' | 'outlierDetection'> | Diagnostic[] {
   const errors: Diagnostic[] = [];
-  const { retries: r, circuitBreaker: b } = route.spec.service;
+  const { retries: r, circuitBreaker: b, outlierDetection: o } = route.spec.service;
   const d = (field: string, text: string | undefined, fallback: number) =>
     durationField(route, field, text, errors) ?? fallback;
-  const out: Pick<Upstream, 'retries' | 'breaker'> = {};
+  const out: Pick<Upstream, 'retries' | 'breaker' | 'outlierDetection'> = {};
   if (r) {
     const perTryMs = durationField(route, 'spec.service.retries.perTry', r.perTry, errors);
     out.retries = {
@@ -170,6 +193,25 @@ function resilienceOf(route: ModelRoute): Pick<Upstream, 'retries' | 'breaker'> 
       openMs: d('spec.service.circuitBreaker.openFor', b.openFor, 5_000),
       halfOpenRequests: b.halfOpenRequests ?? 3,
     };
+  if (o) {
+    const at = 'spec.service.outlierDetection';
+    const baseEjectionMs = d(`${at}.baseEjectionTime`, o.baseEjectionTime, 30_000);
+    const maxEjectionMs = d(`${at}.maxEjectionTime`, o.maxEjectionTime, 300_000);
+    if (maxEjectionMs < baseEjectionMs)
+      errors.push(
+        invalid(
+          route.ref,
+          `${at}.maxEjectionTime`,
+          `must be at least baseEjectionTime (${maxEjectionMs} ms < ${baseEjectionMs} ms)`,
+        ),
+      );
+    out.outlierDetection = {
+      consecutiveFailures: o.consecutiveFailures ?? 5,
+      baseEjectionMs,
+      maxEjectionMs,
+      maxEjectionPercent: o.maxEjectionPercent ?? 50,
+    };
+  }
   return errors.length ? errors : out;
 }
 

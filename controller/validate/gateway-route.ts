@@ -1,12 +1,14 @@
 /**
  * A GatewayRoute is accepted when its spec fits GatewayRouteSpec and passes the rules the
  * CRD states in CEL (which TypeBox does not run, and a file never met): exactly one of
- * url/backendRef, an absolute http(s) url, unique route names; its versions (versions.ts) and
+ * url/backendRef, an absolute http(s) url, unique route names, balance only with a backendRef
+ * (balance.ts); its versions (versions.ts) and
  * the handler kinds its rules choose (handlers.ts).
  */
 import { MAX_TIMEOUT_MS, parseDuration } from '../../dataplane/config/duration.ts';
 import { type GatewayRoute, GatewayRouteSpec } from '../api/gateway-route.ts';
 import { refOf } from '../source/resource-set.ts';
+import { balanceOf } from './balance.ts';
 import { type Diagnostic, invalid } from './diagnostic.ts';
 import { checkMetadata } from './metadata.ts';
 import type { ModelRoute } from './model.ts';
@@ -30,6 +32,15 @@ export function validateRoute(obj: GatewayRoute): { route?: ModelRoute; diagnost
   const checked = spec as GatewayRoute['spec'];
   const target = resolveServiceUrl(ref, checked.service);
   diagnostics.push(...target.diagnostics);
+  const balance = balanceOf(ref, checked.service, 'spec.service', diagnostics);
+  if (checked.service.outlierDetection !== undefined && checked.service.backendRef === undefined)
+    diagnostics.push(
+      invalid(
+        ref,
+        'spec.service.outlierDetection',
+        'applies only with backendRef: spec.service.url has no endpoints to eject',
+      ),
+    );
   const firstIndex = new Map<string, number>();
   checked.routes.forEach((r, i) => {
     const first = firstIndex.get(r.name);
@@ -55,7 +66,7 @@ export function validateRoute(obj: GatewayRoute): { route?: ModelRoute; diagnost
         ),
       );
   });
-  const versions = validateVersions(ref, checked, target.url);
+  const versions = validateVersions(ref, checked, target.url, balance);
   diagnostics.push(...versions.diagnostics);
   const handlers = validateHandlers(ref, checked.routes);
   diagnostics.push(...handlers.diagnostics);
@@ -67,6 +78,7 @@ export function validateRoute(obj: GatewayRoute): { route?: ModelRoute; diagnost
       createdMs: meta.createdMs,
       spec: checked,
       upstreamUrl: target.url,
+      ...(balance && { balance }),
       handlers: handlers.handlers,
       ...(versions.versions && { versions: versions.versions }),
       certificates: [],

@@ -4,7 +4,7 @@
  */
 import type { GatewayRouteSpec } from '../api/gateway-route.ts';
 import type { PluginName } from '../../dataplane/config/catalog.ts';
-import type { Certificate, Listener, SourceRef } from '../../dataplane/config/route-table.ts';
+import type { Balance, Certificate, Listener, SourceRef } from '../../dataplane/config/route-table.ts';
 import type { ObjectRef } from '../source/resource-set.ts';
 import type { Endpoint } from './endpoints.ts';
 import type { ModelHandler } from './handlers.ts';
@@ -30,6 +30,8 @@ export interface ModelRoute {
   spec: GatewayRouteSpec;
   /** service.url normalized, or backendRef resolved: origin plus base path, no trailing "/". */
   upstreamUrl: string;
+  /** spec.service.balance checked (only with a backendRef); absent: round robin. */
+  balance?: Balance;
   /** Per spec.routes[i]: the handler kind it chooses, checked and its backends resolved; null = proxy. */
   handlers: readonly (ModelHandler | null)[];
   /** spec.versions checked, backends resolved; absent when the route has none. */

@@ -6,9 +6,11 @@
  * compiler only ever sees URLs.
  */
 import { parseRfc3339 } from '../../dataplane/config/http-date.ts';
+import type { Balance } from '../../dataplane/config/route-table.ts';
 import type { GatewayRouteSpec, Version } from '../api/gateway-route.ts';
 import type { ObjectRef } from '../source/resource-set.ts';
 import { type Diagnostic, invalid } from './diagnostic.ts';
+import { balanceOf } from './balance.ts';
 import { resolveBackend } from './service-url.ts';
 
 export const DEFAULT_VERSION_HEADER = 'accept-version';
@@ -21,8 +23,11 @@ export interface ModelVersion {
   path?: string;
   header?: string;
   mediaType?: string;
-  /** One backend of weight 100, or a canary's two. */
-  backends: { url: string; weight: number }[];
+  /**
+   * One backend of weight 100, or a canary's two; a backendRef's balance is its own, else
+   * spec.service's (a version without a backend of its own uses the service's, balance included).
+   */
+  backends: { url: string; weight: number; balance?: Balance }[];
   sticky?: { consumer: true } | { cookie: string };
   deprecation?: { dateMs: number; sunsetMs?: number; link?: string; gone: boolean };
   plugins: Version['plugins'];
@@ -41,6 +46,7 @@ export function validateVersions(
   ref: ObjectRef,
   spec: GatewayRouteSpec,
   serviceUrl: string | undefined,
+  serviceBalance?: Balance,
 ): { versions?: ModelVersions; diagnostics: Diagnostic[] } {
   const { versioning, versions } = spec;
   if (versions === undefined) {
@@ -73,7 +79,7 @@ export function validateVersions(
       errors.push(
         invalid(ref, at, 'no request can select it: set path, header or mediaType, or make it the default'),
       );
-    const backends = backendsOf(ref, v, at, serviceUrl, errors);
+    const backends = backendsOf(ref, v, at, { url: serviceUrl, balance: serviceBalance }, errors);
     const deprecation = deprecationOf(ref, v, at, errors);
     const sticky = stickyOf(ref, v, at, errors);
     if (backends)
@@ -110,15 +116,26 @@ function backendsOf(
   ref: ObjectRef,
   v: Version,
   at: string,
-  serviceUrl: string | undefined,
+  service: { url: string | undefined; balance: Balance | undefined },
   errors: Diagnostic[],
 ): ModelVersion['backends'] | undefined {
   const own = v.url !== undefined || v.backendRef !== undefined;
+  // A backendRef without a balance of its own takes the service's; a url never has one.
+  const balance = (holder: Parameters<typeof balanceOf>[1], where: string) =>
+    balanceOf(ref, holder, where, errors) ?? (holder.backendRef === undefined ? undefined : service.balance);
   if (v.backends !== undefined) {
     if (own) {
       errors.push(invalid(ref, `${at}.backends`, 'set either backends or url/backendRef, not both'));
       return undefined;
     }
+    if (v.balance !== undefined)
+      errors.push(
+        invalid(
+          ref,
+          `${at}.balance`,
+          `applies only beside a backendRef of its own: set it on ${at}.backends[]`,
+        ),
+      );
     const sum = v.backends.reduce((n, b) => n + b.weight, 0);
     if (sum !== 100) {
       errors.push(invalid(ref, `${at}.backends`, `weights sum to ${sum}, not 100`));
@@ -126,16 +143,30 @@ function backendsOf(
     }
     const out: ModelVersion['backends'] = [];
     v.backends.forEach((b, j) => {
-      const r = resolveBackend(ref, b, `${at}.backends[${j}]`);
+      const where = `${at}.backends[${j}]`;
+      const r = resolveBackend(ref, b, where);
       errors.push(...r.diagnostics);
-      if (r.url !== undefined) out.push({ url: r.url, weight: b.weight });
+      const bal = balance(b, where);
+      if (r.url !== undefined) out.push({ url: r.url, weight: b.weight, ...(bal && { balance: bal }) });
     });
     return out.length === v.backends.length ? out : undefined;
   }
-  if (!own) return serviceUrl === undefined ? undefined : [{ url: serviceUrl, weight: 100 }];
+  if (!own) {
+    if (v.balance !== undefined)
+      errors.push(
+        invalid(
+          ref,
+          `${at}.balance`,
+          "applies only beside a backendRef of its own (this version uses the service's backend: set spec.service.balance)",
+        ),
+      );
+    if (service.url === undefined) return undefined;
+    return [{ url: service.url, weight: 100, ...(service.balance && { balance: service.balance }) }];
+  }
   const r = resolveBackend(ref, v, at);
   errors.push(...r.diagnostics);
-  return r.url === undefined ? undefined : [{ url: r.url, weight: 100 }];
+  const bal = balance(v, at);
+  return r.url === undefined ? undefined : [{ url: r.url, weight: 100, ...(bal && { balance: bal }) }];
 }
 
 function stickyOf(ref: ObjectRef, v: Version, at: string, errors: Diagnostic[]): ModelVersion['sticky'] {

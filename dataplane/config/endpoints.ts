@@ -1,8 +1,8 @@
 /**
- * What the schema cannot say about an upstream's endpoints and balance: that each address is an
+ * What the schema cannot say about an upstream's endpoints, balance and outlier detection: that each address is an
  * IP address (a host name here would be resolved per connection, which the endpoints exist to
  * avoid), that no endpoint is listed twice (it would get twice the share), and that the balance
- * fits the endpoints.
+ * and outlier detection fit the endpoints.
  */
 import { isIP } from 'node:net';
 import type { ConfigProblem } from './config-problem.ts';
@@ -21,6 +21,12 @@ export function endpointProblems(u: Upstream): ConfigProblem[] {
       });
     if (!hashing && u.balance.hashOn !== undefined)
       problems.push({ field: 'balance.hashOn', message: `has no meaning for ${u.balance.policy}` });
+  }
+  if (u.outlierDetection !== undefined) {
+    if (u.endpoints === undefined)
+      problems.push({ field: 'outlierDetection', message: 'applies only to an upstream with endpoints' });
+    if (u.outlierDetection.maxEjectionMs < u.outlierDetection.baseEjectionMs)
+      problems.push({ field: 'outlierDetection.maxEjectionMs', message: 'must be at least baseEjectionMs' });
   }
   const seen = new Set<string>();
   u.endpoints?.forEach((e, i) => {

@@ -181,6 +181,23 @@ export const Balance = Type.Object(
   { additionalProperties: false },
 );
 
+/**
+ * Passive outlier detection over an upstream's endpoints (Envoy's consecutive-5xx, Kong's passive
+ * health checks): an endpoint whose tries fail `consecutiveFailures` times in a row (a 5xx, or no
+ * response: connect failure, reset, timeout) is ejected, left out of the balance, for
+ * baseEjectionMs × the times it has been ejected, at most maxEjectionMs; never more than
+ * maxEjectionPercent of the endpoints at once (rounded down).
+ */
+export const OutlierDetection = Type.Object(
+  {
+    consecutiveFailures: Type.Integer({ minimum: 1, maximum: 1000 }),
+    baseEjectionMs: Type.Integer({ minimum: 1 }),
+    maxEjectionMs: Type.Integer({ minimum: 1 }),
+    maxEjectionPercent: Type.Integer({ minimum: 0, maximum: 100 }),
+  },
+  { additionalProperties: false },
+);
+
 export const Upstream = Type.Object(
   {
     /**
@@ -202,6 +219,8 @@ export const Upstream = Type.Object(
     endpoints: Type.Optional(Type.Array(Endpoint)),
     /** Only with endpoints. */
     balance: Type.Optional(Balance),
+    /** Only with endpoints. */
+    outlierDetection: Type.Optional(OutlierDetection),
     timeouts: Type.Object(
       {
         connectMs: Type.Integer({ minimum: 1 }),
@@ -331,6 +350,7 @@ export type Route = Static<typeof Route>;
 export type Upstream = Static<typeof Upstream>;
 export type Endpoint = Static<typeof Endpoint>;
 export type Balance = Static<typeof Balance>;
+export type OutlierDetection = Static<typeof OutlierDetection>;
 export type Certificate = Static<typeof Certificate>;
 export type Listener = Static<typeof Listener>;
 export type RouteTable = Static<typeof RouteTable>;

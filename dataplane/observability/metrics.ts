@@ -75,6 +75,16 @@ export class Metrics implements MetricHost {
     aggregator: 'max',
     registers: [this.registry],
   });
+  readonly #endpoints = new Gauge({
+    name: 'sluice_upstream_endpoints',
+    help:
+      "Endpoints of an upstream of a Service's endpoints, by upstream id and state: ready (in the snapshot: requests " +
+      'go to them), draining (left it: requests under way finish before its connections close).',
+    labelNames: ['upstream', 'state'] as const,
+    // Each worker of a cluster runs the same snapshot and drains on its own: /metrics shows the most of any.
+    aggregator: 'max',
+    registers: [this.registry],
+  });
   readonly #retries = new HotCounter({
     name: 'sluice_upstream_retries_total',
     help: 'Retries sent to an upstream, by upstream id and reason (status, connect, reset), and refused by the budget.',
@@ -133,6 +143,7 @@ export class Metrics implements MetricHost {
     registers: [this.registry],
   });
   readonly #circuitIds = new Set<string>();
+  readonly #endpointIds = new Set<string>();
   /** The plugins' and handlers' route-labelled metrics (routeCounter, routeHistogram), dropped with their routes. */
   readonly #byRoute: (HotCounter | HotHistogram)[] = [];
   /** The plugins' metric sets made on this registry (of). */
@@ -202,6 +213,13 @@ export class Metrics implements MetricHost {
     this.#circuit.labels(upstream).set(state === 'closed' ? 0 : state === 'open' ? 1 : 2);
   }
 
+  /** An upstream of endpoints (per upstream, never per endpoint: pods come and go, series would pile up). */
+  upstreamEndpoints(upstream: string, counts: { ready: number; draining: number }): void {
+    this.#endpointIds.add(upstream);
+    this.#endpoints.labels(upstream, 'ready').set(counts.ready);
+    this.#endpoints.labels(upstream, 'draining').set(counts.draining);
+  }
+
   retry(upstream: string, reason: string): void {
     this.#retries.series(upstream, reason).inc();
   }
@@ -258,6 +276,12 @@ export class Metrics implements MetricHost {
       if (upstreamIds.has(id)) continue;
       this.#circuitIds.delete(id);
       this.#circuit.remove(id);
+    }
+    for (const id of this.#endpointIds) {
+      if (upstreamIds.has(id)) continue;
+      this.#endpointIds.delete(id);
+      this.#endpoints.remove(id, 'ready');
+      this.#endpoints.remove(id, 'draining');
     }
   }
 }

@@ -36,6 +36,8 @@ import {
   ATTR_SERVER_ADDRESS,
   ATTR_SERVER_PORT,
   ATTR_SERVICE_NAME,
+  ATTR_NETWORK_PEER_ADDRESS,
+  ATTR_NETWORK_PEER_PORT,
   ATTR_URL_FULL,
   ATTR_URL_PATH,
 } from '@opentelemetry/semantic-conventions';
@@ -225,6 +227,20 @@ export function childSpan(parent: Span, name: string, kind: SpanKind, attributes
   return started!.startSpan(name, { kind, attributes }, trace.setSpan(ROOT_CONTEXT, parent));
 }
 
+/**
+ * Where one upstream try goes (upstream/endpoint.ts's Endpoint). As the HTTP client span
+ * conventions have it, server.address/port are the request's target as its Host header names it
+ * (the upstream url's host: a Service's DNS name), and network.peer.address/port the connection's
+ * other end: the endpoint actually dialled, which is what tells the tries of one upstream apart.
+ */
+export interface AttemptTarget {
+  readonly serverAddress: string;
+  readonly serverPort: number;
+  /** null: not known (a DNS name undici resolves). */
+  readonly peerAddress: string | null;
+  readonly peerPort: number;
+}
+
 /** One upstream try: a client span whose context goes to the upstream in `traceparent` (and the client's tracestate). */
 export function startAttemptSpan(
   parent: Span,
@@ -233,15 +249,22 @@ export function startAttemptSpan(
   path: string,
   attempt: number,
   headers: Record<string, string>,
+  target: AttemptTarget,
 ): Span {
   // The attributes are built only for a span that will record them (childSpan).
-  const attributes = parent.isRecording()
-    ? {
-        [ATTR_HTTP_REQUEST_METHOD]: method,
-        [ATTR_SERVER_ADDRESS]: origin,
-        [ATTR_URL_FULL]: `${origin}${pathWithoutQuery(path)}`,
-      }
-    : undefined;
+  let attributes: Attributes | undefined;
+  if (parent.isRecording()) {
+    attributes = {
+      [ATTR_HTTP_REQUEST_METHOD]: method,
+      [ATTR_SERVER_ADDRESS]: target.serverAddress,
+      [ATTR_SERVER_PORT]: target.serverPort,
+      [ATTR_URL_FULL]: `${origin}${pathWithoutQuery(path)}`,
+    };
+    if (target.peerAddress !== null) {
+      attributes[ATTR_NETWORK_PEER_ADDRESS] = target.peerAddress;
+      attributes[ATTR_NETWORK_PEER_PORT] = target.peerPort;
+    }
+  }
   const span = childSpan(parent, method, SpanKind.CLIENT, attributes);
   if (attempt > 0) span.setAttribute(ATTR_HTTP_REQUEST_RESEND_COUNT, attempt);
   propagator!.inject(trace.setSpan(ROOT_CONTEXT, span), headers, defaultTextMapSetter);
@@ -347,15 +370,22 @@ const METADATA_SETTER: TextMapSetter<MetadataCarrier> = {
 
 /**
  * One gRPC call: a client span named `<service>/<method>` whose context goes to the service in
- * the call's metadata (`traceparent`, and the client's `tracestate`).
+ * the call's metadata (`traceparent`, and the client's `tracestate`), naming the endpoint dialled.
  */
 export function startRpcSpan(
   parent: Span,
   name: string,
   attributes: Attributes,
   metadata: MetadataCarrier,
+  target: AttemptTarget,
 ): Span {
   const span = childSpan(parent, name, SpanKind.CLIENT, attributes);
+  // The endpoint this call's channel dials, as for a proxied try (startAttemptSpan).
+  if (target.peerAddress !== null && span.isRecording())
+    span.setAttributes({
+      [ATTR_NETWORK_PEER_ADDRESS]: target.peerAddress,
+      [ATTR_NETWORK_PEER_PORT]: target.peerPort,
+    });
   propagator!.inject(trace.setSpan(ROOT_CONTEXT, span), metadata, METADATA_SETTER);
   return span;
 }

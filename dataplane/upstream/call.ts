@@ -160,7 +160,15 @@ class Attempt extends UpstreamTry {
     this.#span =
       req.span == null
         ? null
-        : startAttemptSpan(req.span, req.method, up.origin, req.path, tries?.attempt ?? 0, req.headers);
+        : startAttemptSpan(
+            req.span,
+            req.method,
+            up.origin,
+            req.path,
+            tries?.attempt ?? 0,
+            req.headers,
+            endpoint,
+          );
   }
 
   protected head(status: number, headers: IncomingHttpHeaders): Writable | null {
@@ -169,6 +177,7 @@ class Attempt extends UpstreamTry {
     const tries = this.#tries;
     this.#status = status;
     up.breaker?.record(status < 500);
+    up.outcome(this.#endpoint, status < 500);
     // A retryable status is read and dropped; the client sees only the last try.
     if (tries !== null && status >= 500 && retryAllowed(call, this.#body, tries, true, status)) {
       this.#retryStatus = true;
@@ -191,7 +200,10 @@ class Attempt extends UpstreamTry {
       // Withdrawn (the client went away): neither the upstream's failure nor a try to repeat.
       call.sink.end({ code: upstreamErrorCode(call.req.signal.reason), sent: true });
     else {
-      if (!responded) call.up.breaker?.record(false);
+      if (!responded) {
+        call.up.breaker?.record(false);
+        call.up.outcome(last, false);
+      }
       const sent = mayHaveReachedUpstream(err);
       if (tries !== null && !responded && retryAllowed(call, body, tries, sent, 0))
         retryLater(call, body, { ...tries, sent: tries.sent || sent, last }, sent ? 'reset' : 'connect');

@@ -4,18 +4,35 @@
  * Pool keeps the url's origin, so the Host header and the TLS server name (and the name its
  * certificate is checked against) are the url's; only its connector dials the address instead.
  */
+import { isIP } from 'node:net';
 import { buildConnector, Pool } from 'undici';
 import { endpointKey } from '../config/endpoints.ts';
 import type { Endpoint as TableEndpoint } from '../config/route-table.ts';
+import type { AttemptTarget } from '../observability/tracing.ts';
 import { type Candidate, hash32 } from './balancer.ts';
+import type { Ejectable } from './outlier.ts';
 
-export class Endpoint implements Candidate {
+export class Endpoint implements Candidate, AttemptTarget, Ejectable {
   /** "10.0.0.7:8080", "[fd00::7]:8080"; the url's host for an upstream without endpoints. */
   readonly key: string;
   /** Where its connections go, as the access log shows it: "http://10.0.0.7:8080" (the url's origin without endpoints). */
   readonly address: string;
   readonly seed: number;
+  /** The url's host and port: what the Host header names (a try span's server.address/port). */
+  readonly serverAddress: string;
+  readonly serverPort: number;
+  /**
+   * The address connections go to (a try span's network.peer.*): the endpoint's; without
+   * endpoints the url's host when it is an IP address, else null (a DNS name is resolved per
+   * connection, by undici, out of sight).
+   */
+  readonly peerAddress: string | null;
+  readonly peerPort: number;
   inFlight = 0;
+  /** Outlier detection's state (outlier.ts): failures in a row, ejected until, times ejected. */
+  failures = 0;
+  ejectedUntil = 0;
+  ejections = 0;
   readonly #origin: string;
   readonly #connectMs: number;
   readonly #at: TableEndpoint | null;
@@ -29,6 +46,12 @@ export class Endpoint implements Candidate {
     this.key = at === null ? new URL(origin).host : endpointKey(at);
     this.address = at === null ? origin : `${new URL(origin).protocol}//${this.key}`;
     this.seed = hash32(this.key);
+    const url = new URL(origin);
+    // URL keeps an IPv6 host in brackets; the conventions write the bare address.
+    this.serverAddress = url.hostname.replace(/^\[(.*)\]$/, '$1');
+    this.serverPort = Number(url.port) || (url.protocol === 'https:' ? 443 : 80);
+    this.peerAddress = at !== null ? at.address : isIP(this.serverAddress) !== 0 ? this.serverAddress : null;
+    this.peerPort = at !== null ? at.port : this.serverPort;
     this.#origin = origin;
     this.#connectMs = connectMs;
     this.#at = at;

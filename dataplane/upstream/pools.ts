@@ -14,6 +14,7 @@ import type { Upstream } from '../config/route-table.ts';
 import { Balancer } from './balancer.ts';
 import { type BreakerState, CircuitBreaker } from './circuit-breaker.ts';
 import { Endpoint } from './endpoint.ts';
+import { OutlierDetector } from './outlier.ts';
 import { RetryBudget } from './retry-budget.ts';
 
 export type { Endpoint } from './endpoint.ts';
@@ -28,6 +29,11 @@ export interface UpstreamRuntime {
    * try in the endpoint's `inFlight` until its response ends.
    */
   pick(headers: Record<string, string>, avoid: Endpoint | null): Endpoint | null;
+  /**
+   * How a try on `endpoint` ended: ok, or failed (a 5xx, or no response; not a client that went
+   * away). What outlier detection (outlier.ts) reads; a no-op without it.
+   */
+  outcome(endpoint: Endpoint, ok: boolean): void;
   /** Base path of the upstream URL without trailing "/" ('' for none). */
   basePath: string;
   headersTimeout: number;
@@ -38,13 +44,30 @@ export interface UpstreamRuntime {
   breaker: CircuitBreaker | null;
 }
 
+/** How many endpoints an upstream of endpoints has: in its list (ready), and left but not yet closed (draining). */
+export interface EndpointCounts {
+  ready: number;
+  draining: number;
+}
+
 export class PoolRegistry {
   readonly #pools = new Map<string, LazyUpstream>();
   readonly #onCircuit: (upstream: string, state: BreakerState) => void;
+  readonly #onEndpoints: (upstream: string, counts: EndpointCounts) => void;
 
-  /** Breaker state and retry budgets live here, with the pool: they survive snapshots that keep the upstream. */
-  constructor(opts: { onCircuit?: (upstream: string, state: BreakerState) => void } = {}) {
+  /**
+   * Breaker state and retry budgets live here, with the pool: they survive snapshots that keep the upstream.
+   * onEndpoints: an upstream of endpoints whose counts changed, once a snapshot that names it runs
+   * and whenever an endpoint it dropped has drained (upstreams without endpoints are never reported).
+   */
+  constructor(
+    opts: {
+      onCircuit?: (upstream: string, state: BreakerState) => void;
+      onEndpoints?: (upstream: string, counts: EndpointCounts) => void;
+    } = {},
+  ) {
     this.#onCircuit = opts.onCircuit ?? (() => {});
+    this.#onEndpoints = opts.onEndpoints ?? (() => {});
   }
 
   /**
@@ -56,11 +79,16 @@ export class PoolRegistry {
     let rt = this.#pools.get(u.id);
     if (rt === undefined) {
       const url = new URL(u.url);
-      rt = new LazyUpstream(u, url.origin, {
+      const made: LazyUpstream = new LazyUpstream(u, url.origin, {
         basePath: url.pathname === '/' ? '' : url.pathname.replace(/\/$/, ''),
         retry: u.retries ? { ...u.retries, budget: new RetryBudget(u.retries.budgetPercent) } : null,
         breaker: u.breaker ? new CircuitBreaker(u.breaker, (state) => this.#onCircuit(u.id, state)) : null,
+        // A retired upstream's series are gone with it (Metrics.retain): only a registered one reports.
+        onDrained: () => {
+          if (this.#pools.get(u.id) === made) this.#report(made);
+        },
       });
+      rt = made;
       if (rt.breaker) this.#onCircuit(u.id, 'closed');
       this.#pools.set(u.id, rt);
     } else rt.stage(u);
@@ -76,11 +104,22 @@ export class PoolRegistry {
     for (const [id, rt] of this.#pools) {
       if (keep.has(id)) {
         rt.commit();
+        this.#report(rt);
         continue;
       }
       this.#pools.delete(id);
       setTimeout(() => rt.close().catch(() => {}), graceMs).unref();
     }
+  }
+
+  /** Tells onEndpoints rt's counts if they changed since last told. */
+  #report(rt: LazyUpstream): void {
+    const counts = rt.endpointCounts();
+    if (counts === null) return;
+    const key = `${counts.ready} ${counts.draining}`;
+    if (rt.reported === key) return;
+    rt.reported = key;
+    this.#onEndpoints(rt.id, counts);
   }
 
   async closeAll(): Promise<void> {
@@ -116,8 +155,22 @@ class LazyUpstream implements UpstreamRuntime {
   /** The upstream as the latest snapshot gave it, until commit. */
   #staged: Upstream | null = null;
   #closed = false;
+  /** Whether the table lists endpoints for it (else its one endpoint is the url's host). */
+  #listed: boolean;
+  /** Endpoints dropped from the list whose pools have not closed yet. */
+  #draining = 0;
+  readonly #onDrained: () => void;
+  /** The counts last given to onEndpoints (PoolRegistry's). */
+  reported = '';
+  #outlier: OutlierDetector | null;
+  /** The outlier detection the detector was made for (to tell a changed one). */
+  #outlierConfig: string;
 
-  constructor(u: Upstream, origin: string, rest: Pick<UpstreamRuntime, 'basePath' | 'retry' | 'breaker'>) {
+  constructor(
+    u: Upstream,
+    origin: string,
+    rest: Pick<UpstreamRuntime, 'basePath' | 'retry' | 'breaker'> & { onDrained: () => void },
+  ) {
     this.id = u.id;
     this.origin = origin;
     this.basePath = rest.basePath;
@@ -128,20 +181,29 @@ class LazyUpstream implements UpstreamRuntime {
     this.breaker = rest.breaker;
     this.#connectMs = u.timeouts.connectMs;
     this.#host = new URL(origin).host;
+    this.#onDrained = rest.onDrained;
+    this.#listed = u.endpoints !== undefined;
     this.#endpoints = this.#endpointsOf(u, new Map());
     this.#balance = JSON.stringify(u.balance ?? null);
     this.#balancer = new Balancer(u.balance);
+    this.#outlierConfig = JSON.stringify(u.outlierDetection ?? null);
+    this.#outlier = u.outlierDetection ? new OutlierDetector(u.outlierDetection) : null;
   }
 
   pick(headers: Record<string, string>, avoid: Endpoint | null): Endpoint | null {
-    return this.#balancer.pick(this.#endpoints, headers, avoid);
+    const list = this.#outlier === null ? this.#endpoints : this.#outlier.available(this.#endpoints);
+    return this.#balancer.pick(list, headers, avoid);
+  }
+
+  outcome(endpoint: Endpoint, ok: boolean): void {
+    this.#outlier?.record(this.#endpoints, endpoint, ok);
   }
 
   stage(u: Upstream): void {
     this.#staged = u;
   }
 
-  /** Takes the staged endpoints and balance: endpoints kept keep their pool, those gone are drained. */
+  /** Takes the staged endpoints, balance and outlier detection: endpoints kept keep their pool (and ejection state), those gone are drained. */
   commit(): void {
     const u = this.#staged;
     if (u === null) return;
@@ -151,12 +213,32 @@ class LazyUpstream implements UpstreamRuntime {
       this.#balance = balance;
       this.#balancer = new Balancer(u.balance);
     }
+    const outlier = JSON.stringify(u.outlierDetection ?? null);
+    if (outlier !== this.#outlierConfig) {
+      this.#outlierConfig = outlier;
+      this.#outlier = u.outlierDetection ? new OutlierDetector(u.outlierDetection) : null;
+    }
     if (this.#closed || sameEndpoints(this.#endpoints, u, this.#host)) return;
+    this.#listed = u.endpoints !== undefined;
     const old = new Map(this.#endpoints.map((e) => [e.key, e]));
     this.#endpoints = this.#endpointsOf(u, old);
     for (const e of this.#endpoints) old.delete(e.key);
     // Out of the list already: no new try picks them; undici's close lets those under way finish.
-    for (const gone of old.values()) gone.close().catch(() => {});
+    for (const gone of old.values()) {
+      this.#draining++;
+      gone
+        .close()
+        .catch(() => {})
+        .finally(() => {
+          this.#draining--;
+          this.#onDrained();
+        });
+    }
+  }
+
+  /** null: an upstream without endpoints (its url's host). */
+  endpointCounts(): EndpointCounts | null {
+    return this.#listed ? { ready: this.#endpoints.length, draining: this.#draining } : null;
   }
 
   /** u's endpoints (the url's host when it lists none), reusing those of `old` by key. */

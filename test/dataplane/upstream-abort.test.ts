@@ -34,6 +34,7 @@ beforeAll(async () => {
     breaker: null,
     // Its one endpoint is this pool of one connection.
     pick: () => ({ key: 'abort', seed: 0, inFlight: 0, pool }),
+    outcome: () => {},
   } as unknown as UpstreamRuntime;
 });
 afterAll(async () => {

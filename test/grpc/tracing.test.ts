@@ -81,6 +81,8 @@ describe('grpc tracing', () => {
         'rpc.grpc.status_code': '0',
         'server.address': '127.0.0.1',
         'server.port': String(srv.port),
+        'network.peer.address': '127.0.0.1',
+        'network.peer.port': String(srv.port),
       },
     });
     expect(rpc.status.code).not.toBe(STATUS_ERROR);

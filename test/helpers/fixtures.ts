@@ -27,6 +27,11 @@ export class RouteBuilder {
     return this;
   }
 
+  balance(balance: NonNullable<Service['balance']>): this {
+    this.#obj.spec.service.balance = balance;
+    return this;
+  }
+
   timeouts(timeouts: NonNullable<Service['timeouts']>): this {
     this.#obj.spec.service.timeouts = timeouts;
     return this;

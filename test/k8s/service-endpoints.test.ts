@@ -2,7 +2,8 @@
  * A GatewayRoute's backendRef on a real API server (KUBECONFIG): the controller reads the
  * Service's EndpointSlices and the data plane spreads requests over their ready endpoints (two
  * back ends on 127.0.0.1 and 127.0.0.2, one port, as two pods of a Service); an endpoint that
- * turns not ready leaves the snapshot and gets no more requests. kapi runs no EndpointSlice
+ * turns not ready leaves the snapshot and gets no more requests; spec.service.balance reaches the
+ * data plane (consistent hashing on a header keeps each value on one endpoint). kapi runs no EndpointSlice
  * controller, so the test writes the slices as Kubernetes would.
  */
 import { randomBytes } from 'node:crypto';
@@ -119,5 +120,45 @@ describe('backendRef → EndpointSlices → the data plane balances', () => {
     served.clear();
     expect(await spread(10)).toEqual(Array(10).fill(HOSTS[0]));
     expect(served.get(HOSTS[1])).toBeUndefined();
+  });
+
+  it('spec.service.balance consistent-hash on a header: each value keeps its endpoint', async () => {
+    await ok(
+      ['apply', '-n', NS, '-f', '-'],
+      `${slice([true, true])}
+---
+apiVersion: sluice.dev/v1alpha1
+kind: GatewayRoute
+metadata: { name: web }
+spec:
+  service:
+    name: api
+    backendRef: { name: api, port: 80 }
+    balance: { policy: consistent-hash, hashOn: { header: X-User } }
+  routes: [{ name: all, paths: ["/web"] }]
+`,
+    );
+    await until(
+      () =>
+        controller.runner.snapshot()?.table.upstreams[0]?.balance?.policy === 'consistent-hash' &&
+        upstreamEndpoints()?.[0]?.length === 2 &&
+        dp.holder.hash === controller.runner.lastBuild?.hash,
+      20_000,
+      50,
+    );
+    expect(controller.runner.snapshot()?.table.upstreams[0].balance).toEqual({
+      policy: 'consistent-hash',
+      hashOn: { header: 'x-user' },
+    });
+    const answer = async (user: string) => {
+      const res = await request(`${dp.proxyUrl}/web`, { headers: { 'x-user': user } });
+      expect(res.statusCode).toBe(200);
+      return res.body.text();
+    };
+    const first = new Map<string, string>();
+    for (let i = 0; i < 20; i++) first.set(`user-${i}`, await answer(`user-${i}`));
+    for (const [user, host] of first) for (let j = 0; j < 3; j++) expect(await answer(user)).toBe(host);
+    // Spread over both, not all on one.
+    expect(new Set(first.values())).toEqual(new Set(HOSTS));
   });
 });

@@ -69,7 +69,14 @@ const scrapes: Record<'dataplane' | 'controller', string> = { dataplane: '', con
 beforeAll(async () => {
   up = await startUpstream();
   dp = await startTestDataPlane({
-    initialSnapshot: snapshot([route('a', 'u', '/a')], [upstream('u', up.url)]),
+    initialSnapshot: snapshot(
+      [route('a', 'u', '/a'), route('e', 'e', '/e')],
+      // An upstream of endpoints: sluice_upstream_endpoints has samples.
+      [
+        upstream('u', up.url),
+        { ...upstream('e', 'http://svc.test.invalid:8080'), endpoints: [{ address: '127.0.0.1', port: 9 }] },
+      ],
+    ),
   });
   await request(`${dp.proxyUrl}/a/x`).then((r) => r.body.dump()); // request and upstream series with samples
   scrapes.dataplane = await (await request(`${dp.adminUrl}/metrics`)).body.text();

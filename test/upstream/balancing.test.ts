@@ -287,5 +287,19 @@ describe('the door', () => {
         }),
       ),
     ).toEqual([{ id: 'upstream/v', field: 'balance.hashOn', message: 'has no meaning for round-robin' }]);
+    const outlierDetection = {
+      consecutiveFailures: 5,
+      baseEjectionMs: 30_000,
+      maxEjectionMs: 1_000,
+      maxEjectionPercent: 50,
+    };
+    expect(errorsOf(up('upstream/v', { outlierDetection }))).toEqual([
+      { id: 'upstream/v', field: 'outlierDetection', message: 'applies only to an upstream with endpoints' },
+      {
+        id: 'upstream/v',
+        field: 'outlierDetection.maxEjectionMs',
+        message: 'must be at least baseEjectionMs',
+      },
+    ]);
   });
 });

@@ -133,7 +133,7 @@ function start(b: BoundCall, ctx: RequestContext, sink: ResponseSink, signal?: A
   const client = endpoint.key === b.host ? b.client : endpointClient(endpoint, b.key);
   const message = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   // One client span per call (grpc-js makes no retries here), its traceparent in the metadata.
-  const span = ctx.span === null ? null : startRpcSpan(ctx.span, b.spanName, b.spanAttributes, md);
+  const span = ctx.span === null ? null : startRpcSpan(ctx.span, b.spanName, b.spanAttributes, md, endpoint);
   if (signal?.aborted) return sink.end({ code: 'SLC_ERR_CLIENT_CLOSED', sent: false });
   const c = b.method.method.responseStream
     ? serverStream(b, client, sink, message, md, ctx.requestId, span)
