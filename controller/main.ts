@@ -2,6 +2,7 @@
  * Wiring of `sluice controller`: kubeconfig, metrics and health endpoints, the runner, leader
  * election. Every replica watches and builds; the Lease holder pushes and writes status.
  */
+import type { PortRange } from './gateway-api/ports.ts';
 import { readFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import { hostname } from 'node:os';
@@ -37,6 +38,12 @@ export interface ControllerOptions {
   resyncMs?: number;
   /** Where routes, plugins, Secrets and Services are watched; absent or empty: every namespace. */
   watchNamespaces?: string[];
+  /**
+   * Gateway API: serve the Gateways of sluice.dev/gateway-controller classes whenever the CRDs are
+   * installed (default true), listener ports allocated from `gatewayPorts` (default 20000–20999).
+   */
+  gatewayApi?: boolean;
+  gatewayPorts?: PortRange;
   informer?: InformerOptions;
 }
 
@@ -70,6 +77,8 @@ export async function startController(o: ControllerOptions): Promise<Controller>
     resyncMs: o.resyncMs,
     className: o.className || null,
     watchNamespaces: o.watchNamespaces?.length ? o.watchNamespaces : null,
+    gatewayApi: o.gatewayApi ?? true,
+    gatewayPorts: o.gatewayPorts,
     informer: o.informer,
   });
   let ready = false;

@@ -25,6 +25,8 @@ import {
   specChanged,
 } from './source/relevance.ts';
 import { resourceSetFrom } from './source/resource-set.ts';
+import { GatewayApiSource } from './source/gateway-api-source.ts';
+import type { PortRange } from './gateway-api/ports.ts';
 import { Watched, type WatchNamespaces } from './source/watched.ts';
 import { GenerationLedger } from './status/generation-ledger.ts';
 import { StatusWriter } from './status/status-writer.ts';
@@ -54,6 +56,10 @@ export interface RunnerOptions {
   holdoffMs?: number;
   maxHoldoffMs?: number;
   resyncMs?: number;
+  /** Serve Gateway API objects once their CRDs exist (controller/source/gateway-api-source.ts). */
+  gatewayApi?: boolean;
+  /** Data-plane ports for Gateway listeners. */
+  gatewayPorts?: PortRange;
   informer?: InformerOptions;
   clock?: Clock;
 }
@@ -79,6 +85,8 @@ export class Runner {
   /** The EndpointSlices of the watched namespaces: those of referenced Services give routes their endpoints. */
   readonly #serviceSlices: Watched<EndpointSlice & KubeObject>;
   readonly #slices: Informer<EndpointSlice>;
+  /** Gateway API inputs; null when turned off. */
+  readonly #gatewayApi: GatewayApiSource | null;
   readonly #status: StatusWriter;
   readonly #holdoff: Holdoff;
   readonly #ledger = new GenerationLedger();
@@ -134,6 +142,10 @@ export class Runner {
     this.#serviceSlices = watched('endpointslices', (_t, obj) => {
       if (isReferencedSlice(this.#refs.services, obj)) changed();
     });
+    this.#gatewayApi =
+      o.gatewayApi === true
+        ? new GatewayApiSource(o.kube, o.watchNamespaces ?? null, changed, informerOptions)
+        : null;
     const { namespace, service, portName, scheme } = o.dataplane;
     this.#slices = new Informer<EndpointSlice>(
       o.kube,
@@ -166,7 +178,15 @@ export class Runner {
   }
 
   get #informers(): { start(): void; stop(): void; synced: Promise<void> }[] {
-    return [this.#routes, this.#plugins, this.#secrets, this.#services, this.#serviceSlices, this.#slices];
+    return [
+      this.#routes,
+      this.#plugins,
+      this.#secrets,
+      this.#services,
+      this.#serviceSlices,
+      this.#slices,
+      ...(this.#gatewayApi ? [this.#gatewayApi] : []),
+    ];
   }
 
   /** Starts watching; resolves once every kind is listed and the first snapshot is built. */
@@ -202,7 +222,10 @@ export class Runner {
 
   #rebuild(changedAt: number): void {
     const m = this.#o.metrics;
-    this.#refs = referencesOf(this.#plugins.cache.values(), this.#routes.cache.values());
+    this.#refs = withReferences(
+      referencesOf(this.#plugins.cache.values(), this.#routes.cache.values()),
+      this.#gatewayApi?.references(),
+    );
     const objects = relevantObjects(
       {
         plugins: this.#plugins.cache.values(),
@@ -213,8 +236,11 @@ export class Runner {
       },
       this.#refs,
     );
+    if (this.#gatewayApi) objects.push(...this.#gatewayApi.objects());
     const started = process.hrtime.bigint();
-    const { result, built } = tracedBuild(resourceSetFrom(objects, { withServices: true }));
+    const { result, built } = tracedBuild(resourceSetFrom(objects, { withServices: true }), {
+      gatewayPorts: this.#o.gatewayPorts,
+    });
     m.buildSeconds.observe(Number(process.hrtime.bigint() - started) / 1e9);
     m.builds.labels(result.diagnostics.length ? 'with_errors' : 'ok').inc();
     const { hash } = result.snapshot;
@@ -284,4 +310,13 @@ export class Runner {
     const informer = kind === 'GatewayRoute' ? this.#routes : kind === 'GatewayPlugin' ? this.#plugins : null;
     return informer?.cache.get(`${ns}/${name}`);
   }
+}
+
+/** Both sets of references in one (the Gateway API's added to the GatewayRoutes' and plugins'). */
+function withReferences(a: References, b: References | undefined): References {
+  if (b === undefined || (b.secrets.size === 0 && b.services.size === 0)) return a;
+  return {
+    secrets: new Set([...a.secrets, ...b.secrets]),
+    services: new Set([...a.services, ...b.services]),
+  };
 }

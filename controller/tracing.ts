@@ -22,10 +22,13 @@ export const ATTR_SNAPSHOT_HASH = 'sluice.snapshot.hash';
 const tracer = trace.getTracer('sluice-controller');
 
 /** build() inside a `controller build` span; the span's context lets the pushes link to it. */
-export function tracedBuild(resources: ResourceSet): { result: BuildResult; built: SpanContext } {
+export function tracedBuild(
+  resources: ResourceSet,
+  opts?: Parameters<typeof build>[1],
+): { result: BuildResult; built: SpanContext } {
   const span = tracer.startSpan('controller build');
   try {
-    const result = build(resources);
+    const result = build(resources, opts);
     span.setAttributes({
       [ATTR_SNAPSHOT_HASH]: result.snapshot.hash,
       'sluice.routes': result.snapshot.table.routes.length,

@@ -54,6 +54,16 @@ const flags = {
     arg: 'N',
     help: 'the leader asks each pod which snapshot it runs every N seconds (default 10)',
   },
+  'gateway-api': {
+    type: 'string',
+    arg: 'on|off',
+    help: 'serve Gateway API Gateways of sluice.dev/gateway-controller classes once the CRDs exist (default on)',
+  },
+  'gateway-ports': {
+    type: 'string',
+    arg: 'FIRST-LAST',
+    help: "data-plane ports for Gateway listeners (default 20000-20999): each Gateway's Service targets them",
+  },
   ...LOG_LEVEL_FLAG,
 } as const;
 
@@ -99,6 +109,9 @@ export const controller: Command<typeof flags> = {
         'controller',
         `--class: ${JSON.stringify(className)} is not a label value (63 letters, digits, - _ . at most)`,
       );
+    const gatewayApi = values['gateway-api'] ?? 'on';
+    if (gatewayApi !== 'on' && gatewayApi !== 'off') failIn('controller', '--gateway-api must be on or off');
+    const gatewayPorts = portRange(values['gateway-ports'] ?? '20000-20999');
     const log = createLogger(logLevel('controller', values));
     // Loaded here, not at the top: the controller's modules are what `sluice run` and
     // `sluice dataplane` (the proxies) must not load (@kubernetes/client-node, when a kubeconfig
@@ -124,6 +137,8 @@ export const controller: Command<typeof flags> = {
       identity: values.identity,
       leaseSeconds: intFlag('controller', values['lease-seconds'], 'lease-seconds', 15),
       resyncMs: 1000 * Math.max(1, intFlag('controller', values['resync-seconds'], 'resync-seconds', 10)),
+      gatewayApi: gatewayApi === 'on',
+      gatewayPorts,
     }).catch((err: Error) => failIn('controller', err.message, 1));
     stopOnSignals(log, 'stopping: releasing the lease', async () => {
       await c.close();
@@ -131,3 +146,13 @@ export const controller: Command<typeof flags> = {
     });
   },
 };
+
+/** "20000-20999" → the range; anything else exits 2 naming the flag. */
+function portRange(text: string): { first: number; last: number } {
+  const m = /^(\d{1,5})-(\d{1,5})$/.exec(text);
+  const first = Number(m?.[1]);
+  const last = Number(m?.[2]);
+  if (m === null || first < 1 || last > 65_535 || first > last)
+    failIn('controller', `--gateway-ports must be FIRST-LAST within 1-65535, not ${JSON.stringify(text)}`);
+  return { first, last };
+}

@@ -5,13 +5,13 @@
  * tested against it (test/chart/rbac.test.ts): least privilege is checked, not hoped for.
  */
 
-export type Verb = 'get' | 'list' | 'watch' | 'create' | 'update' | 'patch';
+export type Verb = 'get' | 'list' | 'watch' | 'create' | 'update' | 'patch' | 'delete';
 
 /**
  * Where the access is needed: the namespaces given by --watch-namespaces (all when none are
  * given), the Lease's namespace, or the data plane's (its headless admin Service's) namespace.
  */
-export type Scope = 'watched namespaces' | 'lease namespace' | 'dataplane namespace';
+export type Scope = 'watched namespaces' | 'lease namespace' | 'dataplane namespace' | 'cluster';
 
 export interface ApiAccess {
   /** '' for the core API group. */
@@ -22,6 +22,8 @@ export interface ApiAccess {
   verbs: readonly Verb[];
   scope: Scope;
   why: string;
+  /** Needed only while serving the Gateway API (--gateway-api, the chart's gatewayAPI.enabled). */
+  feature?: 'gateway-api';
 }
 
 export const API_ACCESS = [
@@ -96,6 +98,87 @@ export const API_ACCESS = [
     verbs: ['list', 'watch'],
     scope: 'dataplane namespace',
     why: 'the data-plane pods, from the EndpointSlices of the headless admin Service',
+  },
+  {
+    group: 'apiextensions.k8s.io',
+    version: 'v1',
+    resource: 'customresourcedefinitions',
+    verbs: ['list', 'watch'],
+    scope: 'cluster',
+    why: 'whether the Gateway API CRDs are installed: it serves them from the moment they are',
+    feature: 'gateway-api',
+  },
+  {
+    group: 'gateway.networking.k8s.io',
+    version: 'v1',
+    resource: 'gatewayclasses',
+    verbs: ['list', 'watch'],
+    scope: 'cluster',
+    why: 'the GatewayClasses whose controllerName is sluice.dev/gateway-controller',
+    feature: 'gateway-api',
+  },
+  {
+    group: 'gateway.networking.k8s.io',
+    version: 'v1',
+    resource: 'gatewayclasses/status',
+    verbs: ['patch'],
+    scope: 'cluster',
+    why: 'Accepted and SupportedVersion of those classes (leader only)',
+    feature: 'gateway-api',
+  },
+  {
+    group: 'gateway.networking.k8s.io',
+    version: 'v1',
+    resource: 'gateways',
+    verbs: ['list', 'watch'],
+    scope: 'watched namespaces',
+    why: 'the Gateways of those classes: their listeners become data-plane ports',
+    feature: 'gateway-api',
+  },
+  {
+    group: 'gateway.networking.k8s.io',
+    version: 'v1',
+    resource: 'httproutes',
+    verbs: ['list', 'watch'],
+    scope: 'watched namespaces',
+    why: 'the HTTPRoutes attached to those Gateways, compiled with the GatewayRoutes',
+    feature: 'gateway-api',
+  },
+  {
+    group: 'gateway.networking.k8s.io',
+    version: 'v1beta1',
+    resource: 'referencegrants',
+    verbs: ['list', 'watch'],
+    scope: 'watched namespaces',
+    why: 'which cross-namespace backendRefs and certificateRefs are allowed',
+    feature: 'gateway-api',
+  },
+  {
+    group: 'gateway.networking.k8s.io',
+    version: 'v1',
+    resource: 'gateways/status',
+    verbs: ['patch'],
+    scope: 'watched namespaces',
+    why: "the Gateways' conditions, listeners and addresses (leader only)",
+    feature: 'gateway-api',
+  },
+  {
+    group: 'gateway.networking.k8s.io',
+    version: 'v1',
+    resource: 'httproutes/status',
+    verbs: ['update'],
+    scope: 'watched namespaces',
+    why: "the HTTPRoutes' status.parents entries of Sluice's Gateways, others' kept (update with resourceVersion; leader only)",
+    feature: 'gateway-api',
+  },
+  {
+    group: '',
+    version: 'v1',
+    resource: 'services',
+    verbs: ['create', 'update', 'delete'],
+    scope: 'watched namespaces',
+    why: "each Gateway's own Service (its address), owned by the Gateway, labelled with its name (leader only)",
+    feature: 'gateway-api',
   },
   {
     group: 'coordination.k8s.io',

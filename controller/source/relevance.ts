@@ -8,6 +8,8 @@ import { SERVICE_NAME_LABEL } from '../api/endpoint-slice.ts';
 import type { EndpointSlice, GatewayPlugin, GatewayRoute, Resource, Secret, Service } from '../api/index.ts';
 import type { ChangeType, KubeObject } from './informers.ts';
 import { backendRefsOf } from '../api/gateway-route.ts';
+import type { Gateway, HTTPRoute } from '../api/gateway-api.ts';
+import { gatewayServiceName } from '../gateway-api/gateways.ts';
 
 /** A GatewayRoute or GatewayPlugin event that can change the table: added, deleted, or a new generation or labels. */
 export function specChanged(type: ChangeType, obj: KubeObject, old?: KubeObject): boolean {
@@ -100,4 +102,30 @@ export function referencedServices(routes: Iterable<GatewayRoute>): Set<string> 
   for (const r of routes)
     for (const { name } of backendRefsOf(r.spec)) out.add(`${r.metadata.namespace ?? 'default'}/${name}`);
   return out;
+}
+
+/**
+ * What Gateway API objects name: the Secrets of Gateways' certificateRefs, the Services of
+ * HTTPRoutes' backendRefs (in their namespaces, granted or not: the grant is checked by build),
+ * and each Gateway's own Service (where its ports are kept, and its address read).
+ */
+export function gatewayApiReferences(gateways: Iterable<Gateway>, routes: Iterable<HTTPRoute>): References {
+  const secrets = new Set<string>();
+  const services = new Set<string>();
+  for (const g of gateways) {
+    const ns = g.metadata.namespace ?? 'default';
+    services.add(`${ns}/${gatewayServiceName(g.metadata.name)}`);
+    for (const l of g.spec?.listeners ?? [])
+      for (const ref of l.tls?.certificateRefs ?? [])
+        if ((ref.kind ?? 'Secret') === 'Secret' && (ref.group ?? '') === '')
+          secrets.add(`${ref.namespace ?? ns}/${ref.name}`);
+  }
+  for (const r of routes) {
+    const ns = r.metadata.namespace ?? 'default';
+    for (const rule of r.spec?.rules ?? [])
+      for (const b of rule.backendRefs ?? [])
+        if ((b.kind ?? 'Service') === 'Service' && (b.group ?? '') === '')
+          services.add(`${b.namespace ?? ns}/${b.name}`);
+  }
+  return { secrets, services };
 }

@@ -48,14 +48,24 @@ function grants(ms: Manifest[], subject = SA): string[] {
   return [...out].sort();
 }
 
-/** What API_ACCESS says the controller needs, given the watched namespaces ([]: all). */
-function needed(watched: string[]): string[] {
+/**
+ * What API_ACCESS says the controller needs, given the watched namespaces ([]: all) and whether
+ * it serves the Gateway API (the chart's gatewayAPI.enabled, on by default).
+ */
+function needed(watched: string[], gatewayApi = true): string[] {
   const where = (a: ApiAccess) =>
-    a.scope === 'watched namespaces' ? (watched.length ? watched : ['*']) : [RELEASE_NS];
+    a.scope === 'cluster'
+      ? ['*']
+      : a.scope === 'watched namespaces'
+        ? watched.length
+          ? watched
+          : ['*']
+        : [RELEASE_NS];
   // A resource may be declared for two scopes (EndpointSlices: the watched namespaces and the
   // data plane's): granted once where they meet, and not again in a namespace a "*" grant covers.
+  const declared = (API_ACCESS as readonly ApiAccess[]).filter((a) => gatewayApi || a.feature === undefined);
   const all = new Set(
-    (API_ACCESS as readonly ApiAccess[]).flatMap((a) =>
+    declared.flatMap((a) =>
       where(a).flatMap((ns) => a.verbs.map((v) => `${ns} ${a.group}/${a.resource} ${v}`)),
     ),
   );
@@ -63,16 +73,35 @@ function needed(watched: string[]): string[] {
 }
 
 describe('the controller RBAC is exactly api-access.ts', () => {
-  it('default: the release namespace only, all in Roles', async () => {
+  it('default: the release namespace only, all in Roles but the cluster-scoped Gateway API reads', async () => {
     const ms = await render();
     expect(grants(ms)).toEqual(needed([RELEASE_NS]));
+    expect(ms.filter((m) => m.kind.startsWith('Cluster')).map((m) => `${m.kind}/${m.metadata.name}`)).toEqual([
+      'ClusterRole/gw-sluice-sluice-gateway-api',
+      'ClusterRoleBinding/gw-sluice-sluice-gateway-api',
+    ]);
+    expect(grants(ms).filter((g) => g.startsWith('* '))).toEqual([
+      '* apiextensions.k8s.io/customresourcedefinitions list',
+      '* apiextensions.k8s.io/customresourcedefinitions watch',
+      '* gateway.networking.k8s.io/gatewayclasses list',
+      '* gateway.networking.k8s.io/gatewayclasses watch',
+      '* gateway.networking.k8s.io/gatewayclasses/status patch',
+    ]);
+  });
+
+  it('gatewayAPI.enabled false: none of the Gateway API access, no ClusterRole, no Service writes', async () => {
+    const ms = await render({ values: { gatewayAPI: { enabled: false } } });
+    expect(grants(ms)).toEqual(needed([RELEASE_NS], false));
     expect(ms.filter((m) => m.kind.startsWith('Cluster'))).toEqual([]);
+    expect(grants(ms).filter((g) => /gateway\.networking|\/services (create|update|delete)/.test(g))).toEqual([]);
   });
 
   it('watchNamespaces [shop, payments]: Roles in those two for routes, plugins, Secrets, Services; Lease and EndpointSlices in the release namespace', async () => {
     const ms = await render({ values: { watchNamespaces: ['shop', 'payments'] } });
     expect(grants(ms)).toEqual(needed(['shop', 'payments']));
-    expect(ms.filter((m) => m.kind.startsWith('Cluster'))).toEqual([]);
+    expect(grants(ms).filter((g) => g.startsWith('* ') && !/gatewayclasses|customresourcedefinitions/.test(g))).toEqual(
+      [],
+    );
     const secrets = grants(ms).filter((g) => g.includes('/secrets '));
     expect(secrets).toEqual([
       'payments /secrets list',
@@ -95,7 +124,7 @@ describe('the controller RBAC is exactly api-access.ts', () => {
     ]);
   });
 
-  it('no "*" anywhere, no write verbs on anything but status, events and the Lease, in every preset', async () => {
+  it('no "*" anywhere, no write verbs on anything but status, events, the Lease and (Gateways\' own) Services, in every preset', async () => {
     for (const preset of PRESETS) {
       const ms = await render({ files: [preset] });
       for (const role of ms.filter((m) => m.kind === 'Role' || m.kind === 'ClusterRole'))
@@ -104,7 +133,7 @@ describe('the controller RBAC is exactly api-access.ts', () => {
           const writes = r.verbs.filter((v) => !['get', 'list', 'watch'].includes(v));
           if (writes.length)
             expect(
-              r.resources.every((x) => /\/status$|^events$|^leases$/.test(x)),
+              r.resources.every((x) => /\/status$|^events$|^leases$|^services$/.test(x)),
               JSON.stringify(r),
             ).toBe(true);
         }

@@ -68,6 +68,7 @@ describe('assertDeclared', () => {
           create: ['POST', collection, false],
           update: ['PUT', object, false],
           patch: ['PATCH', object, false],
+          delete: ['DELETE', object, false],
         }[verb] as [string, string, boolean];
         expect(() => assertDeclared(method, path, watch), `${verb} ${a.resource}`).not.toThrow();
       }

@@ -143,6 +143,23 @@ seccompProfile:
 - apiGroups: [""]
   resources: [events]
   verbs: [create, patch]
+{{- if .Values.gatewayAPI.enabled }}
+# Gateway API: the Gateways, HTTPRoutes and ReferenceGrants of the watched namespaces, their
+# status (written by the leader; an HTTPRoute's with update, so that the parents other
+# controllers wrote are kept), and each Gateway's own Service (its address; the leader).
+- apiGroups: [gateway.networking.k8s.io]
+  resources: [gateways, httproutes, referencegrants]
+  verbs: [list, watch]
+- apiGroups: [gateway.networking.k8s.io]
+  resources: [gateways/status]
+  verbs: [patch]
+- apiGroups: [gateway.networking.k8s.io]
+  resources: [httproutes/status]
+  verbs: [update]
+- apiGroups: [""]
+  resources: [services]
+  verbs: [create, update, delete]
+{{- end }}
 {{- end -}}
 
 {{/* Pod annotations: prometheus.io/* for the metrics port (metrics.podAnnotations), then the extra ones. Args: list $ $port $extra */}}
