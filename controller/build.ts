@@ -41,6 +41,7 @@ export function build(resources: ResourceSet, opts: { gatewayPorts?: PortRange }
   const gw = translateGatewayApi(resources, validated.model.plugins, opts.gatewayPorts);
   const compiled = compile({
     ...validated.model,
+    ...(gw.plugins.size && { plugins: new Map([...validated.model.plugins, ...gw.plugins]) }),
     routes: gw.routes.length ? [...validated.model.routes, ...gw.routes] : validated.model.routes,
     ...(gw.listeners.length && { gateway: { listeners: gw.listeners, certificates: gw.certificates } }),
   });

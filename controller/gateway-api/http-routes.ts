@@ -32,11 +32,14 @@ import type { ModelPlugin, ModelRoute } from '../validate/model.ts';
 import { serviceUrl } from '../validate/service-url.ts';
 import { condition, type RouteParentStatus, type RouteStatus } from './conditions.ts';
 import { admitsNamespace, type ModelListener, type TranslatedGateways } from './gateways.ts';
+import { HEADER_FILTERS, headerFilterPlugins, headerFilterProblem, pluginName } from './header-filters.ts';
 import { intersectHostnames } from './hostnames.ts';
 import { referencePermitted } from './reference-grants.ts';
 
 export interface TranslatedRoutes {
   routes: ModelRoute[];
+  /** Plugin instances made from header-modifier filters, by "namespace/name" (header-filters.ts). */
+  plugins: Map<string, ModelPlugin>;
   /** By HTTPRoute "namespace/name": only routes with a parent of Sluice's. */
   status: Map<string, RouteStatus>;
 }
@@ -54,6 +57,7 @@ export function translateHttpRoutes(
   const routes: ModelRoute[] = [];
   const status = new Map<string, RouteStatus>();
   const attached = new Map<ModelListener, number>();
+  const made = new Map<string, ModelPlugin>();
   for (const [key, route] of set.httpRoutes) {
     const ns = route.metadata.namespace!;
     const gen = route.metadata.generation ?? 0;
@@ -95,13 +99,16 @@ export function translateHttpRoutes(
     }
     if (parents.length === 0) continue;
     status.set(key, { observedGeneration: gen, parents });
-    routes.push(...modelRoutes(route, attachments, refs.backends));
+    if (attachments.length === 0) continue;
+    const filters = (route.spec.rules ?? []).map((rule, i) => headerFilterPlugins(route, rule, i));
+    for (const p of filters.flat()) made.set(`${p.ref.namespace}/${pluginName(p)}`, p);
+    routes.push(...modelRoutes(route, attachments, refs.backends, filters));
   }
   for (const { status: gs, listeners } of gateways.gateways.values())
     listeners.forEach((l, i) => {
       gs.listeners[i].attachedRoutes = attached.get(l) ?? 0;
     });
-  return { routes, status };
+  return { routes, status, plugins: made };
 }
 
 /** The listeners a parentRef attaches the route to, or why none. */
@@ -227,10 +234,14 @@ function resolvedRefs(
 function unsupportedIn(route: HTTPRoute): string | undefined {
   for (const [i, rule] of (route.spec.rules ?? []).entries()) {
     const at = `spec.rules[${i}]`;
-    for (const f of rule.filters ?? [])
-      if (f.type !== 'ExtensionRef') return `${at}.filters: ${f.type} is not supported yet`;
+    for (const [j, f] of (rule.filters ?? []).entries()) {
+      if (HEADER_FILTERS.has(f.type)) {
+        const problem = headerFilterProblem(f);
+        if (problem) return `${at}.filters[${j}]: ${problem}`;
+      } else if (f.type !== 'ExtensionRef') return `${at}.filters: ${f.type} is not supported yet`;
       else if (f.extensionRef?.group !== GROUP || f.extensionRef.kind !== 'GatewayPlugin')
         return `${at}.filters: an ExtensionRef to ${f.extensionRef?.group}/${f.extensionRef?.kind} (sluice.dev/GatewayPlugin is served)`;
+    }
     if ((rule.backendRefs ?? []).filter((b) => (b.weight ?? 1) > 0).length > 1)
       return `${at}.backendRefs: more than one backend with weight is not supported yet`;
     if (rule.backendRefs?.some((b) => b.filters?.length))
@@ -250,8 +261,8 @@ function modelRoutes(
   route: HTTPRoute,
   attachments: readonly Attachment[],
   backends: readonly (Backend | null)[],
+  filters: readonly ModelPlugin[][],
 ): ModelRoute[] {
-  if (attachments.length === 0) return [];
   const ns = route.metadata.namespace!;
   const name = route.metadata.name;
   const created = route.metadata.creationTimestamp
@@ -279,7 +290,9 @@ function modelRoutes(
           ...(m.method && { methods: [m.method as NonNullable<RouteRule['methods']>[number]] }),
           ...(m.headers.length && { headers: m.headers }),
           ...(group.hosts && { hosts: group.hosts }),
-          ...(pluginsOf(rule).length && { plugins: pluginsOf(rule) }),
+          ...((pluginsOf(rule).length || filters[i].length) && {
+            plugins: [...filters[i].map((p) => ({ name: pluginName(p) })), ...pluginsOf(rule)],
+          }),
         }),
       );
       out.push({

@@ -27,6 +27,8 @@ export interface GatewayService {
 
 export interface GatewayApiResult {
   routes: ModelRoute[];
+  /** Plugin instances its routes' filters make, by "namespace/name", for the model's plugins. */
+  plugins: ReadonlyMap<string, ModelPlugin>;
   /** Sorted by id. */
   listeners: Listener[];
   certificates: Certificate[];
@@ -63,6 +65,7 @@ export function translateGatewayApi(
   }
   return {
     routes: routes.routes,
+    plugins: routes.plugins,
     listeners: listeners.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)),
     certificates: gateways.certificates,
     status: {
