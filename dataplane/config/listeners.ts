@@ -4,7 +4,7 @@
  * (else which one serves a request would be a guess), HTTPS with certificates the table has and
  * HTTP without, and within a listener one certificate per host (SNI picks among them).
  */
-import type { TableError } from './validate.ts';
+import type { TableError } from './config-problem.ts';
 import type { RouteTable } from './route-table.ts';
 
 // RFC 1123 labels, lower case, optionally behind one leading "*." (Gateway API's Hostname).
