@@ -6,7 +6,8 @@
  * listener's routes are candidates, so a route on the catch-all listener never answers for a host
  * another listener claims (listener isolation); a host no listener takes gets a 404 like a path
  * no route takes. On HTTPS the SNI picks the listener the same way, and the certificate among that
- * listener's own (the first when none covers the name).
+ * listener's own (the first when none covers the name); a client that sends no SNI is taken as
+ * any host: the catch-all listener's first certificate (none: no handshake).
  *
  * Gateway API wildcards match one or more labels ("*.example.com" takes a.b.example.com), unlike
  * a route's match.hosts (router.ts hostMatcher: one label); neither takes the bare suffix.
@@ -34,6 +35,8 @@ export class ListenerPort implements Served {
   /** Most specific hostname first: exact names, then "*.suffix" longest first, then the catch-all. */
   readonly listeners: readonly ServedListener[];
   readonly requestsClientCertificate: boolean;
+  /** HTTPS: the PEM pair presented to a client without SNI: the catch-all listener's first certificate. */
+  readonly defaultCertificate: { cert: string; key: string } | null;
   readonly matcher: Served['matcher'];
   readonly certificates: Served['certificates'];
   readonly #exact = new Map<string, ServedListener>();
@@ -46,10 +49,12 @@ export class ListenerPort implements Served {
     protocol: 'HTTP' | 'HTTPS',
     listeners: readonly ServedListener[],
     requestsClientCertificate: boolean,
+    defaultCertificate: { cert: string; key: string } | null = null,
   ) {
     this.port = port;
     this.protocol = protocol;
     this.requestsClientCertificate = requestsClientCertificate;
+    this.defaultCertificate = defaultCertificate;
     let any: ServedListener | null = null;
     for (const l of listeners) {
       if (l.hostname === null) any = l;
@@ -136,8 +141,19 @@ export function buildListenerPorts(
         r.entry.plugins.some((p) => pluginManifest(p.name)?.needs?.clientCertificate === true),
       ),
     );
+    const catchAll = onPort.find((l) => l.hostname === undefined)?.certificates?.[0];
+    const pem = catchAll === undefined ? undefined : certificateById.get(catchAll)!;
     // Validation gave every listener of a port the same protocol.
-    ports.set(port, new ListenerPort(port, onPort[0].protocol, served, readsClientCertificate));
+    ports.set(
+      port,
+      new ListenerPort(
+        port,
+        onPort[0].protocol,
+        served,
+        readsClientCertificate,
+        pem ? { cert: pem.cert, key: pem.key } : null,
+      ),
+    );
   }
   return ports;
 }

@@ -16,6 +16,7 @@
  * connection ends once its response in flight has, WebSockets are closed with 1001; whatever is
  * still open after the drain timeout is cut.
  */
+import type { Http2SecureServer } from 'node:http2';
 import { createServer as createNetServer, type Server, type Socket } from 'node:net';
 import type { Observers } from '../pipeline/finish.ts';
 import type { ListenerPort } from '../runtime/listener-port.ts';
@@ -25,6 +26,7 @@ import { type CleartextServer, createCleartextServer } from './cleartext-server.
 import { drainHttp1 } from './http1-drain.ts';
 import type { ProxyServer, ProxyServerOptions } from './proxy-server.ts';
 import { createSecureProxyServer } from './secure-server.ts';
+import { TLS_CONTEXT_OPTIONS } from '../tls/settings.ts';
 
 const BIND_RETRY_FIRST_MS = 250;
 const BIND_RETRY_MAX_MS = 10_000;
@@ -47,6 +49,14 @@ export interface PortServerDeps {
   onState(state: PortState, failures: number): void;
 }
 
+/** The port's TLS server, its connections, and the port (and its default PEM) it last served. */
+interface SecurePart {
+  proxy: ProxyServer;
+  sockets: Set<Socket>;
+  port: ListenerPort | null;
+  pem: { cert: string; key: string } | null;
+}
+
 export class ListenerPortServer {
   readonly port: number;
   state: PortState = { bound: false };
@@ -55,7 +65,7 @@ export class ListenerPortServer {
   /** Every connection accepted: cut past the drain timeout. */
   readonly #sockets = new Set<Socket>();
   #cleartext: CleartextServer | null = null;
-  #secure: { proxy: ProxyServer; sockets: Set<Socket> } | null = null;
+  #secure: SecurePart | null = null;
   #failures = 0;
   #retry: NodeJS.Timeout | null = null;
   #closing: Promise<void> | null = null;
@@ -94,9 +104,9 @@ export class ListenerPortServer {
     socket.on('error', () => socket.destroy());
     this.#sockets.add(socket);
     socket.once('close', () => this.#sockets.delete(socket));
-    const protocol = this.#deps.port()?.protocol;
-    if (protocol === 'HTTP') this.#cleartextServer().accept(socket);
-    else if (protocol === 'HTTPS') this.#secureServer().proxy.server.emit('connection', socket);
+    const port = this.#deps.port();
+    if (port?.protocol === 'HTTP') this.#cleartextServer().accept(socket);
+    else if (port?.protocol === 'HTTPS') this.#secureServerFor(port).proxy.server.emit('connection', socket);
     else socket.destroy(); // accepted as the port was being dropped
   }
 
@@ -106,7 +116,22 @@ export class ListenerPortServer {
     return this.#cleartext;
   }
 
-  #secureServer(): { proxy: ProxyServer; sockets: Set<Socket> } {
+  /** The TLS server, its default context (for clients without SNI) the port's now. */
+  #secureServerFor(port: ListenerPort): SecurePart {
+    const secure = this.#secureServer();
+    if (secure.port === port) return secure;
+    secure.port = port;
+    const pem = port.defaultCertificate;
+    if (pem?.cert !== secure.pem?.cert || pem?.key !== secure.pem?.key) {
+      secure.pem = pem;
+      // Made when the first connection after a change comes, not per handshake; without one
+      // (no catch-all listener), a handshake without SNI fails.
+      (secure.proxy.server as Http2SecureServer).setSecureContext({ ...TLS_CONTEXT_OPTIONS, ...(pem ?? {}) });
+    }
+    return secure;
+  }
+
+  #secureServer(): SecurePart {
     if (this.#secure === null) {
       const d = this.#deps;
       // No default certificate: a name no listener of the port takes gets no handshake.
@@ -119,7 +144,7 @@ export class ListenerPortServer {
         sockets.add(s);
         s.once('close', () => sockets.delete(s));
       });
-      this.#secure = { proxy, sockets };
+      this.#secure = { proxy, sockets, port: null, pem: null };
     }
     return this.#secure;
   }

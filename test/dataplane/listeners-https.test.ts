@@ -2,8 +2,8 @@
  * Gateway HTTPS listener ports end to end, with openssl-made certificates (test/tls/pki.ts): the
  * SNI picks the listener (hostname specificity) and the certificate among that listener's own
  * (the first when none covers the name), ALPN gives h2 and http/1.1, a name no listener of the
- * port takes gets no handshake, and the proxy's own TLS port never presents a listener's
- * certificate.
+ * port takes gets no handshake, the proxy's own TLS port never presents a listener's
+ * certificate, and a port a snapshot switches to HTTP serves cleartext from then on.
  */
 import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -97,6 +97,13 @@ describe('HTTPS listener ports', () => {
     });
   });
 
+  it("presents the catch-all listener's first certificate to a client without SNI, and none on a port without one", async () => {
+    // (Not `authorized`: the client checks the certificate against 127.0.0.1, the name it dialled.)
+    const h = await handshake(port, null, pki.ca);
+    expect({ cn: h.cert.subject.CN, alpn: h.alpn }).toEqual({ cn: 'a.example.test', alpn: 'h2' });
+    await expect(handshake(onlyPort, null, pki.ca)).rejects.toThrow();
+  });
+
   it('refuses the handshake of a name no listener of the port takes', async () => {
     await expect(handshake(onlyPort, 'a.example.test', pki.ca)).rejects.toThrow();
     expect(await presented(onlyPort, 'only.example.test')).toMatchObject({ cn: 'only.example.test' });
@@ -130,5 +137,21 @@ describe('HTTPS listener ports', () => {
 
   it("never presents a listener's certificate on the proxy's own TLS port", async () => {
     await expect(handshake(httpsPortOf(dp), 'a.example.test', pki.ca)).rejects.toThrow();
+  });
+
+  // Last: it changes the snapshot the others read.
+  it('serves a kept port in its new protocol once a snapshot switches it from HTTPS to HTTP', async () => {
+    const r = dp.holder.apply(
+      snapshot([route('only', 'u', '/', { listeners: ['listener/test/gw/only'] })], [upstream('u', up.url)], {
+        listeners: [listener('only', onlyPort, { hostname: 'only.example.test' })],
+      }),
+    );
+    expect(r.result).toBe('applied');
+    const plain = await request(`http://127.0.0.1:${onlyPort}/plain`, {
+      headers: { host: 'only.example.test' },
+    });
+    expect(plain.statusCode).toBe(200);
+    await plain.body.dump();
+    await expect(handshake(onlyPort, 'only.example.test', pki.ca)).rejects.toThrow();
   });
 });
