@@ -4,7 +4,8 @@
  * connections refused) while its requests in flight finish (HTTP/1.1 and h2c) and its
  * connections end right after, without waiting for the drain timeout; a port another process
  * holds does not fail the apply: GET /config and sluice_listener_port_bound say it is not bound
- * (the failures are counted) until it is freed, and then it binds.
+ * (the failures are counted) until it is freed, and then it binds. Shutting the data plane
+ * down drains listener ports as it drains the proxy port.
  */
 import { once } from 'node:events';
 import { Agent as HttpAgent, get as httpGet } from 'node:http';
@@ -178,5 +179,33 @@ describe('listener ports across snapshots', () => {
       samples.find((s) => s.name === 'sluice_listener_port_bound' && s.labels.port === String(port))?.value,
     ).toBe(1);
     expect((await request(`http://127.0.0.1:${port}/`)).statusCode).toBe(200);
+  });
+});
+
+describe('listener ports on shutdown', () => {
+  it('let requests in flight finish, then close, well before the drain timeout', async () => {
+    const port = await freePort();
+    const own = await startTestDataPlane({
+      drainTimeoutMs: 10_000,
+      initialSnapshot: withPorts([port], ['/']),
+    });
+    try {
+      await untilPort(own, port);
+      const session = await h2Session(`http://127.0.0.1:${port}`);
+      const h2 = h2Request(session, 'x.test', '/slow/h2');
+      const h1 = request(`http://127.0.0.1:${port}/stream/h1`).then(async (r) => ({
+        status: r.statusCode,
+        body: await r.body.text(),
+      }));
+      await new Promise((r) => setTimeout(r, 150));
+      const t0 = Date.now();
+      await own.close();
+      expect(Date.now() - t0).toBeLessThan(3_000);
+      expect(await h2).toMatchObject({ status: 200, body: 'done' });
+      expect(await h1).toEqual({ status: 200, body: 'done' });
+      await expect(request(`http://127.0.0.1:${port}/`)).rejects.toMatchObject({ code: 'ECONNREFUSED' });
+    } finally {
+      await own.close();
+    }
   });
 });
