@@ -20,6 +20,7 @@ import { RuntimeHolder } from './runtime/holder.ts';
 import { type AdminState, createAdminServer, holderAdminState } from './server/admin-server.ts';
 import type { FastifyInstance } from 'fastify';
 import { InFlight } from './server/in-flight.ts';
+import { ListenerPorts, type ListenerState } from './server/listener-ports.ts';
 import { createProxyServer } from './server/proxy-server.ts';
 import { createSecureProxyServer } from './server/secure-server.ts';
 import { WebSocketSlots } from './server/websocket.ts';
@@ -45,6 +46,8 @@ export interface DataPlaneOptions {
   analyticsConsumers?: number;
   /** A cluster worker: the primary names the analytics consumers (cluster/consumer-names.ts); absent: this process. */
   askConsumer?: (consumer: string) => void;
+  /** A cluster worker: tells the primary its Gateway listener ports' state (GET /config is the primary's). */
+  onListeners?: (states: ListenerState[]) => void;
   /** The environment read for OTEL_* (tracing starts only when it configures an OTLP endpoint); default process.env. */
   otelEnv?: NodeJS.ProcessEnv;
   /** Bearer token for PUT /config; a random one is generated (and logged as generated, not shown) when empty. */
@@ -129,6 +132,8 @@ export interface DataPlane {
   adminUrl: string;
   adminToken: string;
   holder: RuntimeHolder;
+  /** The Gateway listener ports of the running snapshot (server/listener-ports.ts). */
+  listenerPorts: ListenerPorts;
   metrics: Metrics;
   log: Logger;
   stores: Stores;
@@ -171,6 +176,8 @@ export async function startDataPlane(partial: Partial<DataPlaneOptions>): Promis
   const stores = await openStores(o, metrics, log, declaredStores());
   const background = new Background();
   const tracing = startTracing(o.otelEnv ?? process.env);
+  // Made once the proxy port listens; until then the initial snapshot's ports wait for it.
+  let listenerPorts: ListenerPorts | null = null;
   const holder = new RuntimeHolder(
     pools,
     {
@@ -191,6 +198,7 @@ export async function startDataPlane(partial: Partial<DataPlaneOptions>): Promis
     },
     (s) => {
       log.info({ hash: s.hash, routes: s.table.routes.length }, 'configuration applied');
+      listenerPorts?.update();
       lastGood?.save(s).catch((err) => log.error({ err }, 'could not persist the last good snapshot'));
     },
   );
@@ -236,13 +244,22 @@ export async function startDataPlane(partial: Partial<DataPlaneOptions>): Promis
     throw err;
   }
   const listeners = secure === null ? [proxy] : [proxy, secure];
+  const ports = new ListenerPorts(holder, {
+    host: o.host,
+    serverOpts,
+    obs: observers,
+    drainTimeoutMs: o.drainTimeoutMs,
+    onChange: o.onListeners,
+  });
+  listenerPorts = ports;
+  ports.update();
   // After the proxy port: /readyz answering means the proxy port is open.
   let draining = false;
   const admin =
     o.admin === false
       ? null
       : await startAdmin(
-          holderAdminState(holder, metrics, stores, () => draining),
+          holderAdminState(holder, metrics, stores, () => draining, ports),
           o,
           log,
         );
@@ -262,6 +279,7 @@ export async function startDataPlane(partial: Partial<DataPlaneOptions>): Promis
     adminUrl,
     adminToken,
     holder,
+    listenerPorts: ports,
     metrics,
     log,
     stores,
@@ -271,10 +289,15 @@ export async function startDataPlane(partial: Partial<DataPlaneOptions>): Promis
         // process goes as soon as its requests in flight are done, the drain timeout bounding it.
         draining = true;
         serverOpts.webSockets.goingAway();
-        const drain = Promise.all([serverOpts.inFlight.drain(), ...listeners.map((l) => l.close())]);
+        const drain = Promise.all([
+          serverOpts.inFlight.drain(),
+          ...listeners.map((l) => l.close()),
+          ports.close(),
+        ]);
         const timer = new Promise<void>((r) => setTimeout(r, o.drainTimeoutMs).unref());
         await Promise.race([drain, timer]);
         for (const l of listeners) l.closeAll();
+        ports.closeAll();
         // Accepted asynchronous operations finish and store their result, within the same bound.
         await Promise.race([
           background.drain(),

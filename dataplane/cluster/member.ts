@@ -6,6 +6,7 @@
 import type { Worker } from 'node:cluster';
 import type { Snapshot } from '../config/route-table.ts';
 import type { ApplyResult } from '../runtime/holder.ts';
+import type { ListenerState } from '../server/listener-ports.ts';
 import { type FromWorker, isMessage, type ToWorker, type WorkerOptions } from './messages.ts';
 
 type Request = Extract<ToWorker, { id: number }>;
@@ -23,6 +24,8 @@ export class Member {
   #next = 0;
   readonly #pending = new Map<number, (m: FromWorker | null) => void>();
   #onStart: ((failure: string | null) => void) | null = null;
+  /** Its Gateway listener ports' state, as it last reported it. */
+  listeners: ListenerState[] = [];
   /** The worker asks whether a consumer may keep its analytics label (consumer-names.ts). */
   onConsumer: ((name: string) => void) | null = null;
 
@@ -52,6 +55,7 @@ export class Member {
         this.#onStart?.(null);
       } else if (m.sluice === 'failed') this.#onStart?.(m.message);
       else if (m.sluice === 'consumer') this.onConsumer?.(m.name);
+      else if (m.sluice === 'listeners') this.listeners = m.listeners;
       else this.#pending.get(m.id)?.(m);
     });
   }

@@ -14,16 +14,18 @@
  *   worker → primary   purged {id, count} | {id, error}
  *   primary → worker   stop                           drain (as on SIGTERM) and exit 0
  *   worker → primary   consumer {name}                may this consumer keep its analytics label?
+ *   worker → primary   listeners {listeners}          its Gateway listener ports' state changed (GET /config)
  *   primary → worker   consumer {name, named, full}   the answer (consumer-names.ts)
  */
 import type { Snapshot } from '../config/route-table.ts';
 import type { DataPlaneOptions } from '../main.ts';
+import type { ListenerState } from '../server/listener-ports.ts';
 import type { ApplyResult } from '../runtime/holder.ts';
 
 /** The options of one worker's data plane: plain data (no logger), sent once. */
 export type WorkerOptions = Omit<
   DataPlaneOptions,
-  'log' | 'initialSnapshot' | 'prevalidated' | 'admin' | 'askConsumer'
+  'log' | 'initialSnapshot' | 'prevalidated' | 'admin' | 'askConsumer' | 'onListeners'
 >;
 
 export type ToWorker =
@@ -41,7 +43,8 @@ export type FromWorker =
   | { sluice: 'applied'; id: number; outcome: ApplyResult }
   | { sluice: 'metrics'; id: number; metrics: object[] }
   | { sluice: 'purged'; id: number; count: number; error?: string }
-  | { sluice: 'consumer'; name: string };
+  | { sluice: 'consumer'; name: string }
+  | { sluice: 'listeners'; listeners: ListenerState[] };
 
 export function isMessage<T extends { sluice: string }>(m: unknown): m is T {
   return typeof m === 'object' && m !== null && typeof (m as { sluice?: unknown }).sluice === 'string';

@@ -24,6 +24,7 @@ import { Metrics } from '../observability/metrics.ts';
 import { withPluginMetrics } from '../runtime/declared.ts';
 import type { ApplyResult } from '../runtime/holder.ts';
 import type { AdminState } from '../server/admin-server.ts';
+import type { ListenerState } from '../server/listener-ports.ts';
 import { LastGood } from '../state/last-good.ts';
 import { ConsumerNames } from './consumer-names.ts';
 import { Member } from './member.ts';
@@ -181,10 +182,14 @@ export async function startCluster(partial: Partial<DataPlaneOptions>, workers: 
     get hash() {
       return hash();
     },
-    describe: () => ({
-      hash: hash(),
-      workers: [...members].map((m) => ({ pid: m.pid, hash: m.hash, serving: m.serving })),
-    }),
+    describe: () => {
+      const listeners = podListeners(serving());
+      return {
+        hash: hash(),
+        workers: [...members].map((m) => ({ pid: m.pid, hash: m.hash, serving: m.serving })),
+        ...(listeners.length && { listeners }),
+      };
+    },
     snapshot: () => current,
     ready: () => hash() !== '' && serving().length === workers,
     // From the stop on (SIGTERM): every worker drains.
@@ -245,9 +250,25 @@ function strip(o: DataPlaneOptions): WorkerOptions {
     prevalidated: _pre,
     admin: _admin,
     askConsumer: _ask,
+    onListeners: _listeners,
     ...rest
   } = o;
   return rest;
+}
+
+/**
+ * The pod's Gateway listeners: each as its workers report it, bound only when every one has its
+ * port bound (a connection may go to any), else the first error a worker reports.
+ */
+function podListeners(workers: Member[]): ListenerState[] {
+  const by = new Map<string, ListenerState>();
+  for (const w of workers)
+    for (const l of w.listeners) {
+      const seen = by.get(l.id);
+      if (seen === undefined) by.set(l.id, { ...l });
+      else if (seen.bound && !l.bound) by.set(l.id, { ...l });
+    }
+  return [...by.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
 }
 
 /**

@@ -38,6 +38,7 @@ export function runWorker(): void {
             log,
             // The pod's consumer analytics names are the primary's (consumer-names.ts).
             askConsumer: (name) => send({ sluice: 'consumer', name }),
+            onListeners: (listeners) => send({ sluice: 'listeners', listeners }),
             ...(m.snapshot && { initialSnapshot: m.snapshot, prevalidated: true }),
           });
         } catch (err) {

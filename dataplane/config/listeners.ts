@@ -4,11 +4,8 @@
  * (else which one serves a request would be a guess), HTTPS with certificates the table has and
  * HTTP without, and within a listener one certificate per host (SNI picks among them).
  */
-import type { ConfigProblem } from './config-problem.ts';
+import type { TableError } from './config-problem.ts';
 import type { RouteTable } from './route-table.ts';
-
-/** A problem of one listener (validate.ts's TableError, named here: validate.ts imports this). */
-type ListenerProblem = ConfigProblem & { id: string };
 
 // RFC 1123 labels, lower case, optionally behind one leading "*." (Gateway API's Hostname).
 const HOSTNAME = /^(\*\.)?[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*$/;
@@ -18,8 +15,8 @@ export function listenerProblems(
   t: RouteTable,
   certificateIds: ReadonlySet<string>,
   ids: Set<string>,
-): ListenerProblem[] {
-  const errors: ListenerProblem[] = [];
+): TableError[] {
+  const errors: TableError[] = [];
   const hostsOf = new Map(t.certificates?.map((c) => [c.id, c.hosts]));
   const protocolOf = new Map<number, { protocol: string; id: string }>();
   const onPort = new Set<string>();

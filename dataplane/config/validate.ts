@@ -8,18 +8,12 @@ import { HANDLER_MANIFESTS, PLUGIN_MANIFESTS } from './catalog.ts';
 import { RouteTable, Snapshot } from './route-table.ts';
 import { tableHash } from './canonical-json.ts';
 import { arrivedTableHashes } from './wire.ts';
-import type { ConfigProblem } from './config-problem.ts';
+import type { ConfigProblem, TableError } from './config-problem.ts';
 import { endpointProblems } from './endpoints.ts';
 import { listenerProblems } from './listeners.ts';
 import { CONFIG_MAX_DEPTH, deeperThan } from './limits.ts';
 
-export interface TableError {
-  /** route/… or upstream/… id, when the error belongs to one. */
-  id?: string;
-  /** JSON path inside the entry (or the table when id is absent), e.g. plugins[0].config.add.headers[1]. */
-  field: string;
-  message: string;
-}
+export type { TableError } from './config-problem.ts';
 
 const checkTable = TypeCompiler.Compile(RouteTable);
 const checkSnapshot = TypeCompiler.Compile(Snapshot);

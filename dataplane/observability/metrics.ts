@@ -142,6 +142,21 @@ export class Metrics implements MetricHost {
     labelNames: ['reason'] as const,
     registers: [this.registry],
   });
+  readonly #listenerBound = new Gauge({
+    name: 'sluice_listener_port_bound',
+    help:
+      "A Gateway listener port of the running snapshot, by port: 1 bound on the data plane's --host, 0 not " +
+      '(the bind failed and is retried). With --workers, 1 only when every worker has it bound.',
+    labelNames: ['port'] as const,
+    aggregator: 'min',
+    registers: [this.registry],
+  });
+  readonly #listenerBindFailures = new Counter({
+    name: 'sluice_listener_bind_failures_total',
+    help: 'Failed attempts to bind a Gateway listener port (EADDRINUSE, EACCES, …; each is retried), by port.',
+    labelNames: ['port'] as const,
+    registers: [this.registry],
+  });
   readonly #circuitIds = new Set<string>();
   readonly #endpointIds = new Set<string>();
   /** The plugins' and handlers' route-labelled metrics (routeCounter, routeHistogram), dropped with their routes. */
@@ -252,6 +267,20 @@ export class Metrics implements MetricHost {
 
   http2SessionCut(reason: 'rapid_reset'): void {
     this.#h2Cut.labels(reason).inc();
+  }
+
+  listenerPortBound(port: number, bound: boolean): void {
+    this.#listenerBound.labels(String(port)).set(bound ? 1 : 0);
+  }
+
+  listenerBindFailed(port: number): void {
+    this.#listenerBindFailures.labels(String(port)).inc();
+  }
+
+  /** The port left the snapshot: its series go (ports are allocated from a range and come and go). */
+  listenerPortClosed(port: number): void {
+    this.#listenerBound.remove(String(port));
+    this.#listenerBindFailures.remove(String(port));
   }
 
   configHash(hash: string): void {

@@ -20,9 +20,11 @@ import { HANDLERS, PLUGINS } from './registry.ts';
 import { hostMatcher, RouteMatcher } from './router.ts';
 import { Certificates } from '../tls/certificates.ts';
 import { BUILTIN_STEPS } from './builtin-steps.ts';
+import { buildListenerPorts, type ListenerPort } from './listener-port.ts';
 
 export interface Runtime {
   hash: string;
+  /** The routes of the proxy's own ports: those that name no Gateway listener. */
   matcher: RouteMatcher;
   routes: RuntimeRoute[];
   upstreamIds: ReadonlySet<string>;
@@ -30,6 +32,8 @@ export interface Runtime {
   certificates: Certificates;
   /** Whether the TLS listener asks clients for a certificate: a route carries a plugin that reads it (mtls-auth). */
   requestsClientCertificate: boolean;
+  /** The Gateway listener ports (table.listeners), by port: what a request on each needs. */
+  listenerPorts: ReadonlyMap<number, ListenerPort>;
   /** Retires the snapshot's plugins and handlers (timers, caches). */
   close(): void;
 }
@@ -59,14 +63,21 @@ export function buildRuntime(
   const close = closer(plugins, handlers);
   try {
     const routes = table.routes.map((entry) => buildRoute(entry, deps, plugins, handlers, upstream));
+    const own = routes.filter((r) => r.entry.listeners === undefined);
     return {
       hash,
-      matcher: new RouteMatcher(routes.filter((r) => r.entry.listeners === undefined)),
+      matcher: new RouteMatcher(own),
       routes,
       upstreamIds: new Set(upstreams.keys()),
       certificates,
-      requestsClientCertificate: table.routes.some((r) =>
-        r.plugins.some((p) => pluginManifest(p.name)?.needs?.clientCertificate === true),
+      requestsClientCertificate: own.some((r) =>
+        r.entry.plugins.some((p) => pluginManifest(p.name)?.needs?.clientCertificate === true),
+      ),
+      listenerPorts: buildListenerPorts(
+        table.listeners,
+        routes,
+        table.certificates,
+        previous?.listenerPorts ?? null,
       ),
       close,
     };

@@ -48,6 +48,8 @@ export function holderAdminState(
   /** What DELETE /cache purges (the data plane's stores); absent: not here. */
   stores?: { purge(prefix: string): Promise<number> },
   draining?: () => boolean,
+  /** The Gateway listener ports: GET /config lists the snapshot's listeners and whether their port is bound. */
+  listeners?: { describe(): { id: string; port: number; bound: boolean; error?: string }[] },
 ): AdminState {
   return {
     ...(draining && { draining }),
@@ -55,7 +57,10 @@ export function holderAdminState(
     get hash() {
       return holder.hash;
     },
-    describe: () => ({ hash: holder.hash }),
+    describe: () => {
+      const states = listeners?.describe() ?? [];
+      return states.length ? { hash: holder.hash, listeners: states } : { hash: holder.hash };
+    },
     snapshot: () => holder.snapshot,
     ready: () => holder.current !== null,
     metrics: () => metrics.registry.metrics(),

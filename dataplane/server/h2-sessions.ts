@@ -1,6 +1,8 @@
 /**
- * What the TLS listener watches on each h2 session: idleness (closed like an idle HTTP/1.1
- * keep-alive connection) and rapid reset (CVE-2023-44487).
+ * What every h2 server of the data plane (the TLS listener, and a Gateway listener port's h2c
+ * and TLS) applies: its settings (h2ServerOptions), and on each session (serveSessions) a watch
+ * for idleness (closed like an idle HTTP/1.1 keep-alive connection) and rapid reset
+ * (CVE-2023-44487), and a GOAWAY when the server closes.
  *
  * Rapid reset: a client opens streams and resets them at once, each costing the gateway a
  * route lookup and an upstream request while costing the client one frame; the bound on
@@ -11,7 +13,18 @@
  * ENHANCE_YOUR_CALM and is closed, its streams with it (their upstream requests are cancelled
  * through the requests' signals). A metric and one log line per session cut.
  */
-import { constants, type Http2Session, type ServerHttp2Stream } from 'node:http2';
+import {
+  constants,
+  type Http2SecureServer,
+  type Http2Server,
+  type Http2Session,
+  type ServerHttp2Stream,
+  type ServerOptions,
+} from 'node:http2';
+import type { Observers } from '../pipeline/finish.ts';
+import { H2_MAX_CONCURRENT_STREAMS, H2_MAX_SESSION_MEMORY_MB } from '../tls/settings.ts';
+import { peerOf } from './client-address.ts';
+import { CountingResponse } from './h2-response.ts';
 
 /**
  * Streams closed unanswered a session may have within RESET_WINDOW_MS. A browser cancels some
@@ -66,4 +79,61 @@ function closeWhenIdle(session: Http2Session, ms: number, open: () => number): v
     if (open() === 0) session.close();
     else session.setTimeout(ms);
   });
+}
+
+/** The h2 options of a server: its SETTINGS, its memory bound, and the response that counts body bytes. */
+export function h2ServerOptions(maxHeaderBytes: number): ServerOptions {
+  return {
+    // Counts each h2 response's body bytes (for bytesOut): the session's socket is shared.
+    // (Node's typing wants a class generic in its request type; the one request type is used.)
+    Http2ServerResponse: CountingResponse as unknown as ServerOptions['Http2ServerResponse'],
+    settings: {
+      maxConcurrentStreams: H2_MAX_CONCURRENT_STREAMS,
+      // The h2 form of --max-header-bytes: HPACK-decoded names and values (+32 bytes each, RFC 9113).
+      maxHeaderListSize: maxHeaderBytes,
+    },
+    maxSessionMemory: H2_MAX_SESSION_MEMORY_MB,
+  };
+}
+
+/** A server's h2 sessions, for its close: a GOAWAY to each (open streams finish), or a cut. */
+export interface Sessions {
+  /** GOAWAY to every session, and to each that starts from now on. */
+  close(): void;
+  /** Cuts every session (past the drain timeout). */
+  destroy(): void;
+}
+
+/** Watches each session of the server (watchSession, with the metric and log of a cut) and keeps them for close. */
+export function serveSessions(
+  server: Http2Server | Http2SecureServer,
+  keepAliveTimeoutMs: number,
+  obs: Observers,
+): Sessions {
+  const sessions = new Set<Http2Session>();
+  let closing = false;
+  server.on('session', (s: Http2Session) => {
+    sessions.add(s);
+    s.once('close', () => sessions.delete(s));
+    if (closing) s.close();
+    watchSession(s, {
+      keepAliveTimeoutMs,
+      onFlood: (session, unanswered) => {
+        obs.metrics.http2SessionCut('rapid_reset');
+        obs.log.warn(
+          { client: peerOf(session.socket), unanswered, windowMs: RESET_WINDOW_MS },
+          'h2 connection cut: too many streams reset or left unanswered (rapid reset); GOAWAY ENHANCE_YOUR_CALM',
+        );
+      },
+    });
+  });
+  return {
+    close: () => {
+      closing = true;
+      for (const s of sessions) s.close();
+    },
+    destroy: () => {
+      for (const s of sessions) s.destroy();
+    },
+  };
 }

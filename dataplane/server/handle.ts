@@ -14,7 +14,7 @@ import { bytesWritten, finishRefused, type Observers } from '../pipeline/finish.
 import { runChain } from '../pipeline/run-chain.ts';
 import { safeTarget } from '../observability/access-log.ts';
 import { type Span, startServerSpan } from '../observability/tracing.ts';
-import type { RuntimeHolder } from '../runtime/holder.ts';
+import type { Served, ServedSource } from '../runtime/served.ts';
 import { clientAddress, isTrusted, peerOf, plainAddress } from './client-address.ts';
 import { h2HeaderLines, readIngressHeaders, setForwardingHeaders } from './ingress-headers.ts';
 import { REQUEST_ID } from '../config/http-grammar.ts';
@@ -31,7 +31,7 @@ export interface IngressOptions {
 export function ingress(
   req: IncomingMessage,
   res: ServerResponse,
-  holder: RuntimeHolder,
+  source: ServedSource,
   opts: IngressOptions,
   obs: Observers,
 ): RequestContext | null {
@@ -51,7 +51,7 @@ export function ingress(
       `HTTP version ${req.httpVersion} is not accepted`,
       true,
     );
-  const rt = holder.current;
+  const rt = source.current;
   if (rt === null) return refuse(req, res, obs, startNs, 'SLC_ERR_NOT_READY');
   const target = normalizeTarget(req.url ?? '');
   if ('error' in target) return refuse(req, res, obs, startNs, 'SLC_ERR_BAD_PATH', target.error);
@@ -133,18 +133,14 @@ export function refuse(
   return null;
 }
 
-export function createRequestHandler(holder: RuntimeHolder, opts: IngressOptions, obs: Observers) {
+export function createRequestHandler(source: ServedSource, opts: IngressOptions, obs: Observers) {
   return (req: IncomingMessage, res: ServerResponse): void => {
-    const ctx = ingress(req, res, holder, opts, obs);
+    const ctx = ingress(req, res, source, opts, obs);
     if (ctx !== null) runChain(ctx);
   };
 }
 
-function preflightRoute(
-  rt: NonNullable<RuntimeHolder['current']>,
-  path: string,
-  ing: { host: string; headers: Record<string, string> },
-) {
+function preflightRoute(rt: Served, path: string, ing: { host: string; headers: Record<string, string> }) {
   const asked = ing.headers['access-control-request-method'];
   if (asked === undefined || ing.headers.origin === undefined) return null;
   const r = rt.matcher.match(path, asked, ing.host, ing.headers);

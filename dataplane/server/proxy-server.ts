@@ -13,7 +13,7 @@ import type { Http2SecureServer } from 'node:http2';
 import type { Duplex } from 'node:stream';
 import { problem } from '../errors/problem.ts';
 import { finishRefused, type Observers } from '../pipeline/finish.ts';
-import type { RuntimeHolder } from '../runtime/holder.ts';
+import type { ServedSource } from '../runtime/served.ts';
 import { peerOf } from './client-address.ts';
 import { createRequestHandler, type IngressOptions, refuse as refuseRequest } from './handle.ts';
 import type { InFlight } from './in-flight.ts';
@@ -56,7 +56,7 @@ const SHED_DETAIL = {
 };
 
 export function createProxyServer(
-  holder: RuntimeHolder,
+  holder: ServedSource,
   opts: ProxyServerOptions,
   obs: Observers,
 ): ProxyServer {
@@ -90,11 +90,11 @@ export function http1Options(opts: ProxyServerOptions) {
  * process's in-flight bound (else shed at once), then methods we proxy go to the ingress.
  */
 export function requestListener(
-  holder: RuntimeHolder,
+  source: ServedSource,
   opts: IngressOptions & { inFlight: InFlight },
   obs: Observers,
 ) {
-  const handle = createRequestHandler(holder, opts, obs);
+  const handle = createRequestHandler(source, opts, obs);
   const inFlight = opts.inFlight;
   return (req: IncomingMessage, res: ServerResponse): void => {
     // While draining, a request on a kept-alive connection is still served, then the connection closes (admit).
@@ -129,11 +129,11 @@ export function requestListener(
 /** WebSocket upgrades and what the HTTP/1.1 parser refuses, on either listener. */
 export function attachHttp1Handlers(
   server: Server | Http2SecureServer,
-  holder: RuntimeHolder,
+  source: ServedSource,
   opts: IngressOptions & { webSockets: WebSocketSlots },
   obs: Observers,
 ): void {
-  server.on('upgrade', createUpgradeHandler(holder, opts, obs, opts.webSockets));
+  server.on('upgrade', createUpgradeHandler(source, opts, obs, opts.webSockets));
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
     if (err.code === 'ECONNRESET' || !socket.writable) {
       socket.destroy();

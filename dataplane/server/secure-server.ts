@@ -15,17 +15,14 @@ import {
   createSecureServer,
   type Http2ServerRequest,
   type Http2ServerResponse,
-  type Http2Session,
   type SecureServerOptions,
 } from 'node:http2';
 import type { Socket } from 'node:net';
 import type { SecureContext } from 'node:tls';
 import type { Observers } from '../pipeline/finish.ts';
-import { peerOf } from './client-address.ts';
-import { CountingResponse } from './h2-response.ts';
-import { RESET_WINDOW_MS, watchSession } from './h2-sessions.ts';
-import type { RuntimeHolder } from '../runtime/holder.ts';
-import { H2_MAX_CONCURRENT_STREAMS, H2_MAX_SESSION_MEMORY_MB, TLS_CONTEXT_OPTIONS } from '../tls/settings.ts';
+import type { ServedSource } from '../runtime/served.ts';
+import { TLS_CONTEXT_OPTIONS } from '../tls/settings.ts';
+import { h2ServerOptions, serveSessions } from './h2-sessions.ts';
 import {
   attachHttp1Handlers,
   http1Options,
@@ -41,11 +38,11 @@ export interface SecureProxyOptions extends ProxyServerOptions {
 }
 
 export function createSecureProxyServer(
-  holder: RuntimeHolder,
+  /** The holder (the proxy's TLS port), or a Gateway listener port's view of it (listener-ports.ts). */
+  holder: ServedSource,
   opts: SecureProxyOptions,
   obs: Observers,
 ): ProxyServer {
-  const draining = { closing: false };
   const ingress = { ...opts, proto: 'https' as const };
   // The compatibility request and response stand in for node:http's: what the pipeline uses of
   // them (headers, rawHeaders, socket, writeHead, write, end, destroy) they have.
@@ -70,23 +67,8 @@ export function createSecureProxyServer(
 
   // What close() and closeAll() have to end: h2 sessions (a GOAWAY lets their open streams
   // finish) and HTTP/1.1 connections (Node's HTTP/1 code closes them when idle).
-  const sessions = new Set<Http2Session>();
+  const sessions = serveSessions(server, opts.keepAliveTimeoutMs, obs);
   const sockets = new Set<Socket>();
-  server.on('session', (s: Http2Session) => {
-    sessions.add(s);
-    s.once('close', () => sessions.delete(s));
-    if (draining.closing) s.close();
-    watchSession(s, {
-      keepAliveTimeoutMs: opts.keepAliveTimeoutMs,
-      onFlood: (session, unanswered) => {
-        obs.metrics.http2SessionCut('rapid_reset');
-        obs.log.warn(
-          { client: peerOf(session.socket), unanswered, windowMs: RESET_WINDOW_MS },
-          'h2 connection cut: too many streams reset or left unanswered (rapid reset); GOAWAY ENHANCE_YOUR_CALM',
-        );
-      },
-    });
-  });
   server.on('secureConnection', (socket: Socket) => {
     sockets.add(socket);
     socket.once('close', () => sockets.delete(socket));
@@ -95,15 +77,14 @@ export function createSecureProxyServer(
     server,
     listen: (at) => listenOn(server, at),
     close: () => {
-      draining.closing = true;
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      for (const s of sessions) s.close();
+      sessions.close();
       // Present with allowHTTP1 (Node's HTTP/1 server code), missing from the type.
       (server as unknown as { closeIdleConnections(): void }).closeIdleConnections();
       return closed;
     },
     closeAll: () => {
-      for (const s of sessions) s.destroy();
+      sessions.destroy();
       for (const socket of sockets) socket.destroy();
     },
   };
@@ -112,15 +93,13 @@ export function createSecureProxyServer(
 /**
  * The listener's TLS and h2 options (client certificates: see `requestCert` above).
  */
-function listenerOptions(holder: RuntimeHolder, opts: SecureProxyOptions): SecureServerOptions {
+function listenerOptions(holder: ServedSource, opts: SecureProxyOptions): SecureServerOptions {
   return {
     ...http1Options(opts),
     ...TLS_CONTEXT_OPTIONS,
     ...(opts.defaultCertificate ?? {}),
+    ...(h2ServerOptions(opts.maxHeaderBytes) as SecureServerOptions),
     allowHTTP1: true,
-    // Counts each h2 response's body bytes (for bytesOut): the session's socket is shared.
-    // (Node's typing wants a class generic in its request type; the one request type is used.)
-    Http2ServerResponse: CountingResponse as unknown as SecureServerOptions['Http2ServerResponse'],
     rejectUnauthorized: false,
     SNICallback: (servername: string, cb: (err: Error | null, ctx?: SecureContext) => void) => {
       const context = holder.current?.certificates.lookup(servername);
@@ -129,11 +108,5 @@ function listenerOptions(holder: RuntimeHolder, opts: SecureProxyOptions): Secur
         cb(null, undefined); // the server's own: the default
       else cb(new Error(`no certificate for ${servername} and no default certificate`));
     },
-    settings: {
-      maxConcurrentStreams: H2_MAX_CONCURRENT_STREAMS,
-      // The h2 form of --max-header-bytes: HPACK-decoded names and values (+32 bytes each, RFC 9113).
-      maxHeaderListSize: opts.maxHeaderBytes,
-    },
-    maxSessionMemory: H2_MAX_SESSION_MEMORY_MB,
   };
 }

@@ -16,7 +16,7 @@ import { answerProblem } from '../pipeline/answer.ts';
 import type { RequestContext } from '../pipeline/context.ts';
 import type { Observers } from '../pipeline/finish.ts';
 import { runChain } from '../pipeline/run-chain.ts';
-import type { RuntimeHolder } from '../runtime/holder.ts';
+import type { ServedSource } from '../runtime/served.ts';
 import { GOING_AWAY } from '../handlers/proxy/ws-relay.ts';
 import { type IngressOptions, ingress } from './handle.ts';
 
@@ -58,7 +58,7 @@ export class WebSocketSlots {
 }
 
 export function createUpgradeHandler(
-  holder: RuntimeHolder,
+  source: ServedSource,
   opts: IngressOptions,
   obs: Observers,
   slots: WebSocketSlots,
@@ -69,7 +69,7 @@ export function createUpgradeHandler(
     const res = new ServerResponse(req);
     res.assignSocket(socket as never);
     res.on('finish', () => socket.destroy());
-    const ctx = ingress(req, res, holder, opts, obs);
+    const ctx = ingress(req, res, source, opts, obs);
     if (ctx === null) return;
     if (ctx.route.handler.upgrade === undefined) {
       answerProblem(ctx, 'SLC_ERR_BAD_REQUEST', { detail: 'this route does not take upgrades' });

@@ -41,6 +41,11 @@ export class Certificates {
     return this.#byContent.size;
   }
 
+  /** The context of the list's first certificate (a Gateway listener presents it when none covers the SNI). */
+  get first(): SecureContext | undefined {
+    return this.#byContent.values().next().value;
+  }
+
   /** The context for a TLS server name (SNI), or undefined when no certificate names it. */
   lookup(servername: string): SecureContext | undefined {
     const name = servername.toLowerCase();

@@ -1,6 +1,7 @@
 /** Route tables written by hand for data-plane tests (the controller's output is tested by the golden files). */
 import { tableHash } from '../../dataplane/config/canonical-json.ts';
 import type {
+  Listener,
   PluginInstance,
   Route,
   RouteTable,
@@ -39,9 +40,24 @@ export function transformer(name: string, config: Record<string, unknown>): Plug
   };
 }
 
-export function snapshot(routes: Route[], upstreams: Upstream[]): Snapshot {
-  const table: RouteTable = { version: 1, routes, upstreams };
+/** `more`: the table's Gateway listeners and certificates, when it has any. */
+export function snapshot(
+  routes: Route[],
+  upstreams: Upstream[],
+  more: Pick<RouteTable, 'listeners' | 'certificates'> = {},
+): Snapshot {
+  const table: RouteTable = { version: 1, routes, upstreams, ...more };
   return { hash: tableHash(table), table };
+}
+
+/** A Gateway listener `name` of Gateway test/gw: HTTP unless it names certificates (then HTTPS). */
+export function listener(
+  name: string,
+  port: number,
+  opts: { hostname?: string; certificates?: string[]; protocol?: 'HTTP' | 'HTTPS' } = {},
+): Listener {
+  const { protocol = opts.certificates ? 'HTTPS' : 'HTTP', ...rest } = opts;
+  return { id: `listener/test/gw/${name}`, port, protocol, ...rest };
 }
 
 export function idempotencyPlugin(name: string, config: Record<string, unknown> = {}): PluginInstance {

@@ -1,0 +1,68 @@
+/** What the Gateway listener tests share: GET /config's listeners, waiting for a port's state, and h2 requests by node:http2. */
+import { connect, type ClientHttp2Session, type SecureClientSessionOptions } from 'node:http2';
+import { request } from 'undici';
+import type { DataPlane } from '../../dataplane/main.ts';
+import { until } from './until.ts';
+
+export interface ListenerView {
+  id: string;
+  port: number;
+  bound: boolean;
+  error?: string;
+}
+
+/** GET /config's `listeners` (none: []). */
+export async function listenersOf(adminUrl: string): Promise<ListenerView[]> {
+  const body = (await (await request(`${adminUrl}/config`)).body.json()) as { listeners?: ListenerView[] };
+  return body.listeners ?? [];
+}
+
+/** Waits until GET /config says every listener on `port` is bound (or, with bound false, failed). */
+export function untilPort(dp: Pick<DataPlane, 'adminUrl'>, port: number, bound = true, ms = 5_000) {
+  return until(async () => {
+    const on = (await listenersOf(dp.adminUrl)).filter((l) => l.port === port);
+    return on.length > 0 && on.every((l) => l.bound === bound && (bound || l.error !== undefined));
+  }, ms);
+}
+
+export interface H2Answer {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: string;
+}
+
+/** One request on an open h2 session. */
+export function h2Request(
+  session: ClientHttp2Session,
+  authority: string,
+  path: string,
+  method = 'GET',
+): Promise<H2Answer> {
+  return new Promise((resolve, reject) => {
+    const stream = session.request({ ':method': method, ':path': path, ':authority': authority });
+    let headers: H2Answer['headers'] = {};
+    const chunks: Buffer[] = [];
+    stream.on('response', (h) => {
+      headers = h;
+    });
+    stream.on('data', (c: Buffer) => chunks.push(c));
+    stream.on('end', () =>
+      resolve({ status: Number(headers[':status']), headers, body: Buffer.concat(chunks).toString() }),
+    );
+    stream.on('error', reject);
+    stream.end();
+  });
+}
+
+/** An h2 session: h2c with prior knowledge for http://, TLS with ALPN h2 for https://. */
+export async function h2Session(
+  url: string,
+  tls: SecureClientSessionOptions = {},
+): Promise<ClientHttp2Session> {
+  const session = connect(url, tls);
+  await new Promise<void>((resolve, reject) => {
+    session.once('connect', () => resolve());
+    session.once('error', reject);
+  });
+  return session;
+}
