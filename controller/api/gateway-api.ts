@@ -114,6 +114,13 @@ export interface HTTPRoute {
   spec: { parentRefs?: ParentReference[]; hostnames?: string[]; rules?: HTTPRouteRule[] };
 }
 
+/** A core/v1 Namespace: its labels (listeners may admit routes by namespace label). */
+export interface Namespace {
+  apiVersion: 'v1';
+  kind: 'Namespace';
+  metadata: ObjectMeta;
+}
+
 export interface ReferenceGrant {
   apiVersion: string;
   kind: 'ReferenceGrant';

@@ -73,7 +73,7 @@ export function translateHttpRoutes(
         continue;
       const gw = gateways.gateways.get(keyOf(parentRef.namespace ?? ns, parentRef.name));
       if (gw === undefined) continue; // not a Gateway of Sluice's: not ours to report on
-      const outcome = attach(route, parentRef, gw.listeners);
+      const outcome = attach(route, parentRef, gw.listeners, (n) => set.namespaces.get(n)?.metadata.labels);
       const accepted =
         typeof outcome === 'string'
           ? condition('Accepted', false, outcome, acceptMessage(outcome, parentRef), gen)
@@ -116,6 +116,7 @@ function attach(
   route: HTTPRoute,
   ref: ParentReference,
   listeners: readonly ModelListener[],
+  labelsOf: (namespace: string) => Record<string, string> | undefined,
 ): Attachment[] | 'NoMatchingParent' | 'NotAllowedByListeners' | 'NoMatchingListenerHostname' {
   const named = listeners.filter(
     (l) =>
@@ -125,7 +126,7 @@ function attach(
   if (named.length === 0) return 'NoMatchingParent';
   const ns = route.metadata.namespace!;
   const allowed = named.filter(
-    (l) => l.served && l.kinds.includes('HTTPRoute') && admitsNamespace(l, ns, () => undefined),
+    (l) => l.served && l.kinds.includes('HTTPRoute') && admitsNamespace(l, ns, (n) => labelsOf(n) ?? {}),
   );
   if (allowed.length === 0) return 'NotAllowedByListeners';
   const out: Attachment[] = [];

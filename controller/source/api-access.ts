@@ -127,6 +127,15 @@ export const API_ACCESS = [
     feature: 'gateway-api',
   },
   {
+    group: '',
+    version: 'v1',
+    resource: 'namespaces',
+    verbs: ['list', 'watch'],
+    scope: 'cluster',
+    why: 'the labels of namespaces, for listeners whose allowedRoutes select namespaces by label',
+    feature: 'gateway-api',
+  },
+  {
     group: 'gateway.networking.k8s.io',
     version: 'v1',
     resource: 'gateways',

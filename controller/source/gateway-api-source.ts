@@ -5,7 +5,7 @@
  * and for Gateways, HTTPRoutes and ReferenceGrants (in the watched namespaces). A cluster without
  * the CRDs costs four idle watches; installing them later starts serving without a restart.
  */
-import type { Gateway, GatewayClass, HTTPRoute, ReferenceGrant } from '../api/gateway-api.ts';
+import type { Gateway, GatewayClass, HTTPRoute, Namespace, ReferenceGrant } from '../api/gateway-api.ts';
 import type { Resource } from '../api/index.ts';
 import { collectionPath, type DeclaredResource } from './api-access.ts';
 import { type ChangeType, Informer, type InformerOptions, type KubeObject } from './informers.ts';
@@ -24,6 +24,7 @@ type Kinds = {
   gateways: Watched<Gateway & KubeObject>;
   routes: Watched<HTTPRoute & KubeObject>;
   grants: Watched<ReferenceGrant & KubeObject>;
+  namespaces: Watched<Namespace & KubeObject>;
 };
 
 export class GatewayApiSource {
@@ -53,6 +54,7 @@ export class GatewayApiSource {
       gateways: watched('gateways', namespaces),
       routes: watched('httproutes', namespaces),
       grants: watched('referencegrants', namespaces),
+      namespaces: watched('namespaces', null),
     });
     const crdPath = collectionPath('customresourcedefinitions', null);
     this.#crds = KINDS.map(
@@ -91,6 +93,7 @@ export class GatewayApiSource {
       ...k.gateways.cache.values(),
       ...k.routes.cache.values(),
       ...k.grants.cache.values(),
+      ...k.namespaces.cache.values(),
     ];
   }
 

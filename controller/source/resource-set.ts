@@ -12,6 +12,7 @@ import type {
   GatewayPlugin,
   GatewayRoute,
   HTTPRoute,
+  Namespace,
   ReferenceGrant,
   Resource,
   Secret,
@@ -43,6 +44,8 @@ export interface ResourceSet {
   readonly gateways: ReadonlyMap<string, Gateway>;
   readonly httpRoutes: ReadonlyMap<string, HTTPRoute>;
   readonly referenceGrants: ReadonlyMap<string, ReferenceGrant>;
+  /** Namespaces by name (their labels), known where the Gateway API is served. */
+  readonly namespaces: ReadonlyMap<string, Namespace>;
 }
 
 /** Where objects without metadata.namespace go, as with `kubectl apply` in the default context. */
@@ -82,9 +85,12 @@ export function resourceSetFrom(
   const gateways = new Map<string, Gateway>();
   const httpRoutes = new Map<string, HTTPRoute>();
   const referenceGrants = new Map<string, ReferenceGrant>();
+  const namespaces = new Map<string, Namespace>();
   for (const raw of objects) {
-    if (raw.kind === 'GatewayClass') {
-      gatewayClasses.set(raw.metadata.name, raw);
+    if (raw.kind === 'GatewayClass' || raw.kind === 'Namespace') {
+      // Cluster-scoped: by name.
+      if (raw.kind === 'GatewayClass') gatewayClasses.set(raw.metadata.name, raw);
+      else namespaces.set(raw.metadata.name, raw);
       continue;
     }
     const obj = withNamespace(raw);
@@ -108,6 +114,7 @@ export function resourceSetFrom(
     gateways: sorted(gateways),
     httpRoutes: sorted(httpRoutes),
     referenceGrants: sorted(referenceGrants),
+    namespaces: sorted(namespaces),
   });
 }
 

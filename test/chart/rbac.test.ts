@@ -80,6 +80,8 @@ describe('the controller RBAC is exactly api-access.ts', () => {
       ['ClusterRole/gw-sluice-sluice-gateway-api', 'ClusterRoleBinding/gw-sluice-sluice-gateway-api'],
     );
     expect(grants(ms).filter((g) => g.startsWith('* '))).toEqual([
+      '* /namespaces list',
+      '* /namespaces watch',
       '* apiextensions.k8s.io/customresourcedefinitions list',
       '* apiextensions.k8s.io/customresourcedefinitions watch',
       '* gateway.networking.k8s.io/gatewayclasses list',
@@ -101,7 +103,9 @@ describe('the controller RBAC is exactly api-access.ts', () => {
     const ms = await render({ values: { watchNamespaces: ['shop', 'payments'] } });
     expect(grants(ms)).toEqual(needed(['shop', 'payments']));
     expect(
-      grants(ms).filter((g) => g.startsWith('* ') && !/gatewayclasses|customresourcedefinitions/.test(g)),
+      grants(ms).filter(
+        (g) => g.startsWith('* ') && !/gatewayclasses|customresourcedefinitions|\/namespaces /.test(g),
+      ),
     ).toEqual([]);
     const secrets = grants(ms).filter((g) => g.includes('/secrets '));
     expect(secrets).toEqual([
