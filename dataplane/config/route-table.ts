@@ -26,7 +26,10 @@ export const RouteMatch = Type.Object(
     path: PathMatch,
     /** Upper-case methods; absent = any. */
     methods: Type.Optional(Type.Array(Type.String({ pattern: '^[A-Z]+$' }), { minItems: 1 })),
-    /** Lower-case host names or "*.suffix"; absent = any. */
+    /**
+     * Lower-case host names or "*.suffix"; absent = any. "*.suffix" takes one label, or on a
+     * route that names listeners (Route.listeners) one or more, as Gateway API hostnames do.
+     */
     hosts: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { minItems: 1 })),
     /** Lower-case names, exact values; all must match. */
     headers: Type.Optional(

@@ -120,7 +120,8 @@ function buildRoute(
     id: entry.id,
     entry,
     methods: m.methods ? new Set(m.methods) : null,
-    hosts: m.hosts ? hostMatcher(m.hosts) : null,
+    // A route of Gateway listeners reads its hostnames as Gateway API does (route-table.ts).
+    hosts: m.hosts ? hostMatcher(m.hosts, entry.listeners !== undefined) : null,
     headers: m.headers ? m.headers.map((h) => [h.name, h.value] as const) : null,
     stripLength,
     requestHooks: chain.requestHooks.length ? chain.requestHooks : null,

@@ -9,8 +9,8 @@
  * listener's own (the first when none covers the name); a client that sends no SNI is taken as
  * any host: the catch-all listener's first certificate (none: no handshake).
  *
- * Gateway API wildcards match one or more labels ("*.example.com" takes a.b.example.com), unlike
- * a route's match.hosts (router.ts hostMatcher: one label); neither takes the bare suffix.
+ * Gateway API wildcards match one or more labels ("*.example.com" takes a.b.example.com), as the
+ * match.hosts of the routes that name listeners do (router.ts hostMatcher); never the bare suffix.
  */
 import type { SecureContext } from 'node:tls';
 import { pluginManifest } from '../config/catalog.ts';

@@ -132,15 +132,19 @@ export function acceptMatcher(want: { parameter: string; value: string }): Accep
   };
 }
 
-/** Exact names and "*.suffix" (one label), compiled into one function. */
-export function hostMatcher(hosts: string[]): (host: string) => boolean {
+/**
+ * Exact names and "*.suffix", compiled into one function. "*.suffix" takes one label
+ * (GatewayRoute hosts, as wildcard certificates do) or, with `anyLabels`, one or more (Gateway
+ * API hostnames, on routes that name listeners); never the bare suffix.
+ */
+export function hostMatcher(hosts: string[], anyLabels = false): (host: string) => boolean {
   const exact = new Set(hosts.filter((h) => !h.startsWith('*.')));
   const suffixes = hosts.filter((h) => h.startsWith('*.')).map((h) => h.slice(1));
   return (host) => {
     if (exact.has(host)) return true;
     for (const s of suffixes) {
-      if (host.endsWith(s) && host.length > s.length && !host.slice(0, host.length - s.length).includes('.'))
-        return true;
+      if (!host.endsWith(s) || host.length === s.length) continue;
+      if (anyLabels || !host.slice(0, host.length - s.length).includes('.')) return true;
     }
     return false;
   };

@@ -154,3 +154,21 @@ describe('RouteMatcher against a brute-force reference', () => {
     }
   });
 });
+
+describe('hostMatcher', () => {
+  it('"*.suffix" takes one label for GatewayRoute hosts, one or more for Gateway API hostnames, never the bare suffix', () => {
+    const one = hostMatcher(['*.example.com', 'exact.org']);
+    const any = hostMatcher(['*.example.com', 'exact.org'], true);
+    for (const [host, single, many] of [
+      ['a.example.com', true, true],
+      ['a.b.example.com', false, true],
+      ['example.com', false, false],
+      ['aexample.com', false, false],
+      ['exact.org', true, true],
+      ['a.exact.org', false, false],
+    ] as const) {
+      expect(one(host), host).toBe(single);
+      expect(any(host), host).toBe(many);
+    }
+  });
+});
