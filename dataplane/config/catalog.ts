@@ -11,6 +11,8 @@
 import { manifest as aggregate } from '../handlers/aggregate/manifest.ts';
 import { manifest as grpc } from '../handlers/grpc/manifest.ts';
 import { manifest as proxy } from '../handlers/proxy/manifest.ts';
+import { manifest as redirect } from '../handlers/redirect/manifest.ts';
+import { manifest as respond } from '../handlers/respond/manifest.ts';
 import { manifest as soap } from '../handlers/soap/manifest.ts';
 import { manifest as cors } from '../plugins/cors/manifest.ts';
 import { manifest as idempotency } from '../plugins/idempotency/manifest.ts';
@@ -37,7 +39,7 @@ export const PLUGIN_MANIFESTS = [
   mtlsAuth,
 ] as const;
 
-export const HANDLER_MANIFESTS = [proxy, aggregate, soap, grpc] as const;
+export const HANDLER_MANIFESTS = [proxy, aggregate, soap, grpc, redirect, respond] as const;
 
 export type PluginName = (typeof PLUGIN_MANIFESTS)[number]['name'];
 export type HandlerKind = (typeof HANDLER_MANIFESTS)[number]['kind'];

@@ -26,6 +26,13 @@ export const HEADER_VALUE_CHARS = '[\\t\\x20-\\x7e\\x80-\\xff]*';
 export const HEADER_VALUE_PATTERN = `^${HEADER_VALUE_CHARS}$`;
 export const HEADER_VALUE = new RegExp(HEADER_VALUE_PATTERN);
 
+/**
+ * A host name: RFC 1123 labels, lower case (Gateway API's PreciseHostname), unanchored, for
+ * composing patterns (a listener's hostname may have "*." before it).
+ */
+export const HOST_NAME_CHARS = '[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*';
+export const HOST_NAME = new RegExp(`^${HOST_NAME_CHARS}$`);
+
 /** A client-supplied X-Request-Id we keep: 1 to 200 visible ASCII characters (no space, no control). */
 export const REQUEST_ID_PATTERN = '^[\\x21-\\x7e]{1,200}$';
 export const REQUEST_ID = new RegExp(REQUEST_ID_PATTERN);

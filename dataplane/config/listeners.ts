@@ -5,10 +5,11 @@
  * HTTP without, and within a listener one certificate per host (SNI picks among them).
  */
 import type { TableError } from './config-problem.ts';
+import { HOST_NAME_CHARS } from './http-grammar.ts';
 import type { RouteTable } from './route-table.ts';
 
 // RFC 1123 labels, lower case, optionally behind one leading "*." (Gateway API's Hostname).
-const HOSTNAME = /^(\*\.)?[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*$/;
+const HOSTNAME = new RegExp(`^(\\*\\.)?${HOST_NAME_CHARS}$`);
 
 /** The problems of t.listeners; `ids` receives every listener id (for the routes' references). */
 export function listenerProblems(

@@ -70,11 +70,25 @@ export interface HandlerManifest<
   schema: S;
   /** The upstreams the entry refers to (its field and the id): each must exist in the table. */
   upstreams: (handler: Static<S>) => { field: string; id: string }[];
-  /** Rules across the entry's fields the schema cannot say; checked at the data plane's door. */
-  checks?: (handler: Static<S>) => ConfigProblem[];
+  /**
+   * Rules across the entry's fields the schema cannot say, and between the entry and its route
+   * (a redirect's ReplacePrefixMatch needs a Prefix match); checked at the data plane's door.
+   */
+  checks?: (handler: Static<S>, route: HandlerSite) => ConfigProblem[];
   needs?: Pick<PluginNeeds, 'requestBody'>;
-  /** How a GatewayRoute rule asks for this kind; absent for proxy, what a rule without one gets. */
+  /**
+   * How a GatewayRoute rule asks for this kind; absent for proxy (what a rule without one gets)
+   * and for the kinds only Gateway API rules compile to (redirect, respond).
+   */
   route?: HandlerRoute<U, S>;
+}
+
+/**
+ * What a handler's checks may read of the route that carries it: its path match. Written out
+ * rather than taken from route-table.ts, which imports the catalog (the contract has no cycles).
+ */
+export interface HandlerSite {
+  match: { path: { type: 'Exact' | 'Prefix'; value: string } };
 }
 
 /**

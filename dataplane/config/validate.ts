@@ -9,6 +9,7 @@ import { RouteTable, Snapshot } from './route-table.ts';
 import { tableHash } from './canonical-json.ts';
 import { arrivedTableHashes } from './wire.ts';
 import type { ConfigProblem, TableError } from './config-problem.ts';
+import type { HandlerSite } from './manifest.ts';
 import { endpointProblems } from './endpoints.ts';
 import { listenerProblems } from './listeners.ts';
 import { CONFIG_MAX_DEPTH, deeperThan } from './limits.ts';
@@ -35,7 +36,7 @@ const handlerCheckers = new Map(
     m.kind as string,
     {
       upstreams: m.upstreams as (h: unknown) => { field: string; id: string }[],
-      checks: (m as { checks?: (h: unknown) => ConfigProblem[] }).checks,
+      checks: (m as { checks?: (h: unknown, route: HandlerSite) => ConfigProblem[] }).checks,
     },
   ]),
 );
@@ -162,7 +163,7 @@ function checkShaped(t: RouteTable): TableError[] {
     for (const u of handler.upstreams(r.handler))
       if (!upstreamIds.has(u.id))
         errors.push({ id: r.id, field: `handler.${u.field}`, message: `unknown upstream ${u.id}` });
-    for (const e of handler.checks?.(r.handler) ?? [])
+    for (const e of handler.checks?.(r.handler, r) ?? [])
       errors.push({ id: r.id, field: e.field ? `handler.${e.field}` : 'handler', message: e.message });
     r.plugins.forEach((p, j) => {
       const at = ['plugins', String(j), 'config'];

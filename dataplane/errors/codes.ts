@@ -25,6 +25,9 @@ export const ERRORS = {
   // An upstream of a Service's endpoints (route-table.ts) when none is ready: nothing was sent.
   SLC_ERR_UPSTREAM_NO_ENDPOINTS: { status: 503, title: 'The upstream has no ready endpoint' },
   SLC_ERR_UPSTREAM_BAD_RESPONSE: { status: 502, title: 'The upstream sent an invalid response' },
+  // A route that answers by itself (handlers/respond): a Gateway API rule whose backends are all
+  // invalid or absent, which the spec answers 500. The route's status says why.
+  SLC_ERR_BACKEND_INVALID: { status: 500, title: "The route's backend is not valid: see the route's status" },
   SLC_ERR_INTERNAL: { status: 500, title: 'Internal gateway error' },
   SLC_ERR_UNAUTHORIZED: { status: 401, title: 'Authentication is required' },
   SLC_ERR_CONFIG_INVALID: { status: 422, title: 'The configuration is invalid' },

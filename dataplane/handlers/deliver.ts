@@ -12,7 +12,8 @@ export function deliver(
   headers: Record<string, string | string[]>,
   bytes: Buffer,
 ): void {
-  headers['content-length'] = String(bytes.length);
+  // 204 and 304 have no body and no Content-Length to say so (RFC 9110 §8.6).
+  if (status !== 204 && status !== 304) headers['content-length'] = String(bytes.length);
   const out = sink.response(status, headers);
   finished(out, (err) => sink.end(err ? { code: 'SLC_ERR_INTERNAL', sent: true } : null));
   out.end(bytes);

@@ -35,6 +35,8 @@ const HANDLER_CODE: { [K in HandlerKind]: Code<Handler<HandlerEntry<K>>> } = {
   aggregate: () => import('../handlers/aggregate/index.ts'),
   soap: () => import('../handlers/soap/index.ts'),
   grpc: () => import('../handlers/grpc/index.ts'),
+  redirect: () => import('../handlers/redirect/index.ts'),
+  respond: () => import('../handlers/respond/index.ts'),
 };
 
 /**
