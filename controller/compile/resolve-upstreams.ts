@@ -80,6 +80,7 @@ export const resolveUpstreams: Pass = (state) => {
       ids.upstream(d.route, hashFor(d.route, w, c), settingsOf(d.route, w, c)),
     );
     const h = d.route.handlers[d.ruleIndex];
+    if (h?.entry) return { ...d, handler: { entry: h.entry, upstreams: [] } };
     if (h) {
       const entry = handlerManifest(h.kind)!.route!.entry(
         h.config,
@@ -110,6 +111,7 @@ interface Wish {
  */
 function wishesOf(d: Draft): Wish[] {
   const h = d.route.handlers[d.ruleIndex];
+  if (h?.entry) return [];
   if (h) return handlerManifest(h.kind)!.route!.upstreams(h.config, h.urls, d.route.upstreamUrl);
   return (d.version?.backends ?? [{ url: d.route.upstreamUrl, balance: d.route.balance }]).map((b) => ({
     url: b.url,

@@ -34,6 +34,7 @@ import { condition, type RouteParentStatus, type RouteStatus } from './condition
 import { admitsNamespace, type ModelListener, type TranslatedGateways } from './gateways.ts';
 import { HEADER_FILTERS, headerFilterPlugins, headerFilterProblem, pluginName } from './header-filters.ts';
 import { intersectHostnames } from './hostnames.ts';
+import { INVALID_BACKEND, NO_BACKEND, redirectEntry, redirectProblem } from './redirects.ts';
 import { referencePermitted } from './reference-grants.ts';
 
 export interface TranslatedRoutes {
@@ -163,7 +164,11 @@ interface Backend {
   endpoints: readonly Endpoint[] | undefined;
 }
 
-/** Per rule, its backend (or null without backendRefs); and the first problem, for ResolvedRefs. */
+/**
+ * Per rule, its backend, or null when it has none that can be served (no backendRefs, an invalid
+ * one, an ExtensionRef that does not resolve): Gateway API's 500. And the first problem, for
+ * ResolvedRefs.
+ */
 function resolvedRefs(
   set: ResourceSet,
   route: HTTPRoute,
@@ -175,8 +180,7 @@ function resolvedRefs(
     problem ??= { reason, message };
   };
   const backends = (route.spec.rules ?? []).map((rule, i): Backend | null => {
-    // An ExtensionRef's GatewayPlugin must be accepted, else the rule is not served (404 for
-    // its requests; Gateway API would have 500).
+    // An ExtensionRef's GatewayPlugin must be accepted, else the rule answers 500.
     const missing = pluginsOf(rule).find((p) => !plugins.has(keyOf(ns, p.name)));
     if (missing) {
       note(
@@ -190,13 +194,12 @@ function resolvedRefs(
     const at = `spec.rules[${i}].backendRefs`;
     const refNs = ref.namespace ?? ns;
     const url = serviceUrl(refNs, ref.name, ref.port ?? 0);
-    const broken: Backend = { service: ref.name, url, endpoints: [] };
     if ((ref.group ?? '') !== '' || (ref.kind ?? 'Service') !== 'Service') {
       note(
         'InvalidKind',
         `${at}: ${ref.group ?? ''}/${ref.kind} is not a kind of backend Sluice reaches (Service is)`,
       );
-      return broken;
+      return null;
     }
     const permitted = referencePermitted(
       set.referenceGrants,
@@ -208,7 +211,7 @@ function resolvedRefs(
         'RefNotPermitted',
         `${at}: Service ${refNs}/${ref.name} is in another namespace and no ReferenceGrant there allows it`,
       );
-      return broken;
+      return null;
     }
     const service = set.services?.get(keyOf(refNs, ref.name));
     const port = service?.spec?.ports?.find((p) => p.port === ref.port);
@@ -219,7 +222,7 @@ function resolvedRefs(
           ? `${at}: Service ${refNs}/${ref.name} not found`
           : `${at}: Service ${refNs}/${ref.name} has no port ${ref.port}`,
       );
-      return broken;
+      return null;
     }
     const slices = set.endpointSlices?.get(keyOf(refNs, ref.name));
     return {
@@ -238,6 +241,9 @@ function unsupportedIn(route: HTTPRoute): string | undefined {
     for (const [j, f] of (rule.filters ?? []).entries()) {
       if (HEADER_FILTERS.has(f.type)) {
         const problem = headerFilterProblem(f);
+        if (problem) return `${at}.filters[${j}]: ${problem}`;
+      } else if (f.type === 'RequestRedirect') {
+        const problem = redirectProblem(f);
         if (problem) return `${at}.filters[${j}]: ${problem}`;
       } else if (f.type !== 'ExtensionRef') return `${at}.filters: ${f.type} is not supported yet`;
       else if (f.extensionRef?.group !== GROUP || f.extensionRef.kind !== 'GatewayPlugin')
@@ -279,8 +285,9 @@ function modelRoutes(
   }
   const out: ModelRoute[] = [];
   (route.spec.rules ?? []).forEach((rule, i) => {
-    const backend = backends[i];
-    if (backend === null) return; // no backendRefs: nothing to forward to (Gateway API: 500; here 404)
+    // A redirect answers by itself; a rule without a valid backend answers 500 (the spec's).
+    const entry = redirectEntry(rule) ?? (backends[i] === null ? INVALID_BACKEND : undefined);
+    const backend = entry ? NO_BACKEND : backends[i]!;
     [...groups.values()].forEach((group, g) => {
       const suffix = groups.size > 1 ? `-hosts-${g}` : '';
       const rules = matchesOf(rule).map(
@@ -291,9 +298,11 @@ function modelRoutes(
           ...(m.method && { methods: [m.method as NonNullable<RouteRule['methods']>[number]] }),
           ...(m.headers.length && { headers: m.headers }),
           ...(group.hosts && { hosts: group.hosts }),
-          ...((pluginsOf(rule).length || filters[i].length) && {
-            plugins: [...filters[i].map((p) => ({ name: pluginName(p) })), ...pluginsOf(rule)],
-          }),
+          // A 500 runs no plugin (one it names may be what does not resolve).
+          ...(entry !== INVALID_BACKEND &&
+            (pluginsOf(rule).length || filters[i].length) && {
+              plugins: [...filters[i].map((p) => ({ name: pluginName(p) })), ...pluginsOf(rule)],
+            }),
         }),
       );
       out.push({
@@ -302,7 +311,7 @@ function modelRoutes(
         createdMs: Number.isNaN(created) ? undefined : created,
         spec: { service: { name: backend.service, url: backend.url }, routes: rules },
         upstreamUrl: backend.url,
-        handlers: rules.map(() => null),
+        handlers: rules.map(() => (entry ? { kind: entry.type, config: undefined, urls: [], entry } : null)),
         certificates: [],
         ...(backend.endpoints && { endpoints: new Map([[backend.url, backend.endpoints]]) }),
         listeners: group.listeners.sort(),

@@ -6,16 +6,22 @@
  * field, e.g. spec.routes[2].aggregate.calls[1].path.
  */
 import { handlerManifest } from '../../dataplane/config/catalog.ts';
+import type { Route } from '../../dataplane/config/route-table.ts';
 import { HANDLER_FIELDS, type RouteRule } from '../api/gateway-route.ts';
 import type { ObjectRef } from '../source/resource-set.ts';
 import { type Diagnostic, invalid } from './diagnostic.ts';
 import { resolveBackend } from './service-url.ts';
 
-/** A rule's handler other than proxy: its kind, the user's config, the url each backend resolved to. */
+/**
+ * A rule's handler other than proxy: its kind, the user's config, the url each backend resolved
+ * to; or (`entry`) a table entry ready as it is, calling no upstream: what an HTTPRoute rule
+ * compiles to when it redirects, or answers 500 for want of a valid backend.
+ */
 export interface ModelHandler {
   kind: string;
   config: unknown;
   urls: string[];
+  entry?: Route['handler'];
 }
 
 /** One entry per spec.routes[i]: its handler, or null (proxy to the service). */
