@@ -7,6 +7,8 @@
  *   /ep3/…  three endpoints (127.0.0.1:18200, :18231, :18232), round robin
  *   /lr3/…  three endpoints, least-request
  *   /ch3/…  three endpoints, consistent hashing on the x-user header
+ *   /wb2/…  two weighted backends (proxy `backends`, 1:1), two upstreams by url alone (two pools)
+ *   /wbs/…  the url upstream named twice as weighted backends: the weighted pick's cost alone
  * Usage: BENCH_PORT=18220 node bench/balance-target.ts
  */
 import { tableHash } from '../dataplane/config/canonical-json.ts';
@@ -41,8 +43,36 @@ const route = (name: string): Route => ({
   handler: { type: 'proxy', upstream: upstream(name).id },
 });
 
+// Two upstreams of the same address under two ids: the cost measured is the weighted pick's.
+const backend = (i: number): Upstream => ({ ...upstream('url'), id: `upstream/bench/wb2/${i}` });
+const weighted: Route = {
+  ...route('wb2'),
+  handler: {
+    type: 'proxy',
+    backends: [
+      { upstream: backend(0).id, weight: 1 },
+      { upstream: backend(1).id, weight: 1 },
+    ],
+  },
+};
+
+const pickOnly: Route = {
+  ...route('wbs'),
+  handler: {
+    type: 'proxy',
+    backends: [
+      { upstream: upstream('url').id, weight: 1 },
+      { upstream: upstream('url').id, weight: 1 },
+    ],
+  },
+};
+
 const names = Object.keys(variants);
-const table: RouteTable = { version: 1, routes: names.map(route), upstreams: names.map(upstream) };
+const table: RouteTable = {
+  version: 1,
+  routes: [...names.map(route), weighted, pickOnly],
+  upstreams: [...names.map(upstream), backend(0), backend(1)],
+};
 
 if (import.meta.main) {
   const dp = await startDataPlane({

@@ -8,6 +8,7 @@
  * seconds apart cancel most of a shared machine's drift, which moves single runs by ±25 %).
  *
  * Usage: node bench/balance.ts [--rounds 12] [--seconds 3] [--variants url,ep1,ep3,lr3,ch3]
+ * (also wb2, wbs: weighted backends, balance-target.ts)
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';

@@ -115,3 +115,59 @@ describe('respond at the door', () => {
       ]);
   });
 });
+
+describe('proxy backends at the door', () => {
+  const backends = (...weights: number[]) =>
+    weights.map((weight, i) => ({ upstream: i % 2 ? 'v' : 'u', weight }));
+
+  it('accepts weighted backends (a weight of 0 among them, an upstream named twice), and upstream alone', () => {
+    expect(errorsOf({ type: 'proxy', backends: backends(70, 30, 0) })).toEqual([]);
+    expect(errorsOf({ type: 'proxy', upstream: 'u' })).toEqual([]);
+  });
+
+  it('names an unknown upstream by its backend', () => {
+    expect(
+      errorsOf({
+        type: 'proxy',
+        backends: [
+          { upstream: 'u', weight: 1 },
+          { upstream: 'nope', weight: 1 },
+        ],
+      }),
+    ).toEqual([{ id: ID, field: 'handler.backends[1].upstream', message: 'unknown upstream nope' }]);
+  });
+
+  it('wants exactly one of upstream and backends, and a canary only beside upstream', () => {
+    expect(errorsOf({ type: 'proxy' })).toEqual([
+      { id: ID, field: 'handler', message: 'needs upstream or backends' },
+    ]);
+    expect(errorsOf({ type: 'proxy', upstream: 'u', backends: backends(1) })).toEqual([
+      { id: ID, field: 'handler.backends', message: 'upstream and backends exclude each other: give one' },
+    ]);
+    expect(
+      errorsOf({ type: 'proxy', backends: backends(1, 1), canary: { upstream: 'v', weight: 10 } }),
+    ).toEqual([
+      {
+        id: ID,
+        field: 'handler.canary',
+        message: 'a canary goes with upstream only: backends carry their own weights',
+      },
+    ]);
+  });
+
+  it('wants a weight above 0 somewhere, integer weights from 0 to 1,000,000, and 1 to 16 backends', () => {
+    expect(errorsOf({ type: 'proxy', backends: backends(0, 0) })).toEqual([
+      { id: ID, field: 'handler.backends', message: 'at least one backend needs a weight above 0' },
+    ]);
+    for (const weight of [-1, 0.5, 1_000_001])
+      expect(errorsOf({ type: 'proxy', backends: backends(1, weight) })).toEqual([
+        expect.objectContaining({ id: ID, field: 'handler.backends[1].weight' }),
+      ]);
+    expect(errorsOf({ type: 'proxy', backends: [] })).toEqual([
+      expect.objectContaining({ id: ID, field: 'handler.backends' }),
+    ]);
+    expect(errorsOf({ type: 'proxy', backends: backends(...new Array(17).fill(1)) })).toEqual([
+      expect.objectContaining({ id: ID, field: 'handler.backends' }),
+    ]);
+  });
+});

@@ -3,23 +3,26 @@
  * choice is made by the proxy handler, after the request hooks, so a sticky-by-consumer canary
  * sees the consumer authentication set. Sticky callers are placed by a hash of their consumer id
  * or cookie value (the same caller always lands on the same side while the weight stays);
- * everyone else by Math.random (V8's xorshift128+: fast, and no need for a secure choice).
+ * everyone else by the proxy's one weighted choice (weighted.ts), the canary two backends
+ * weighted 100 − weight and weight.
  */
 import type { RequestContext } from '../../pipeline/context.ts';
 import type { Canary } from './manifest.ts';
+import { weightedChooser } from './weighted.ts';
 
 /** Returns true when this request goes to the canary. */
 export function canaryChooser(canary: Canary): (ctx: RequestContext) => boolean {
   const { weight, sticky } = canary;
-  const random = () => Math.random() * 100 < weight;
-  if (sticky === undefined) return random;
+  const choose = weightedChooser([100 - weight, weight]);
+  const split = () => choose() === 1;
+  if (sticky === undefined) return split;
   const keyOf =
     'consumer' in sticky
       ? (ctx: RequestContext) => ctx.consumer?.id
       : (ctx: RequestContext) => cookieValue(ctx.headers.cookie, sticky.cookie);
   return (ctx) => {
     const key = keyOf(ctx);
-    return key === undefined ? random() : bucketOf(key) < weight;
+    return key === undefined ? split() : bucketOf(key) < weight;
   };
 }
 

@@ -2,8 +2,9 @@
  * proxy: the request streams to the route's upstream and the response streams back, both
  * ways without buffering unless something on the route read the body first. WebSocket
  * upgrades are tunnelled to the same upstream. A route with a canary (a version's weighted
- * backends) is two such handlers, one per upstream (each with its own pool and breaker), and
- * picks one per request (canary.ts); a route without one is bound exactly as before.
+ * backends) or weighted `backends` (Gateway API's) is one such handler per upstream (each with
+ * its own pool and breaker), and picks one per request (canary.ts, weighted.ts); a route of one
+ * upstream is bound to it alone, with no pick on its path.
  */
 import type { BoundHandler, RuntimeDeps } from '../../pipeline/route.ts';
 import type { RequestContext } from '../../pipeline/context.ts';
@@ -12,29 +13,49 @@ import { type Body, callUpstream, type ResponseSink } from '../../upstream/call.
 import { upstreamPath } from '../../upstream/path.ts';
 import type { UpstreamRuntime } from '../../upstream/pools.ts';
 import { ClientSink } from '../client-sink.ts';
-import { defineHandler } from '../types.ts';
+import { defineHandler, type HandlerDeps } from '../types.ts';
 import { canaryChooser } from './canary.ts';
-import { manifest } from './manifest.ts';
+import { manifest, type WeightedBackend } from './manifest.ts';
 import { tunnel } from './tunnel.ts';
+import { weightedChooser } from './weighted.ts';
 
 export default defineHandler(manifest, {
   create(deps) {
     return {
       bind(_route, entry, stripLength) {
-        const main = bindTo(deps.upstream(entry.upstream), stripLength, deps);
+        if (entry.backends !== undefined) return bindWeighted(entry.backends, stripLength, deps);
+        // The door let through exactly one of upstream and backends.
+        const main = bindTo(deps.upstream(entry.upstream!), stripLength, deps);
         if (entry.canary === undefined) return main;
         const canary = bindTo(deps.upstream(entry.canary.upstream), stripLength, deps);
         const toCanary = canaryChooser(entry.canary);
-        const pick = (ctx: RequestContext) => (toCanary(ctx) ? canary : main);
-        return {
-          handle: (ctx) => pick(ctx).handle(ctx),
-          call: (ctx, sink) => pick(ctx).call(ctx, sink),
-          upgrade: (ctx, socket, head) => pick(ctx).upgrade!(ctx, socket, head),
-        };
+        return picking((ctx) => (toCanary(ctx) ? canary : main));
       },
     };
   },
 });
+
+/** Weighted backends: those of weight 0 are left out, and one left is bound alone. */
+function bindWeighted(
+  backends: readonly WeightedBackend[],
+  stripLength: number,
+  deps: HandlerDeps,
+): BoundHandler {
+  const live = backends.filter((b) => b.weight > 0);
+  const bound = live.map((b) => bindTo(deps.upstream(b.upstream), stripLength, deps));
+  if (bound.length === 1) return bound[0];
+  const choose = weightedChooser(live.map((b) => b.weight));
+  return picking(() => bound[choose()]);
+}
+
+/** One handler per request among several: the whole request (its tries, its upgrade) goes to the one picked. */
+function picking(pick: (ctx: RequestContext) => BoundHandler): BoundHandler {
+  return {
+    handle: (ctx) => pick(ctx).handle(ctx),
+    call: (ctx, sink) => pick(ctx).call(ctx, sink),
+    upgrade: (ctx, socket, head) => pick(ctx).upgrade!(ctx, socket, head),
+  };
+}
 
 /** The handler of a route for one upstream. */
 function bindTo(up: UpstreamRuntime, stripLength: number, deps: RuntimeDeps): BoundHandler {

@@ -1,11 +1,18 @@
-/** proxy: the route's request goes to one upstream and its response streams back. */
+/**
+ * proxy: the route's request goes to one upstream and its response streams back. Which upstream:
+ * the entry's `upstream`, its canary's some of the time, or one of its weighted `backends`
+ * (Gateway API backendRefs with weights), picked once per request.
+ */
 import { type Static, Type } from '@sinclair/typebox';
+import type { ConfigProblem } from '../../config/config-problem.ts';
 import { handlerManifest } from '../../config/manifest.ts';
 
 /** A weighted canary: `weight` percent of the requests go to `upstream` instead of the handler's. */
 export const Canary = Type.Object(
   {
+    /** The canary's upstream (table.upstreams). */
     upstream: Type.String({ minLength: 1 }),
+    /** The percentage of requests it gets: 0 none, 100 all. */
     weight: Type.Integer({ minimum: 0, maximum: 100 }),
     /** Keep a caller on one side: by consumer id (after authentication) or by a request cookie's value. */
     sticky: Type.Optional(
@@ -19,17 +26,68 @@ export const Canary = Type.Object(
 );
 export type Canary = Static<typeof Canary>;
 
+/** Gateway API's limits: at most 16 backendRefs, each weight at most 1,000,000. */
+const MAX_BACKENDS = 16;
+const MAX_WEIGHT = 1_000_000;
+
+/** One of a route's weighted backends. */
+export const WeightedBackend = Type.Object(
+  {
+    /** Its upstream (table.upstreams): its endpoints, balance, retries and breaker are that upstream's. */
+    upstream: Type.String({ minLength: 1 }),
+    /** Its share of the requests: its weight over the sum of the weights; 0: none. */
+    weight: Type.Integer({ minimum: 0, maximum: MAX_WEIGHT }),
+  },
+  { additionalProperties: false },
+);
+export type WeightedBackend = Static<typeof WeightedBackend>;
+
+/**
+ * Exactly one of `upstream` and `backends`. Two fields rather than `backends` alone: a route of
+ * one backend (every GatewayRoute, and most HTTPRoute rules) keeps the entry it always had, so
+ * its table hashes as before and its request path does no weighted pick at all.
+ */
 export const ProxyHandler = Type.Object(
-  { type: Type.Literal('proxy'), upstream: Type.String({ minLength: 1 }), canary: Type.Optional(Canary) },
+  {
+    type: Type.Literal('proxy'),
+    /** The upstream every request goes to (table.upstreams), but a canary's share. */
+    upstream: Type.Optional(Type.String({ minLength: 1 })),
+    /**
+     * Several upstreams sharing the requests by weight (at least one weight above 0; an upstream
+     * may be named twice, its weights then add up). Each request goes to one, picked before its
+     * first try (handlers/proxy/weighted.ts): its retries stay on that upstream, as a canary's do.
+     */
+    backends: Type.Optional(Type.Array(WeightedBackend, { minItems: 1, maxItems: MAX_BACKENDS })),
+    /** Only beside `upstream`: a share of its requests goes to another upstream. */
+    canary: Type.Optional(Canary),
+  },
   { additionalProperties: false },
 );
 export type ProxyHandler = Static<typeof ProxyHandler>;
+
+function checkProxy(h: ProxyHandler): ConfigProblem[] {
+  if (h.backends === undefined)
+    return h.upstream === undefined ? [{ field: '', message: 'needs upstream or backends' }] : [];
+  const problems: ConfigProblem[] = [];
+  if (h.upstream !== undefined)
+    problems.push({ field: 'backends', message: 'upstream and backends exclude each other: give one' });
+  if (h.canary !== undefined)
+    problems.push({
+      field: 'canary',
+      message: 'a canary goes with upstream only: backends carry their own weights',
+    });
+  if (!h.backends.some((b) => b.weight > 0))
+    problems.push({ field: 'backends', message: 'at least one backend needs a weight above 0' });
+  return problems;
+}
 
 export const manifest = handlerManifest({
   kind: 'proxy',
   schema: ProxyHandler,
   upstreams: (h) => [
-    { field: 'upstream', id: h.upstream },
+    ...(h.upstream !== undefined ? [{ field: 'upstream', id: h.upstream }] : []),
+    ...(h.backends ?? []).map((b, i) => ({ field: `backends[${i}].upstream`, id: b.upstream })),
     ...(h.canary ? [{ field: 'canary.upstream', id: h.canary.upstream }] : []),
   ],
+  checks: checkProxy,
 });

@@ -1,0 +1,123 @@
+/**
+ * A proxy route's weighted backends on a real data plane, real upstreams and real clients: the
+ * requests split by weight (nothing to a weight of 0), each upstream keeps its own settings (base
+ * path, retries), and a request's retries stay on the backend it was given.
+ */
+import { request } from 'undici';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Upstream as TableUpstream } from '../../dataplane/config/route-table.ts';
+import type { ProxyHandler } from '../../dataplane/handlers/proxy/manifest.ts';
+import type { DataPlane } from '../../dataplane/main.ts';
+import { startTestDataPlane, startUpstream, type Upstream } from '../helpers/servers.ts';
+import { route, snapshot, upstream } from '../helpers/tables.ts';
+
+let dp: DataPlane;
+const up: Record<'a' | 'b' | 'c' | 'failing' | 'fine', Upstream> = {} as never;
+
+const weighted = (name: string, path: string, backends: ProxyHandler['backends']) => ({
+  ...route(name, 'unused', path),
+  handler: { type: 'proxy' as const, backends },
+});
+
+beforeAll(async () => {
+  for (const name of ['a', 'b', 'c', 'fine'] as const) up[name] = await startUpstream();
+  up.failing = await startUpstream((_req, res) => {
+    res.writeHead(503).end('busy');
+    return true;
+  });
+  const retrying: TableUpstream = {
+    ...upstream('failing', up.failing.url),
+    retries: {
+      attempts: 1,
+      statuses: [503],
+      backoffBaseMs: 0,
+      backoffMaxMs: 0,
+      budgetPercent: 100,
+      idempotentBackend: false,
+    },
+  };
+  dp = await startTestDataPlane({
+    initialSnapshot: snapshot(
+      [
+        weighted('split', '/split', [
+          { upstream: 'a', weight: 70 },
+          { upstream: 'b', weight: 30 },
+          { upstream: 'c', weight: 0 },
+        ]),
+        weighted('retry', '/retry', [
+          { upstream: 'failing', weight: 1 },
+          { upstream: 'fine', weight: 1 },
+        ]),
+        weighted('one', '/one', [
+          { upstream: 'a', weight: 0 },
+          { upstream: 'c', weight: 3 },
+        ]),
+      ],
+      [
+        upstream('a', up.a.url),
+        upstream('b', `${up.b.url}/b-base`),
+        upstream('c', up.c.url),
+        retrying,
+        upstream('fine', up.fine.url),
+      ],
+    ),
+  });
+});
+
+afterAll(async () => {
+  await dp?.close();
+  for (const u of Object.values(up)) await u?.close();
+});
+
+const seen = () => ({ a: up.a.seen.length, b: up.b.seen.length, c: up.c.seen.length });
+
+async function send(path: string, n: number, batch = 50): Promise<number[]> {
+  const statuses: number[] = [];
+  for (let sent = 0; sent < n; sent += batch)
+    statuses.push(
+      ...(await Promise.all(
+        Array.from({ length: batch }, async () => {
+          const r = await request(`${dp.proxyUrl}${path}`);
+          await r.body.text();
+          return r.statusCode;
+        }),
+      )),
+    );
+  return statuses;
+}
+
+describe('weighted backends', () => {
+  it('1,000 requests split 70/30 within 1 %, none to the backend of weight 0', async () => {
+    const before = seen();
+    const statuses = await send('/split/x', 1_000);
+    expect(statuses.every((s) => s === 200)).toBe(true);
+    const after = seen();
+    const a = after.a - before.a;
+    const b = after.b - before.b;
+    expect(a + b).toBe(1_000);
+    expect(Math.abs(b - 300)).toBeLessThanOrEqual(10);
+    expect(after.c).toBe(before.c);
+  });
+
+  it("each request takes its backend's upstream as it is: b's base path is prepended, a's is none", async () => {
+    await send('/split/path', 20, 20);
+    expect(up.a.seen.at(-1)?.url).toBe('/split/path');
+    expect(up.b.seen.at(-1)?.url).toBe('/b-base/split/path');
+  });
+
+  it("a request's retries stay on its backend: the failing one gets two tries per request, the other one each", async () => {
+    const statuses = await send('/retry', 40, 10);
+    const failed = statuses.filter((s) => s === 503).length;
+    const served = statuses.filter((s) => s === 200).length;
+    expect(failed + served).toBe(40);
+    expect(Math.abs(failed - 20)).toBeLessThanOrEqual(4);
+    expect(up.failing.seen).toHaveLength(2 * failed);
+    expect(up.fine.seen).toHaveLength(served);
+  });
+
+  it('one backend of weight above 0 takes every request', async () => {
+    const before = seen();
+    await send('/one', 20, 20);
+    expect(seen()).toEqual({ ...before, c: before.c + 20 });
+  });
+});
