@@ -71,13 +71,13 @@ export const resolveUpstreams: Pass = (state) => {
   const ids = new UpstreamIds(sorted);
   for (const d of state.drafts) {
     const c = common.get(d.route);
-    if (c) for (const w of wishesOf(d)) ids.add(d.route, hashFor(d.route, w, c));
+    if (c) for (const w of wishesOf(d)) ids.add(groupOf(d.route, w), hashFor(d.route, w, c));
   }
   const drafts = state.drafts.map((d) => {
     const c = common.get(d.route);
     if (!c) return d;
     const upstreams = wishesOf(d).map((w) =>
-      ids.upstream(d.route, hashFor(d.route, w, c), settingsOf(d.route, w, c)),
+      ids.upstream(groupOf(d.route, w), d.route, hashFor(d.route, w, c), settingsOf(d.route, w, c)),
     );
     const h = d.route.handlers[d.ruleIndex];
     if (h?.entry) return { ...d, handler: { entry: h.entry, upstreams: [] } };
@@ -87,6 +87,10 @@ export const resolveUpstreams: Pass = (state) => {
         upstreams.map((u) => u.id),
       ) as Route['handler'];
       return { ...d, handler: { entry, upstreams } };
+    }
+    if (d.route.backends) {
+      const backends = d.route.backends.map((b, i) => ({ upstream: upstreams[i].id, weight: b.weight }));
+      return { ...d, handler: { entry: { backends, type: 'proxy' as const }, upstreams } };
     }
     const [first, second] = upstreams;
     const canary = second && { upstream: second, weight: d.version!.backends[1].weight };
@@ -101,6 +105,8 @@ export const resolveUpstreams: Pass = (state) => {
  */
 interface Wish {
   url: string;
+  /** The Service it names, when not spec.service (an HTTPRoute rule's other weighted backends): in its id. */
+  service?: string;
   requestMs?: number;
   balance?: Balance;
 }
@@ -112,6 +118,7 @@ interface Wish {
 function wishesOf(d: Draft): Wish[] {
   const h = d.route.handlers[d.ruleIndex];
   if (h?.entry) return [];
+  if (d.route.backends) return d.route.backends.map((b) => ({ url: b.url, service: b.service }));
   if (h) return handlerManifest(h.kind)!.route!.upstreams(h.config, h.urls, d.route.upstreamUrl);
   return (d.version?.backends ?? [{ url: d.route.upstreamUrl, balance: d.route.balance }]).map((b) => ({
     url: b.url,
@@ -231,15 +238,14 @@ class UpstreamIds {
     this.#sorted = sorted;
   }
 
-  add(route: ModelRoute, hash: string): void {
-    const group = groupOf(route);
+  add(group: string, hash: string): void {
     const set = this.#hashes.get(group) ?? new Set();
     set.add(hash);
     this.#hashes.set(group, set);
   }
 
   /** After every add. */
-  upstream(route: ModelRoute, hash: string, settings: Settings): Upstream {
+  upstream(group: string, route: ModelRoute, hash: string, settings: Settings): Upstream {
     this.#lengths ??= new Map(
       [...this.#hashes].map(([group, set]) => {
         const distinct = [...set];
@@ -249,7 +255,6 @@ class UpstreamIds {
         return [group, length];
       }),
     );
-    const group = groupOf(route);
     // A Service's endpoints are not part of the id (nor of the hash it is made from): pods come
     // and go, and the data plane keeps an upstream's pools, breaker and budget per id.
     const endpoints = route.endpoints?.get(settings.url);
@@ -261,4 +266,6 @@ class UpstreamIds {
   }
 }
 
-const groupOf = (route: ModelRoute) => `${route.ref.namespace}/${route.spec.service.name}`;
+/** The <ns>/<service> of upstream/<ns>/<service>/<hash>. */
+const groupOf = (route: ModelRoute, w: Wish) =>
+  `${route.ref.namespace}/${w.service ?? route.spec.service.name}`;

@@ -21,6 +21,7 @@ import type { RouteRule } from '../api/gateway-route.ts';
 import {
   GATEWAY_API_GROUP,
   GATEWAY_CONTROLLER_NAME,
+  type HTTPBackendRef,
   type HTTPRoute,
   type HTTPRouteRule,
   type ParentReference,
@@ -157,43 +158,32 @@ function parentRefOf(ref: ParentReference, ns: string): ParentReference {
   };
 }
 
-/** Where a backendRef goes: its Service URL and ready endpoints ([] when it does not resolve). */
+/** Where a backendRef goes: its Service URL, ready endpoints (undefined: none known), weight. */
 interface Backend {
   service: string;
   url: string;
   endpoints: readonly Endpoint[] | undefined;
+  weight: number;
 }
 
 /**
- * Per rule, its backend, or null when it has none that can be served (no backendRefs, an invalid
- * one, an ExtensionRef that does not resolve): Gateway API's 500. And the first problem, for
- * ResolvedRefs.
+ * Per rule, its backends with a weight above 0, or null when none can be served (no
+ * backendRefs, every one invalid or weighted 0, an ExtensionRef that does not resolve): Gateway
+ * API's 500. An invalid backendRef beside valid ones is left out (its share goes to the others;
+ * the spec would answer its share with 500). And the first problem, for ResolvedRefs.
  */
 function resolvedRefs(
   set: ResourceSet,
   route: HTTPRoute,
   plugins: ReadonlyMap<string, ModelPlugin>,
-): { backends: (Backend | null)[]; problem?: { reason: string; message: string } } {
+): { backends: (Backend[] | null)[]; problem?: { reason: string; message: string } } {
   const ns = route.metadata.namespace!;
   let problem: { reason: string; message: string } | undefined;
   const note = (reason: string, message: string) => {
     problem ??= { reason, message };
   };
-  const backends = (route.spec.rules ?? []).map((rule, i): Backend | null => {
-    // An ExtensionRef's GatewayPlugin must be accepted, else the rule answers 500.
-    const missing = pluginsOf(rule).find((p) => !plugins.has(keyOf(ns, p.name)));
-    if (missing) {
-      note(
-        'InvalidKind',
-        `spec.rules[${i}].filters: GatewayPlugin ${ns}/${missing.name} not found or not accepted`,
-      );
-      return null;
-    }
-    const ref = (rule.backendRefs ?? []).find((b) => (b.weight ?? 1) > 0) ?? rule.backendRefs?.[0];
-    if (ref === undefined) return null;
-    const at = `spec.rules[${i}].backendRefs`;
+  const resolve = (ref: HTTPBackendRef, at: string): Backend | null => {
     const refNs = ref.namespace ?? ns;
-    const url = serviceUrl(refNs, ref.name, ref.port ?? 0);
     if ((ref.group ?? '') !== '' || (ref.kind ?? 'Service') !== 'Service') {
       note(
         'InvalidKind',
@@ -227,9 +217,26 @@ function resolvedRefs(
     const slices = set.endpointSlices?.get(keyOf(refNs, ref.name));
     return {
       service: ref.name,
-      url,
+      url: serviceUrl(refNs, ref.name, ref.port ?? 0),
       endpoints: slices === undefined ? undefined : readyEndpoints(slices, port?.name ?? ''),
+      weight: ref.weight ?? 1,
     };
+  };
+  const backends = (route.spec.rules ?? []).map((rule, i): Backend[] | null => {
+    // An ExtensionRef's GatewayPlugin must be accepted, else the rule answers 500.
+    const missing = pluginsOf(rule).find((p) => !plugins.has(keyOf(ns, p.name)));
+    if (missing) {
+      note(
+        'InvalidKind',
+        `spec.rules[${i}].filters: GatewayPlugin ${ns}/${missing.name} not found or not accepted`,
+      );
+      return null;
+    }
+    const valid = (rule.backendRefs ?? []).flatMap((ref, j) => {
+      const b = resolve(ref, `spec.rules[${i}].backendRefs[${j}]`);
+      return b && b.weight > 0 ? [b] : [];
+    });
+    return valid.length ? valid : null;
   });
   return { backends, ...(problem && { problem }) };
 }
@@ -249,8 +256,7 @@ function unsupportedIn(route: HTTPRoute): string | undefined {
       else if (f.extensionRef?.group !== GROUP || f.extensionRef.kind !== 'GatewayPlugin')
         return `${at}.filters: an ExtensionRef to ${f.extensionRef?.group}/${f.extensionRef?.kind} (sluice.dev/GatewayPlugin is served)`;
     }
-    if ((rule.backendRefs ?? []).filter((b) => (b.weight ?? 1) > 0).length > 1)
-      return `${at}.backendRefs: more than one backend with weight is not supported yet`;
+    if ((rule.backendRefs ?? []).length > 16) return `${at}.backendRefs: more than 16 backends`;
     if (rule.backendRefs?.some((b) => b.filters?.length))
       return `${at}.backendRefs[].filters are not supported yet`;
     for (const [j, m] of (rule.matches ?? []).entries()) {
@@ -267,7 +273,7 @@ function unsupportedIn(route: HTTPRoute): string | undefined {
 function modelRoutes(
   route: HTTPRoute,
   attachments: readonly Attachment[],
-  backends: readonly (Backend | null)[],
+  backends: readonly (Backend[] | null)[],
   filters: readonly ModelPlugin[][],
 ): ModelRoute[] {
   const ns = route.metadata.namespace!;
@@ -287,7 +293,9 @@ function modelRoutes(
   (route.spec.rules ?? []).forEach((rule, i) => {
     // A redirect answers by itself; a rule without a valid backend answers 500 (the spec's).
     const entry = redirectEntry(rule) ?? (backends[i] === null ? INVALID_BACKEND : undefined);
-    const backend = entry ? NO_BACKEND : backends[i]!;
+    const weighted = entry ? [] : backends[i]!;
+    const backend = weighted[0] ?? NO_BACKEND;
+    const endpoints = new Map(weighted.flatMap((b) => (b.endpoints ? [[b.url, b.endpoints] as const] : [])));
     [...groups.values()].forEach((group, g) => {
       const suffix = groups.size > 1 ? `-hosts-${g}` : '';
       const rules = matchesOf(rule).map(
@@ -313,7 +321,11 @@ function modelRoutes(
         upstreamUrl: backend.url,
         handlers: rules.map(() => (entry ? { kind: entry.type, config: undefined, urls: [], entry } : null)),
         certificates: [],
-        ...(backend.endpoints && { endpoints: new Map([[backend.url, backend.endpoints]]) }),
+        ...(endpoints.size && { endpoints }),
+        // Two or more: the proxy spreads requests by weight (resolve-upstreams.ts).
+        ...(weighted.length > 1 && {
+          backends: weighted.map((b) => ({ service: b.service, url: b.url, weight: b.weight })),
+        }),
         listeners: group.listeners.sort(),
       });
     });

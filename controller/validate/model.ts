@@ -48,6 +48,8 @@ export interface ModelRoute {
    * Set for routes from HTTPRoutes (controller/gateway-api/), whose `ref.kind` says so.
    */
   listeners?: readonly string[];
+  /** An HTTPRoute rule's weighted backends, when more than one: the proxy's `backends`. */
+  backends?: readonly { service: string; url: string; weight: number }[];
 }
 
 export interface Model {
