@@ -216,6 +216,13 @@ export const Upstream = Type.Object(
      */
     url: Type.String({ pattern: '^https?://' }),
     /**
+     * How requests travel to it: absent, HTTP/1.1 (or h2 by ALPN over https); 'h2c', HTTP/2 with
+     * prior knowledge over cleartext (an http:// url only), as gRPC servers without TLS and
+     * Services whose port has appProtocol kubernetes.io/h2c speak; request and response stream
+     * both ways, trailers included (gRPC's status is in them).
+     */
+    protocol: Type.Optional(Type.Literal('h2c')),
+    /**
      * A Service's ready endpoints (from its EndpointSlices), unique; absent: connect to the
      * url's host. Empty: no endpoint is ready, and requests get 503 SLC_ERR_UPSTREAM_NO_ENDPOINTS.
      */

@@ -145,6 +145,8 @@ function checkShaped(t: RouteTable): TableError[] {
       const url = new URL(u.url);
       if (url.search || url.hash || url.username || url.password)
         errors.push({ id: u.id, field: 'url', message: 'must not carry a query, fragment or credentials' });
+      if (u.protocol === 'h2c' && url.protocol !== 'http:')
+        errors.push({ id: u.id, field: 'protocol', message: 'h2c is cleartext: the url must be http://' });
     } catch {
       errors.push({ id: u.id, field: 'url', message: `not a valid URL: ${u.url}` });
     }

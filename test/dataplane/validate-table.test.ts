@@ -131,3 +131,18 @@ describe('validateRouteTable, Gateway listeners', () => {
     ]);
   });
 });
+
+describe('validateRouteTable, upstream protocol', () => {
+  it('h2c only over an http:// url', () => {
+    const table = snapshot(
+      [route('a', 'u', '/a'), route('b', 'v', '/b')],
+      [
+        { ...upstream('u', 'http://127.0.0.1:9'), protocol: 'h2c' as const },
+        { ...upstream('v', 'https://127.0.0.1:9'), protocol: 'h2c' as const },
+      ],
+    ).table;
+    expect(validateRouteTable(table)).toEqual([
+      { id: 'v', field: 'protocol', message: 'h2c is cleartext: the url must be http://' },
+    ]);
+  });
+});
