@@ -114,6 +114,26 @@ export interface HTTPRoute {
   spec: { parentRefs?: ParentReference[]; hostnames?: string[]; rules?: HTTPRouteRule[] };
 }
 
+export interface GRPCRouteMatch {
+  method?: { type?: 'Exact' | 'RegularExpression'; service?: string; method?: string };
+  headers?: HTTPHeaderMatch[];
+}
+
+export interface GRPCRouteRule {
+  name?: string;
+  matches?: GRPCRouteMatch[];
+  filters?: HTTPRouteFilter[];
+  backendRefs?: HTTPBackendRef[];
+}
+
+/** gRPC routing (GRPCRoute v1): methods are paths /<service>/<method> over HTTP/2. */
+export interface GRPCRoute {
+  apiVersion: string;
+  kind: 'GRPCRoute';
+  metadata: ObjectMeta;
+  spec: { parentRefs?: ParentReference[]; hostnames?: string[]; rules?: GRPCRouteRule[] };
+}
+
 /** A core/v1 Namespace: its labels (listeners may admit routes by namespace label). */
 export interface Namespace {
   apiVersion: 'v1';

@@ -3,14 +3,28 @@ import type { GatewayPlugin } from './gateway-plugin.ts';
 import type { GatewayRoute } from './gateway-route.ts';
 import type { Secret } from './secret.ts';
 import type { Service } from './service.ts';
-import type { Gateway, GatewayClass, HTTPRoute, Namespace, ReferenceGrant } from './gateway-api.ts';
+import type {
+  Gateway,
+  GatewayClass,
+  GRPCRoute,
+  HTTPRoute,
+  Namespace,
+  ReferenceGrant,
+} from './gateway-api.ts';
 
 export type { EndpointSlice } from './endpoint-slice.ts';
 export type { GatewayPlugin } from './gateway-plugin.ts';
 export type { GatewayRoute } from './gateway-route.ts';
 export type { Secret } from './secret.ts';
 export type { Service } from './service.ts';
-export type { Gateway, GatewayClass, HTTPRoute, Namespace, ReferenceGrant } from './gateway-api.ts';
+export type {
+  Gateway,
+  GatewayClass,
+  GRPCRoute,
+  HTTPRoute,
+  Namespace,
+  ReferenceGrant,
+} from './gateway-api.ts';
 export { API_VERSION, GROUP, VERSION } from './common.ts';
 
 /** Any object the controller reads. */
@@ -23,5 +37,6 @@ export type Resource =
   | GatewayClass
   | Gateway
   | HTTPRoute
+  | GRPCRoute
   | ReferenceGrant
   | Namespace;

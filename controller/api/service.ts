@@ -8,5 +8,7 @@ export interface Service {
   apiVersion: 'v1';
   kind: 'Service';
   metadata: ObjectMeta;
-  spec?: { ports?: { name?: string; port: number; targetPort?: number | string }[] };
+  spec?: {
+    ports?: { name?: string; port: number; targetPort?: number | string; appProtocol?: string }[];
+  };
 }

@@ -14,7 +14,7 @@ export const expandMatches: Pass = (state) => {
   for (const route of state.model.routes) {
     const { namespace, name } = route.ref;
     // An HTTPRoute may share its namespace and name with a GatewayRoute: the ids must differ.
-    const kind = route.ref.kind === 'HTTPRoute' ? 'httproute' : 'route';
+    const kind = route.ref.kind === 'GatewayRoute' ? 'route' : route.ref.kind.toLowerCase();
     route.spec.routes.forEach((rule, ruleIndex) => {
       rule.paths.forEach((path, matchIndex) => {
         drafts.push({

@@ -133,9 +133,11 @@ function wishesOf(d: Draft): Wish[] {
 function settingsOf(route: ModelRoute, w: Wish, common: Common): Settings {
   const { outlierDetection, ...c } = common;
   const via = route.endpoints?.has(w.url) === true;
+  const protocol = route.protocols?.get(w.url);
   const endpointSettings = {
     ...(via && w.balance && { balance: w.balance }),
     ...(via && outlierDetection && { outlierDetection }),
+    ...(protocol && { protocol }),
   };
   if (w.requestMs === undefined) return { url: w.url, ...c, ...endpointSettings };
   const requestMs = Math.min(w.requestMs, c.timeouts.requestMs ?? w.requestMs);

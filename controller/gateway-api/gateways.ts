@@ -32,7 +32,10 @@ import { allocatePorts, type PortRange } from './ports.ts';
 import { referencePermitted } from './reference-grants.ts';
 
 /** Route kinds a listener of each protocol can take. */
-const ROUTE_KINDS: Record<string, readonly string[]> = { HTTP: ['HTTPRoute'], HTTPS: ['HTTPRoute'] };
+const ROUTE_KINDS: Record<string, readonly string[]> = {
+  HTTP: ['HTTPRoute', 'GRPCRoute'],
+  HTTPS: ['HTTPRoute', 'GRPCRoute'],
+};
 
 export interface ModelListener {
   /** listener/<ns>/<gateway>/<listener name> */

@@ -10,7 +10,7 @@
  * HTTPRoute. A value holding "{{" is refused: the transformers would read it as a template.
  */
 import { withSortedKeys } from '../../dataplane/config/canonical-json.ts';
-import type { HTTPRoute, HTTPRouteFilter, HTTPRouteRule } from '../api/gateway-api.ts';
+import type { GRPCRoute, HTTPRoute, HTTPRouteFilter } from '../api/gateway-api.ts';
 import type { ModelPlugin } from '../validate/model.ts';
 
 export const HEADER_FILTERS: ReadonlyMap<
@@ -45,10 +45,14 @@ export function headerFilterProblem(f: HTTPRouteFilter): string | undefined {
 }
 
 /** The plugin instances of a rule's header filters, in filter order. */
-export function headerFilterPlugins(route: HTTPRoute, rule: HTTPRouteRule, i: number): ModelPlugin[] {
+export function headerFilterPlugins(
+  route: HTTPRoute | GRPCRoute,
+  filters: readonly HTTPRouteFilter[] | undefined,
+  i: number,
+): ModelPlugin[] {
   const ns = route.metadata.namespace!;
   const out: ModelPlugin[] = [];
-  (rule.filters ?? []).forEach((f, j) => {
+  (filters ?? []).forEach((f, j) => {
     const kind = HEADER_FILTERS.get(f.type);
     const m = modifierOf(f);
     if (kind === undefined || m === undefined || headerFilterProblem(f)) return;
@@ -58,12 +62,12 @@ export function headerFilterPlugins(route: HTTPRoute, rule: HTTPRouteRule, i: nu
       ...(m.set?.length && { replace: { headers: m.set.map(pair) }, add: { headers: m.set.map(pair) } }),
       ...(m.add?.length && { append: { headers: m.add.map(pair) } }),
     };
-    const name = `httproute.${route.metadata.name}.rule-${i}.filter-${j}`;
+    const name = `${route.kind.toLowerCase()}.${route.metadata.name}.rule-${i}.filter-${j}`;
     out.push({
       // ref names the instance (attachPlugins makes its id from it); source, the HTTPRoute.
-      ref: { kind: 'HTTPRoute', namespace: ns, name },
+      ref: { kind: route.kind, namespace: ns, name },
       source: {
-        kind: 'HTTPRoute',
+        kind: route.kind,
         namespace: ns,
         name: route.metadata.name,
         generation: route.metadata.generation ?? 0,

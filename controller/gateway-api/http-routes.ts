@@ -21,8 +21,12 @@ import type { RouteRule } from '../api/gateway-route.ts';
 import {
   GATEWAY_API_GROUP,
   GATEWAY_CONTROLLER_NAME,
+  type GRPCRoute,
+  type GRPCRouteMatch,
+  type GRPCRouteRule,
   type HTTPBackendRef,
   type HTTPRoute,
+  type HTTPRouteFilter,
   type HTTPRouteRule,
   type ParentReference,
 } from '../api/gateway-api.ts';
@@ -34,6 +38,7 @@ import { serviceUrl } from '../validate/service-url.ts';
 import { condition, type RouteParentStatus, type RouteStatus } from './conditions.ts';
 import { admitsNamespace, type ModelListener, type TranslatedGateways } from './gateways.ts';
 import { HEADER_FILTERS, headerFilterPlugins, headerFilterProblem, pluginName } from './header-filters.ts';
+import { grpcMatchesOf, grpcMatchProblem } from './grpc-matches.ts';
 import { intersectHostnames } from './hostnames.ts';
 import { INVALID_BACKEND, NO_BACKEND, redirectEntry, redirectProblem } from './redirects.ts';
 import { referencePermitted } from './reference-grants.ts';
@@ -44,7 +49,12 @@ export interface TranslatedRoutes {
   plugins: Map<string, ModelPlugin>;
   /** By HTTPRoute "namespace/name": only routes with a parent of Sluice's. */
   status: Map<string, RouteStatus>;
+  /** The same for GRPCRoutes. */
+  grpcStatus: Map<string, RouteStatus>;
 }
+
+/** The two route kinds, which attach, resolve and report alike; only their matches differ. */
+type AnyRoute = HTTPRoute | GRPCRoute;
 
 interface Attachment {
   listener: ModelListener;
@@ -58,9 +68,11 @@ export function translateHttpRoutes(
 ): TranslatedRoutes {
   const routes: ModelRoute[] = [];
   const status = new Map<string, RouteStatus>();
+  const grpcStatus = new Map<string, RouteStatus>();
   const attached = new Map<ModelListener, number>();
   const made = new Map<string, ModelPlugin>();
-  for (const [key, route] of set.httpRoutes) {
+  const all: [string, AnyRoute][] = [...set.httpRoutes, ...set.grpcRoutes];
+  for (const [key, route] of all) {
     const ns = route.metadata.namespace!;
     const gen = route.metadata.generation ?? 0;
     const refs = resolvedRefs(set, route, plugins);
@@ -100,9 +112,9 @@ export function translateHttpRoutes(
       }
     }
     if (parents.length === 0) continue;
-    status.set(key, { observedGeneration: gen, parents });
+    (route.kind === 'GRPCRoute' ? grpcStatus : status).set(key, { observedGeneration: gen, parents });
     if (attachments.length === 0) continue;
-    const filters = (route.spec.rules ?? []).map((rule, i) => headerFilterPlugins(route, rule, i));
+    const filters = (route.spec.rules ?? []).map((rule, i) => headerFilterPlugins(route, rule.filters, i));
     for (const p of filters.flat()) made.set(`${p.ref.namespace}/${pluginName(p)}`, p);
     routes.push(...modelRoutes(route, attachments, refs.backends, filters));
   }
@@ -110,12 +122,12 @@ export function translateHttpRoutes(
     listeners.forEach((l, i) => {
       gs.listeners[i].attachedRoutes = attached.get(l) ?? 0;
     });
-  return { routes, status, plugins: made };
+  return { routes, status, grpcStatus, plugins: made };
 }
 
 /** The listeners a parentRef attaches the route to, or why none. */
 function attach(
-  route: HTTPRoute,
+  route: AnyRoute,
   ref: ParentReference,
   listeners: readonly ModelListener[],
   labelsOf: (namespace: string) => Record<string, string> | undefined,
@@ -128,7 +140,7 @@ function attach(
   if (named.length === 0) return 'NoMatchingParent';
   const ns = route.metadata.namespace!;
   const allowed = named.filter(
-    (l) => l.served && l.kinds.includes('HTTPRoute') && admitsNamespace(l, ns, (n) => labelsOf(n) ?? {}),
+    (l) => l.served && l.kinds.includes(route.kind) && admitsNamespace(l, ns, (n) => labelsOf(n) ?? {}),
   );
   if (allowed.length === 0) return 'NotAllowedByListeners';
   const out: Attachment[] = [];
@@ -160,6 +172,8 @@ function parentRefOf(ref: ParentReference, ns: string): ParentReference {
 
 /** Where a backendRef goes: its Service URL, ready endpoints (undefined: none known), weight. */
 interface Backend {
+  /** HTTP/2 with prior knowledge (GRPCRoute, or appProtocol kubernetes.io/h2c). */
+  protocol?: 'h2c';
   service: string;
   url: string;
   endpoints: readonly Endpoint[] | undefined;
@@ -174,7 +188,7 @@ interface Backend {
  */
 function resolvedRefs(
   set: ResourceSet,
-  route: HTTPRoute,
+  route: AnyRoute,
   plugins: ReadonlyMap<string, ModelPlugin>,
 ): { backends: (Backend[] | null)[]; problem?: { reason: string; message: string } } {
   const ns = route.metadata.namespace!;
@@ -193,7 +207,7 @@ function resolvedRefs(
     }
     const permitted = referencePermitted(
       set.referenceGrants,
-      { group: GATEWAY_API_GROUP, kind: 'HTTPRoute', namespace: ns },
+      { group: GATEWAY_API_GROUP, kind: route.kind, namespace: ns },
       { group: '', kind: 'Service', namespace: refNs, name: ref.name },
     );
     if (!permitted) {
@@ -215,7 +229,10 @@ function resolvedRefs(
       return null;
     }
     const slices = set.endpointSlices?.get(keyOf(refNs, ref.name));
+    // gRPC is HTTP/2; an HTTPRoute's Service port may say it speaks h2c (appProtocol).
+    const h2c = route.kind === 'GRPCRoute' || port?.appProtocol === 'kubernetes.io/h2c';
     return {
+      ...(h2c && { protocol: 'h2c' as const }),
       service: ref.name,
       url: serviceUrl(refNs, ref.name, ref.port ?? 0),
       endpoints: slices === undefined ? undefined : readyEndpoints(slices, port?.name ?? ''),
@@ -242,14 +259,14 @@ function resolvedRefs(
 }
 
 /** What the route asks for that Sluice does not serve yet; undefined when nothing. */
-function unsupportedIn(route: HTTPRoute): string | undefined {
+function unsupportedIn(route: AnyRoute): string | undefined {
   for (const [i, rule] of (route.spec.rules ?? []).entries()) {
     const at = `spec.rules[${i}]`;
     for (const [j, f] of (rule.filters ?? []).entries()) {
       if (HEADER_FILTERS.has(f.type)) {
         const problem = headerFilterProblem(f);
         if (problem) return `${at}.filters[${j}]: ${problem}`;
-      } else if (f.type === 'RequestRedirect') {
+      } else if (f.type === 'RequestRedirect' && route.kind === 'HTTPRoute') {
         const problem = redirectProblem(f);
         if (problem) return `${at}.filters[${j}]: ${problem}`;
       } else if (f.type !== 'ExtensionRef') return `${at}.filters: ${f.type} is not supported yet`;
@@ -259,7 +276,14 @@ function unsupportedIn(route: HTTPRoute): string | undefined {
     if ((rule.backendRefs ?? []).length > 16) return `${at}.backendRefs: more than 16 backends`;
     if (rule.backendRefs?.some((b) => b.filters?.length))
       return `${at}.backendRefs[].filters are not supported yet`;
-    for (const [j, m] of (rule.matches ?? []).entries()) {
+    if (route.kind === 'GRPCRoute') {
+      for (const [j, m] of (rule.matches ?? []).entries()) {
+        const problem = grpcMatchProblem(m as GRPCRouteMatch);
+        if (problem) return `${at}.matches[${j}].${problem}`;
+      }
+      continue;
+    }
+    for (const [j, m] of ((rule as HTTPRouteRule).matches ?? []).entries()) {
       if (m.path?.type === 'RegularExpression')
         return `${at}.matches[${j}].path: RegularExpression is not supported`;
       if (m.headers?.some((h) => h.type === 'RegularExpression'))
@@ -271,7 +295,7 @@ function unsupportedIn(route: HTTPRoute): string | undefined {
 }
 
 function modelRoutes(
-  route: HTTPRoute,
+  route: AnyRoute,
   attachments: readonly Attachment[],
   backends: readonly (Backend[] | null)[],
   filters: readonly ModelPlugin[][],
@@ -292,13 +316,16 @@ function modelRoutes(
   const out: ModelRoute[] = [];
   (route.spec.rules ?? []).forEach((rule, i) => {
     // A redirect answers by itself; a rule without a valid backend answers 500 (the spec's).
-    const entry = redirectEntry(rule) ?? (backends[i] === null ? INVALID_BACKEND : undefined);
+    const redirect = route.kind === 'HTTPRoute' ? redirectEntry(rule as HTTPRouteRule) : undefined;
+    const entry = redirect ?? (backends[i] === null ? INVALID_BACKEND : undefined);
     const weighted = entry ? [] : backends[i]!;
     const backend = weighted[0] ?? NO_BACKEND;
     const endpoints = new Map(weighted.flatMap((b) => (b.endpoints ? [[b.url, b.endpoints] as const] : [])));
     [...groups.values()].forEach((group, g) => {
       const suffix = groups.size > 1 ? `-hosts-${g}` : '';
-      const rules = matchesOf(rule).map(
+      const matches =
+        route.kind === 'GRPCRoute' ? grpcMatchesOf(rule as GRPCRouteRule) : matchesOf(rule as HTTPRouteRule);
+      const rules = matches.map(
         (m, j): RouteRule => ({
           name: `rule-${i}-match-${j}${suffix}`,
           paths: [m.path],
@@ -314,14 +341,17 @@ function modelRoutes(
         }),
       );
       out.push({
-        ref: { kind: 'HTTPRoute', namespace: ns, name },
-        source: { kind: 'HTTPRoute', namespace: ns, name, generation: route.metadata.generation ?? 0 },
+        ref: { kind: route.kind, namespace: ns, name },
+        source: { kind: route.kind, namespace: ns, name, generation: route.metadata.generation ?? 0 },
         createdMs: Number.isNaN(created) ? undefined : created,
         spec: { service: { name: backend.service, url: backend.url }, routes: rules },
         upstreamUrl: backend.url,
         handlers: rules.map(() => (entry ? { kind: entry.type, config: undefined, urls: [], entry } : null)),
         certificates: [],
         ...(endpoints.size && { endpoints }),
+        ...(weighted.some((b) => b.protocol) && {
+          protocols: new Map(weighted.flatMap((b) => (b.protocol ? [[b.url, b.protocol] as const] : []))),
+        }),
         // Two or more: the proxy spreads requests by weight (resolve-upstreams.ts).
         ...(weighted.length > 1 && {
           backends: weighted.map((b) => ({ service: b.service, url: b.url, weight: b.weight })),
@@ -333,7 +363,7 @@ function modelRoutes(
   return out;
 }
 
-interface Match {
+export interface Match {
   path: string;
   pathType: 'Exact' | 'Prefix';
   method?: string;
@@ -351,7 +381,7 @@ function matchesOf(rule: HTTPRouteRule): Match[] {
   }));
 }
 
-function pluginsOf(rule: HTTPRouteRule): { name: string }[] {
+function pluginsOf(rule: { filters?: HTTPRouteFilter[] }): { name: string }[] {
   return (rule.filters ?? []).flatMap((f) =>
     f.type === 'ExtensionRef' && f.extensionRef ? [{ name: f.extensionRef.name }] : [],
   );

@@ -36,6 +36,7 @@ export interface GatewayApiResult {
     classes: Map<string, GatewayClassStatus>;
     gateways: Map<string, GatewayStatus>;
     routes: Map<string, RouteStatus>;
+    grpcRoutes: Map<string, RouteStatus>;
   };
   services: GatewayService[];
 }
@@ -72,6 +73,7 @@ export function translateGatewayApi(
       classes: gateways.classes,
       gateways: new Map([...gateways.gateways].map(([k, g]) => [k, g.status])),
       routes: routes.status,
+      grpcRoutes: routes.grpcStatus,
     },
     services,
   };

@@ -11,6 +11,7 @@ import type {
   GatewayClass,
   GatewayPlugin,
   GatewayRoute,
+  GRPCRoute,
   HTTPRoute,
   Namespace,
   ReferenceGrant,
@@ -43,6 +44,7 @@ export interface ResourceSet {
   readonly gatewayClasses: ReadonlyMap<string, GatewayClass>;
   readonly gateways: ReadonlyMap<string, Gateway>;
   readonly httpRoutes: ReadonlyMap<string, HTTPRoute>;
+  readonly grpcRoutes: ReadonlyMap<string, GRPCRoute>;
   readonly referenceGrants: ReadonlyMap<string, ReferenceGrant>;
   /** Namespaces by name (their labels), known where the Gateway API is served. */
   readonly namespaces: ReadonlyMap<string, Namespace>;
@@ -84,6 +86,7 @@ export function resourceSetFrom(
   const gatewayClasses = new Map<string, GatewayClass>();
   const gateways = new Map<string, Gateway>();
   const httpRoutes = new Map<string, HTTPRoute>();
+  const grpcRoutes = new Map<string, GRPCRoute>();
   const referenceGrants = new Map<string, ReferenceGrant>();
   const namespaces = new Map<string, Namespace>();
   for (const raw of objects) {
@@ -102,6 +105,7 @@ export function resourceSetFrom(
     else if (obj.kind === 'EndpointSlice') slices.set(key, obj);
     else if (obj.kind === 'Gateway') gateways.set(key, obj);
     else if (obj.kind === 'HTTPRoute') httpRoutes.set(key, obj);
+    else if (obj.kind === 'GRPCRoute') grpcRoutes.set(key, obj);
     else if (obj.kind === 'ReferenceGrant') referenceGrants.set(key, obj);
   }
   return Object.freeze({
@@ -113,6 +117,7 @@ export function resourceSetFrom(
     gatewayClasses: sorted(gatewayClasses),
     gateways: sorted(gateways),
     httpRoutes: sorted(httpRoutes),
+    grpcRoutes: sorted(grpcRoutes),
     referenceGrants: sorted(referenceGrants),
     namespaces: sorted(namespaces),
   });

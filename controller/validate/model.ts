@@ -48,6 +48,8 @@ export interface ModelRoute {
    * Set for routes from HTTPRoutes (controller/gateway-api/), whose `ref.kind` says so.
    */
   listeners?: readonly string[];
+  /** By backend URL: those spoken to in HTTP/2 with prior knowledge (GRPCRoute, appProtocol kubernetes.io/h2c). */
+  protocols?: ReadonlyMap<string, 'h2c'>;
   /** An HTTPRoute rule's weighted backends, when more than one: the proxy's `backends`. */
   backends?: readonly { service: string; url: string; weight: number }[];
 }

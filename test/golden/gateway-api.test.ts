@@ -44,6 +44,7 @@ describe('Gateway API golden files', () => {
         classes: plain(status.classes),
         gateways: plain(status.gateways),
         routes: plain(status.routes),
+        ...(status.grpcRoutes.size && { grpcRoutes: plain(status.grpcRoutes) }),
         services,
       },
       diagnostics: result.diagnostics,
