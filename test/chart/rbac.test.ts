@@ -76,10 +76,9 @@ describe('the controller RBAC is exactly api-access.ts', () => {
   it('default: the release namespace only, all in Roles but the cluster-scoped Gateway API reads', async () => {
     const ms = await render();
     expect(grants(ms)).toEqual(needed([RELEASE_NS]));
-    expect(ms.filter((m) => m.kind.startsWith('Cluster')).map((m) => `${m.kind}/${m.metadata.name}`)).toEqual([
-      'ClusterRole/gw-sluice-sluice-gateway-api',
-      'ClusterRoleBinding/gw-sluice-sluice-gateway-api',
-    ]);
+    expect(ms.filter((m) => m.kind.startsWith('Cluster')).map((m) => `${m.kind}/${m.metadata.name}`)).toEqual(
+      ['ClusterRole/gw-sluice-sluice-gateway-api', 'ClusterRoleBinding/gw-sluice-sluice-gateway-api'],
+    );
     expect(grants(ms).filter((g) => g.startsWith('* '))).toEqual([
       '* apiextensions.k8s.io/customresourcedefinitions list',
       '* apiextensions.k8s.io/customresourcedefinitions watch',
@@ -93,15 +92,17 @@ describe('the controller RBAC is exactly api-access.ts', () => {
     const ms = await render({ values: { gatewayAPI: { enabled: false } } });
     expect(grants(ms)).toEqual(needed([RELEASE_NS], false));
     expect(ms.filter((m) => m.kind.startsWith('Cluster'))).toEqual([]);
-    expect(grants(ms).filter((g) => /gateway\.networking|\/services (create|update|delete)/.test(g))).toEqual([]);
+    expect(grants(ms).filter((g) => /gateway\.networking|\/services (create|update|delete)/.test(g))).toEqual(
+      [],
+    );
   });
 
   it('watchNamespaces [shop, payments]: Roles in those two for routes, plugins, Secrets, Services; Lease and EndpointSlices in the release namespace', async () => {
     const ms = await render({ values: { watchNamespaces: ['shop', 'payments'] } });
     expect(grants(ms)).toEqual(needed(['shop', 'payments']));
-    expect(grants(ms).filter((g) => g.startsWith('* ') && !/gatewayclasses|customresourcedefinitions/.test(g))).toEqual(
-      [],
-    );
+    expect(
+      grants(ms).filter((g) => g.startsWith('* ') && !/gatewayclasses|customresourcedefinitions/.test(g)),
+    ).toEqual([]);
     const secrets = grants(ms).filter((g) => g.includes('/secrets '));
     expect(secrets).toEqual([
       'payments /secrets list',
