@@ -3,6 +3,7 @@
  * election. Every replica watches and builds; the Lease holder pushes and writes status.
  */
 import type { PortRange } from './gateway-api/ports.ts';
+import type { GatewayServiceType } from './status/gateway-services.ts';
 import { readFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import { hostname } from 'node:os';
@@ -44,6 +45,9 @@ export interface ControllerOptions {
    */
   gatewayApi?: boolean;
   gatewayPorts?: PortRange;
+  /** Each Gateway's Service: its selector (the data-plane pods' labels) and type (default ClusterIP). */
+  gatewayServiceSelector?: Record<string, string>;
+  gatewayServiceType?: GatewayServiceType;
   informer?: InformerOptions;
 }
 
@@ -79,6 +83,8 @@ export async function startController(o: ControllerOptions): Promise<Controller>
     watchNamespaces: o.watchNamespaces?.length ? o.watchNamespaces : null,
     gatewayApi: o.gatewayApi ?? true,
     gatewayPorts: o.gatewayPorts,
+    gatewayServiceSelector: o.gatewayServiceSelector,
+    gatewayServiceType: o.gatewayServiceType,
     informer: o.informer,
   });
   let ready = false;

@@ -65,6 +65,12 @@ export class ControllerMetrics {
     labelNames: ['result'] as const,
     registers: [this.registry],
   });
+  readonly gatewayServiceWrites = new Counter({
+    name: 'sluice_controller_gateway_service_writes_total',
+    help: "Writes of Gateways' Services, by verb (create, update, delete) and result (ok, error). Written only when one differs.",
+    labelNames: ['verb', 'result'] as const,
+    registers: [this.registry],
+  });
   readonly watchErrors = new Counter({
     name: 'sluice_controller_watch_errors_total',
     help: 'List or watch failures (retried with backoff), by resource.',

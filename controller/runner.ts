@@ -28,6 +28,8 @@ import { resourceSetFrom } from './source/resource-set.ts';
 import { GatewayApiSource } from './source/gateway-api-source.ts';
 import type { PortRange } from './gateway-api/ports.ts';
 import { Watched, type WatchNamespaces } from './source/watched.ts';
+import { GatewayApiWriter } from './status/gateway-api-writer.ts';
+import type { GatewayServiceType } from './status/gateway-services.ts';
 import { GenerationLedger } from './status/generation-ledger.ts';
 import { StatusWriter } from './status/status-writer.ts';
 import { tracedBuild } from './tracing.ts';
@@ -60,6 +62,10 @@ export interface RunnerOptions {
   gatewayApi?: boolean;
   /** Data-plane ports for Gateway listeners. */
   gatewayPorts?: PortRange;
+  /** The data-plane pods' labels: the selector of each Gateway's Service (none: no selector). */
+  gatewayServiceSelector?: Record<string, string>;
+  /** The type of each Gateway's Service (default ClusterIP). */
+  gatewayServiceType?: GatewayServiceType;
   informer?: InformerOptions;
   clock?: Clock;
 }
@@ -87,6 +93,8 @@ export class Runner {
   readonly #slices: Informer<EndpointSlice>;
   /** Gateway API inputs; null when turned off. */
   readonly #gatewayApi: GatewayApiSource | null;
+  /** Their status and the Gateways' Services (leader only); null when turned off. */
+  readonly #gatewayWriter: GatewayApiWriter | null;
   readonly #status: StatusWriter;
   readonly #holdoff: Holdoff;
   readonly #ledger = new GenerationLedger();
@@ -136,7 +144,8 @@ export class Runner {
     this.#secrets = watched('secrets', (_t, obj) => {
       if (isReferenced(this.#refs.secrets, obj)) changed();
     });
-    this.#services = watched('services', (_t, obj) => {
+    this.#services = watched('services', (t, obj) => {
+      this.#gatewayWriter?.serviceObserved(t, obj);
       if (isReferenced(this.#refs.services, obj)) changed();
     });
     this.#serviceSlices = watched('endpointslices', (_t, obj) => {
@@ -146,6 +155,7 @@ export class Runner {
       o.gatewayApi === true
         ? new GatewayApiSource(o.kube, o.watchNamespaces ?? null, changed, informerOptions)
         : null;
+    this.#gatewayWriter = this.#gatewayApi && this.#gatewayApiWriter(this.#gatewayApi);
     const { namespace, service, portName, scheme } = o.dataplane;
     this.#slices = new Informer<EndpointSlice>(
       o.kube,
@@ -201,6 +211,7 @@ export class Runner {
     for (const i of this.#informers) i.stop();
     this.publisher.stop();
     this.#status.setActive(false);
+    this.#gatewayWriter?.setActive(false);
   }
 
   /** Leader only: push and write status. */
@@ -208,6 +219,7 @@ export class Runner {
     this.#o.metrics.leader.set(leading ? 1 : 0);
     this.publisher.setActive(leading);
     this.#status.setActive(leading);
+    this.#gatewayWriter?.setActive(leading);
     if (leading) this.#updateStatus();
   }
 
@@ -236,6 +248,8 @@ export class Runner {
       },
       this.#refs,
     );
+    // Whether every Gateway is in this build (a Gateway's Service goes only when it is not).
+    const gatewayApiListed = this.#gatewayApi?.listed ?? false;
     if (this.#gatewayApi) objects.push(...this.#gatewayApi.objects());
     const started = process.hrtime.bigint();
     const { result, built } = tracedBuild(resourceSetFrom(objects, { withServices: true }), {
@@ -245,6 +259,7 @@ export class Runner {
     m.builds.labels(result.diagnostics.length ? 'with_errors' : 'ok').inc();
     const { hash } = result.snapshot;
     this.#ledger.record({ hash, status: result.status });
+    this.#gatewayWriter?.built(hash, result.gatewayApi, gatewayApiListed);
     if (this.#last?.hash !== hash) {
       m.snapshotInfo.reset();
       m.snapshotInfo.labels(hash).set(1);
@@ -303,6 +318,28 @@ export class Runner {
       this.#object(key)?.status?.conditions?.find((c) => c.type === 'Programmed');
     const built = { ...r, withheld: this.publisher.withheld };
     for (const wanted of this.#ledger.statuses(built, views, written)) this.#status.want(wanted);
+    this.#gatewayWriter?.update(views, this.publisher.withheld);
+  }
+
+  #gatewayApiWriter(source: GatewayApiSource): GatewayApiWriter {
+    const m = this.#o.metrics;
+    return new GatewayApiWriter({
+      kube: this.#o.kube,
+      source,
+      services: this.#services.cache,
+      service: {
+        selector: this.#o.gatewayServiceSelector ?? {},
+        type: this.#o.gatewayServiceType ?? 'ClusterIP',
+      },
+      onStatusWrite: (ok, key, status) => {
+        m.statusWrites.labels(ok ? 'ok' : 'error').inc();
+        this.#o.log.debug({ object: key, ok, status }, 'status written');
+      },
+      onServiceWrite: (verb, ok, key) => {
+        m.gatewayServiceWrites.labels(verb, ok ? 'ok' : 'error').inc();
+        this.#o.log[ok ? 'info' : 'warn']({ service: key, verb, ok }, 'gateway service written');
+      },
+    });
   }
 
   #object(key: string): GatewayRoute | GatewayPlugin | undefined {

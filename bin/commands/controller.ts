@@ -3,6 +3,7 @@ import { createLogger } from '../../dataplane/observability/log.ts';
 import { startTracing } from '../../dataplane/observability/tracing.ts';
 import { type Command, failIn, intFlag, parseCommand } from '../lib/command.ts';
 import { ADMIN_TOKEN_FLAGS, adminToken, LOG_LEVEL_FLAG, logLevel, stopOnSignals } from '../lib/process.ts';
+import { GATEWAY_SERVICE_TYPES, type GatewayServiceType } from '../../controller/status/gateway-services.ts';
 
 const flags = {
   'dataplane-service': {
@@ -64,6 +65,16 @@ const flags = {
     arg: 'FIRST-LAST',
     help: "data-plane ports for Gateway listeners (default 20000-20999): each Gateway's Service targets them",
   },
+  'gateway-service-selector': {
+    type: 'string',
+    arg: 'K=V,K=V',
+    help: "the data-plane pods' labels: the selector of the Service the controller makes for each Gateway",
+  },
+  'gateway-service-type': {
+    type: 'string',
+    arg: 'ClusterIP|LoadBalancer|NodePort',
+    help: "the type of each Gateway's Service (default ClusterIP)",
+  },
   ...LOG_LEVEL_FLAG,
 } as const;
 
@@ -112,6 +123,13 @@ export const controller: Command<typeof flags> = {
     const gatewayApi = values['gateway-api'] ?? 'on';
     if (gatewayApi !== 'on' && gatewayApi !== 'off') failIn('controller', '--gateway-api must be on or off');
     const gatewayPorts = portRange(values['gateway-ports'] ?? '20000-20999');
+    const gatewayServiceSelector = labels(values['gateway-service-selector'] ?? '');
+    const gatewayServiceType = values['gateway-service-type'] ?? 'ClusterIP';
+    if (!(GATEWAY_SERVICE_TYPES as readonly string[]).includes(gatewayServiceType))
+      failIn(
+        'controller',
+        `--gateway-service-type must be ${GATEWAY_SERVICE_TYPES.join(', ')}, not ${JSON.stringify(gatewayServiceType)}`,
+      );
     const log = createLogger(logLevel('controller', values));
     // Loaded here, not at the top: the controller's modules are what `sluice run` and
     // `sluice dataplane` (the proxies) must not load (@kubernetes/client-node, when a kubeconfig
@@ -139,6 +157,8 @@ export const controller: Command<typeof flags> = {
       resyncMs: 1000 * Math.max(1, intFlag('controller', values['resync-seconds'], 'resync-seconds', 10)),
       gatewayApi: gatewayApi === 'on',
       gatewayPorts,
+      gatewayServiceSelector,
+      gatewayServiceType: gatewayServiceType as GatewayServiceType,
     }).catch((err: Error) => failIn('controller', err.message, 1));
     stopOnSignals(log, 'stopping: releasing the lease', async () => {
       await c.close();
@@ -146,6 +166,27 @@ export const controller: Command<typeof flags> = {
     });
   },
 };
+
+/** "k=v,k=v" → labels (a label key with an optional prefix, a label value); anything else exits 2 naming the flag. */
+function labels(text: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const pair of text
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)) {
+    const m =
+      /^((?:[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)=([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$/.exec(
+        pair,
+      );
+    if (m === null)
+      failIn(
+        'controller',
+        `--gateway-service-selector: ${JSON.stringify(pair)} is not KEY=VALUE with a label key and value`,
+      );
+    out[m[1]] = m[4] ?? '';
+  }
+  return out;
+}
 
 /** "20000-20999" → the range; anything else exits 2 naming the flag. */
 function portRange(text: string): { first: number; last: number } {

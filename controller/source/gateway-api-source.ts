@@ -31,6 +31,7 @@ export class GatewayApiSource {
   readonly #crds: Informer<Crd>[];
   readonly #make: () => Kinds;
   #kinds: Kinds | null = null;
+  #listed = false;
   #stopped = false;
   /** Resolves once the CRDs are listed (whether or not they exist). */
   readonly synced: Promise<void>;
@@ -72,6 +73,14 @@ export class GatewayApiSource {
   /** Whether the CRDs are installed and their objects watched. */
   get serving(): boolean {
     return this.#kinds !== null;
+  }
+
+  /**
+   * Whether every kind is listed: only then do objects() hold all there is (a Gateway missing
+   * from them is gone, and its Service may go).
+   */
+  get listed(): boolean {
+    return this.#listed;
   }
 
   start(): void {
@@ -129,6 +138,7 @@ export class GatewayApiSource {
     this.#kinds = kinds;
     for (const w of Object.values(kinds)) w.start();
     void Promise.all(Object.values(kinds).map((w) => w.synced)).then(() => {
+      this.#listed = true;
       if (!this.#stopped) onChange();
     });
   }

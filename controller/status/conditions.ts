@@ -34,9 +34,12 @@ export type Generations = ReadonlyMap<string, ReadonlyMap<string, number>>;
 
 const MAX_MESSAGE = 1024;
 
+/** What Programmed is judged from: an object's generation and its other conditions. */
+export type Judged = Pick<ObjectStatus, 'observedGeneration'> & { conditions: readonly ComputedCondition[] };
+
 export function programmed(
   key: string,
-  status: ObjectStatus,
+  status: Judged,
   desiredHash: string,
   pods: readonly PodView[],
   generations: Generations,
@@ -110,11 +113,15 @@ export function programmed(
   return { ...base, status: 'False', reason, message: clip(`Running on ${counts}${why}.`) };
 }
 
-/** route/<ns>/<GatewayRoute>/… and upstream ids belong to a GatewayRoute; plugin/<ns>/<name> to a GatewayPlugin. */
+/**
+ * route/<ns>/<GatewayRoute>/… and upstream ids belong to a GatewayRoute; plugin/<ns>/<name> to a
+ * GatewayPlugin; listener/<ns>/<Gateway>/<listener> to a Gateway.
+ */
 export function ownerOf(id: string): string | null {
   const [kind, ns, name] = id.split('/');
   if (kind === 'route' && ns && name) return `GatewayRoute/${ns}/${name}`;
   if (kind === 'plugin' && ns && name) return `GatewayPlugin/${ns}/${name}`;
+  if (kind === 'listener' && ns && name) return `Gateway/${ns}/${name}`;
   return null;
 }
 

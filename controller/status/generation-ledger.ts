@@ -5,7 +5,13 @@
  * hash; only the newest `kept` hashes are remembered.
  */
 import type { BuildResult } from '../build.ts';
-import { type Generations, type PodView, programmed, type WrittenCondition } from './conditions.ts';
+import {
+  type Generations,
+  type Judged,
+  type PodView,
+  programmed,
+  type WrittenCondition,
+} from './conditions.ts';
 import type { Wanted } from './status-writer.ts';
 
 /** A build as the ledger reads it: its snapshot's hash and its objects' status. */
@@ -25,8 +31,11 @@ export class GenerationLedger {
     this.#kept = kept;
   }
 
-  /** Notes the generation of every object this build accepted with all conditions True. */
-  record(result: Built): void {
+  /**
+   * Notes the generation of every object this build accepted with all conditions True (the
+   * GatewayRoutes and GatewayPlugins of a build; or the Gateways, by "Gateway/ns/name").
+   */
+  record(result: { hash: string; status: Readonly<Record<string, Judged>> }): void {
     const { hash } = result;
     const gens = this.#byHash.get(hash) ?? new Map<string, number>();
     for (const [key, st] of Object.entries(result.status))

@@ -2,12 +2,13 @@
  * Writes status to the /status subresource, only when it changes and only while leading.
  * A condition keeps its lastTransitionTime while its status stays the same (metav1.Condition
  * semantics); a write is a JSON merge patch of the whole status. Writes are serialized per
- * object and coalesced: only the newest wanted status is written.
+ * object and coalesced: only the newest wanted status is written (write-queue.ts).
  */
 import type { Condition } from '../api/common.ts';
 import type { ComputedCondition } from '../build.ts';
 import type { Kube } from '../source/kube.ts';
 import { EventRecorder, transitions } from './events.ts';
+import { WriteQueue } from './write-queue.ts';
 
 export interface Wanted {
   /** "Kind/namespace/name" */
@@ -24,16 +25,45 @@ interface Current {
 }
 
 /** Whether resourceVersion a is newer than b (etcd revisions are integers; anything else: assume not). */
-function newer(a: string | undefined, b: string): boolean {
+export function newer(a: string | undefined, b: string): boolean {
   return a !== undefined && /^\d+$/.test(a) && /^\d+$/.test(b) && BigInt(a) > BigInt(b);
 }
 
 /**
- * Writes under way at once. A cold start or a failover can want thousands of statuses at
- * once; one request each at the same moment is a burst the API server answers with 429s (and
- * the controller pays in sockets and buffers): client-go's controllers use a few workers too.
+ * The wanted conditions with their lastTransitionTime: kept from the condition of the same type
+ * while its status stays, now when it changes or first appears (metav1.Condition semantics).
  */
-const MAX_IN_FLIGHT = 8;
+export function withTransitionTimes(
+  old: readonly Condition[],
+  wanted: readonly ComputedCondition[],
+  now: Date,
+): Condition[] {
+  return wanted.map((c): Condition => {
+    const prev = old.find((o) => o.type === c.type);
+    const same = prev !== undefined && prev.status === c.status;
+    return { ...c, lastTransitionTime: same ? prev.lastTransitionTime : now.toISOString() };
+  });
+}
+
+/** Whether two lists hold the same conditions by type (status, reason, message, observedGeneration; not the time). */
+export function sameConditions(
+  old: readonly Omit<Condition, 'lastTransitionTime'>[],
+  next: readonly Omit<Condition, 'lastTransitionTime'>[],
+): boolean {
+  return (
+    old.length === next.length &&
+    next.every((c) => {
+      const o = old.find((x) => x.type === c.type);
+      return (
+        o !== undefined &&
+        o.status === c.status &&
+        o.reason === c.reason &&
+        o.message === c.message &&
+        o.observedGeneration === c.observedGeneration
+      );
+    })
+  );
+}
 
 const PLURAL: Record<string, string> = { GatewayRoute: 'gatewayroutes', GatewayPlugin: 'gatewayplugins' };
 
@@ -43,19 +73,13 @@ export class StatusWriter {
   readonly #now: () => Date;
   readonly #onWrite: (ok: boolean, key: string, status: unknown) => void;
   readonly #events: EventRecorder;
-  readonly #pending = new Map<string, Wanted>();
-  readonly #writing = new Set<string>();
-  /** Keys with a write to make, waiting for one of the MAX_IN_FLIGHT places (insertion order). */
-  readonly #queued = new Set<string>();
+  readonly #queue = new WriteQueue();
   /**
    * What this writer last wrote per object, with the resourceVersion the server gave it. The
    * informer cache lags behind our own writes: comparing a new wish with it could drop a
    * needed write (the cache still shows the status before the one just written).
    */
   readonly #written = new Map<string, { resourceVersion: string; status: Current['status'] }>();
-  /** Failed writes in a row per object, for the backoff. */
-  readonly #failures = new Map<string, number>();
-  #active = false;
 
   constructor(
     kube: Kube,
@@ -70,110 +94,55 @@ export class StatusWriter {
   }
 
   setActive(active: boolean): void {
-    this.#active = active;
-    if (active) for (const key of this.#pending.keys()) this.#flush(key);
+    this.#queue.setActive(active);
   }
 
   want(w: Wanted): void {
-    this.#pending.set(w.key, w);
-    if (this.#active) this.#flush(w.key);
+    this.#queue.want(w.key, () => this.#write(w));
   }
 
   /** The status to write, or null when the object already shows it. */
   static next(current: Current | undefined, w: Wanted, now: Date): NonNullable<Current['status']> | null {
     const old = current?.status?.conditions ?? [];
-    const conditions = w.conditions.map((c): Condition => {
-      const prev = old.find((o) => o.type === c.type);
-      const same = prev !== undefined && prev.status === c.status;
-      return { ...c, lastTransitionTime: same ? prev.lastTransitionTime : now.toISOString() };
-    });
+    const conditions = withTransitionTimes(old, w.conditions, now);
     const unchanged =
       current?.status?.observedGeneration === w.observedGeneration &&
       current?.status?.routes === w.routes &&
-      old.length === conditions.length &&
-      conditions.every((c) => {
-        const o = old.find((x) => x.type === c.type);
-        return (
-          o !== undefined &&
-          o.status === c.status &&
-          o.reason === c.reason &&
-          o.message === c.message &&
-          o.observedGeneration === c.observedGeneration
-        );
-      });
+      sameConditions(old, conditions);
     if (unchanged) return null;
     return w.routes === undefined
       ? { observedGeneration: w.observedGeneration, conditions }
       : { observedGeneration: w.observedGeneration, conditions, routes: w.routes };
   }
 
-  /** Starts queued writes while there is room (a queued key may turn out to need none). */
-  #pump(): void {
-    for (const key of this.#queued) {
-      if (this.#writing.size >= MAX_IN_FLIGHT || !this.#active) return;
-      this.#queued.delete(key);
-      this.#flush(key, this.#failures.has(key));
-    }
-  }
-
-  #flush(key: string, retry = false): void {
-    // While an object's write is backing off, a newer wish waits for the retry, which takes it.
-    if (this.#writing.has(key) || (this.#failures.has(key) && !retry)) return;
-    if (this.#writing.size >= MAX_IN_FLIGHT) {
-      this.#queued.add(key);
-      return;
-    }
-    const w = this.#pending.get(key);
+  #write(w: Wanted): Promise<'done' | 'retry'> | null {
+    const { key } = w;
     const cached = this.#current(key);
-    if (w === undefined || cached === undefined) {
-      this.#pending.delete(key); // deleted meanwhile, or nothing wanted
-      if (cached === undefined) this.#written.delete(key);
-      this.#failures.delete(key);
-      return;
+    if (cached === undefined) {
+      this.#written.delete(key); // deleted meanwhile
+      return null;
     }
     const mine = this.#written.get(key);
     const current = mine && !newer(cached.metadata?.resourceVersion, mine.resourceVersion) ? mine : cached;
     const status = StatusWriter.next(current, w, this.#now());
-    if (status === null) {
-      this.#pending.delete(key);
-      this.#failures.delete(key);
-      return;
-    }
-    this.#pending.delete(key);
-    this.#writing.add(key);
+    if (status === null) return null;
     const [kind, ns, name] = key.split('/');
     const path = `/apis/sluice.dev/v1alpha1/namespaces/${ns}/${PLURAL[kind]}/${name}/status`;
-    this.#kube
-      .request<Current>('PATCH', path, { status }, 'application/merge-patch+json')
-      .then(
-        (written) => {
-          const resourceVersion = written?.metadata?.resourceVersion;
-          if (resourceVersion) this.#written.set(key, { resourceVersion, status });
-          this.#onWrite(true, key, status);
-          const changes = transitions(current.status?.conditions, status.conditions ?? []);
-          if (changes.length)
-            void this.#events.record({ kind, namespace: ns, name, uid: cached.metadata?.uid }, changes);
-        },
-        (err: { status?: number }) => {
-          this.#onWrite(false, key, status);
-          // Gone meanwhile: nothing to write. Else keep the wish (unless a newer one came).
-          if (err.status !== 404 && !this.#pending.has(key)) this.#pending.set(key, w);
-          return true;
-        },
-      )
-      .then((failed) => {
-        this.#writing.delete(key);
-        this.#pump();
-        // Retried with backoff per object (200 ms doubling to 30 s): an API server answering
-        // 429 or 500 is not hammered with a write per object every 200 ms.
-        const tries = failed === true ? (this.#failures.get(key) ?? 0) + 1 : 0;
-        if (tries === 0) this.#failures.delete(key);
-        else this.#failures.set(key, tries);
-        if (this.#pending.has(key) && this.#active)
-          setTimeout(
-            () => this.#flush(key, true),
-            tries === 0 ? 0 : Math.min(200 * 2 ** (tries - 1), 30_000),
-          ).unref();
-      });
+    return this.#kube.request<Current>('PATCH', path, { status }, 'application/merge-patch+json').then(
+      (written) => {
+        const resourceVersion = written?.metadata?.resourceVersion;
+        if (resourceVersion) this.#written.set(key, { resourceVersion, status });
+        this.#onWrite(true, key, status);
+        const changes = transitions(current.status?.conditions, status.conditions ?? []);
+        if (changes.length)
+          void this.#events.record({ kind, namespace: ns, name, uid: cached.metadata?.uid }, changes);
+        return 'done';
+      },
+      (err: { status?: number }) => {
+        this.#onWrite(false, key, status);
+        // Gone meanwhile: nothing to write. Else tried again with backoff.
+        return err.status === 404 ? 'done' : 'retry';
+      },
+    );
   }
 }

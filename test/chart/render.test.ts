@@ -75,6 +75,32 @@ describe('two installations', () => {
   });
 });
 
+describe('Gateway API', () => {
+  it("each Gateway's Service: --gateway-service-type from gatewayAPI.serviceType (LoadBalancer by default), --gateway-service-selector the data-plane pods' labels", async () => {
+    const [defaults, clusterIp, off] = await Promise.all([
+      render(),
+      render({ set: { 'gatewayAPI.serviceType': 'ClusterIP' } }),
+      render({ set: { 'gatewayAPI.enabled': 'false' } }),
+    ]);
+    const args = (ms: Manifest[]) => container(ms, 'gw-sluice-controller').args as string[];
+    expect(flag(args(defaults), '--gateway-service-type')).toBe('LoadBalancer');
+    expect(flag(args(clusterIp), '--gateway-service-type')).toBe('ClusterIP');
+    const pods = find(defaults, 'Deployment', 'gw-sluice-dataplane').spec.template.metadata.labels;
+    const selector = Object.fromEntries(
+      flag(args(defaults), '--gateway-service-selector')!
+        .split(',')
+        .map((kv) => kv.split('=')),
+    );
+    expect(Object.keys(selector).length).toBeGreaterThan(1);
+    expect(pods).toMatchObject(selector);
+    expect(selector).toEqual(find(defaults, 'Deployment', 'gw-sluice-dataplane').spec.selector.matchLabels);
+    expect(args(off)).not.toContain('--gateway-service-selector');
+    const wrong = await helm(['template', 'gw', CHART, '--set', 'gatewayAPI.serviceType=External']);
+    expect(wrong.code).not.toBe(0);
+    expect(wrong.stderr).toMatch(/gatewayAPI\.serviceType/);
+  });
+});
+
 describe('values.schema.json', () => {
   it.each([
     ['dataplane.replicas', 'two', /dataplane\.replicas: Invalid type\. Expected: integer, given: string/],

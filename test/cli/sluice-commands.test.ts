@@ -85,6 +85,30 @@ describe('flags', () => {
         ],
         '--watch-namespaces: Bad_NS is not a namespace name',
       ],
+      [
+        [
+          'controller',
+          '--dataplane-service',
+          'a/b',
+          '--admin-token',
+          't',
+          '--gateway-service-type',
+          'External',
+        ],
+        '--gateway-service-type must be ClusterIP, LoadBalancer, NodePort, not "External"',
+      ],
+      [
+        [
+          'controller',
+          '--dataplane-service',
+          'a/b',
+          '--admin-token',
+          't',
+          '--gateway-service-selector',
+          'app=sluice,no value',
+        ],
+        '--gateway-service-selector: "no value" is not KEY=VALUE with a label key and value',
+      ],
     ] as const) {
       const r = await sluice([...args]);
       expect(r.code, args.join(' ')).toBe(2);

@@ -4,7 +4,7 @@
  * started with the same wiring as `sluice controller` (startController), watching one namespace.
  */
 import pino from 'pino';
-import { type Controller, startController } from '../../controller/main.ts';
+import { type Controller, type ControllerOptions, startController } from '../../controller/main.ts';
 import { ok } from './kubectl.ts';
 
 /** The data planes' admin Service and its EndpointSlice (one endpoint per address), as YAML. */
@@ -38,8 +38,13 @@ export async function crdsAndNamespace(ns: string): Promise<void> {
   await ok(['create', 'namespace', ns]);
 }
 
-/** A controller serving namespace `ns`, its Lease there, pushing with `token`, quick to build. */
-export function startControllerIn(ns: string, token: string, lease: string): Promise<Controller> {
+/** A controller serving namespace `ns`, its Lease there, pushing with `token`, quick to build; `more` options. */
+export function startControllerIn(
+  ns: string,
+  token: string,
+  lease: string,
+  more: Partial<ControllerOptions> = {},
+): Promise<Controller> {
   return startController({
     log: pino({ level: 'silent' }),
     dataplaneService: `${ns}/sluice-admin`,
@@ -53,5 +58,6 @@ export function startControllerIn(ns: string, token: string, lease: string): Pro
     leaseSeconds: 3,
     holdoffMs: 10,
     watchNamespaces: [ns],
+    ...more,
   });
 }

@@ -1,0 +1,258 @@
+/** The pure parts of the Gateway API writes: status to write (or none), addresses, the Services. */
+import { describe, expect, it } from 'vitest';
+import type { Service } from '../../controller/api/service.ts';
+import type {
+  ComputedCondition,
+  GatewayStatus,
+  RouteStatus,
+} from '../../controller/gateway-api/conditions.ts';
+import type { GatewayService } from '../../controller/gateway-api/index.ts';
+import {
+  gatewayAddresses,
+  nextClassStatus,
+  nextGatewayStatus,
+  nextRouteParents,
+  wantedGateway,
+} from '../../controller/status/gateway-api-status.ts';
+import { isGatewayService, newService, updatedService } from '../../controller/status/gateway-services.ts';
+
+const T0 = new Date('2026-01-01T00:00:00.000Z');
+const T1 = new Date('2026-01-01T00:01:00.000Z');
+const cond = (type: string, ok: boolean, reason = type, gen = 1): ComputedCondition => ({
+  type,
+  status: ok ? 'True' : 'False',
+  reason,
+  message: `${type} ${ok}`,
+  observedGeneration: gen,
+});
+const gateway = (listenerOk = true): GatewayStatus => ({
+  observedGeneration: 1,
+  conditions: [cond('Accepted', true)],
+  listeners: [
+    {
+      name: 'http',
+      supportedKinds: [{ group: 'gateway.networking.k8s.io', kind: 'HTTPRoute' }],
+      attachedRoutes: 1,
+      conditions: [
+        cond('Accepted', listenerOk, listenerOk ? 'Accepted' : 'UnsupportedProtocol'),
+        cond('ResolvedRefs', true),
+        { ...cond('Conflicted', false, 'NoConflicts') },
+      ],
+    },
+  ],
+});
+const programmed = (ok: boolean) =>
+  ok
+    ? cond('Programmed', true)
+    : { ...cond('Programmed', false, 'Pending'), message: 'Running on 1 of 2 pods.' };
+
+describe('gatewayAddresses', () => {
+  const svc = (spec: Service['spec'], status?: Service['status']): Service => ({
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: { name: 'sluice-gateway-gw', namespace: 'infra' },
+    spec,
+    status,
+  });
+  it("the load balancer's ingress (ip or hostname), else the cluster IP, else the cluster DNS name", () => {
+    expect(
+      gatewayAddresses(
+        svc(
+          { clusterIP: '10.0.0.9' },
+          { loadBalancer: { ingress: [{ ip: '203.0.113.4' }, { hostname: 'lb.example' }] } },
+        ),
+      ),
+    ).toEqual([
+      { type: 'IPAddress', value: '203.0.113.4' },
+      { type: 'Hostname', value: 'lb.example' },
+    ]);
+    expect(gatewayAddresses(svc({ clusterIP: '10.0.0.9' }))).toEqual([
+      { type: 'IPAddress', value: '10.0.0.9' },
+    ]);
+    expect(gatewayAddresses(svc({ clusterIP: 'None' }))).toEqual([
+      { type: 'Hostname', value: 'sluice-gateway-gw.infra.svc.cluster.local' },
+    ]);
+    expect(gatewayAddresses(undefined)).toEqual([]);
+  });
+});
+
+describe('wantedGateway', () => {
+  it('listener Programmed: True when the Gateway is programmed and the listener served; Pending while the pods are not there; Invalid when not served', () => {
+    const yes = wantedGateway(gateway(), programmed(true), []);
+    expect(yes.conditions.map((c) => [c.type, c.status])).toEqual([
+      ['Accepted', 'True'],
+      ['Programmed', 'True'],
+    ]);
+    expect(yes.listeners[0].conditions.at(-1)).toMatchObject({ type: 'Programmed', status: 'True' });
+    const pending = wantedGateway(gateway(), programmed(false), []);
+    expect(pending.listeners[0].conditions.at(-1)).toMatchObject({
+      status: 'False',
+      reason: 'Pending',
+      message: 'Running on 1 of 2 pods.',
+    });
+    const invalid = wantedGateway(gateway(false), programmed(true), []);
+    expect(invalid.listeners[0].conditions.at(-1)).toMatchObject({ status: 'False', reason: 'Invalid' });
+    const notAccepted = { ...gateway(), conditions: [cond('Accepted', false, 'InvalidParameters')] };
+    expect(wantedGateway(notAccepted, programmed(false), []).listeners[0].conditions.at(-1)).toMatchObject({
+      reason: 'Invalid',
+      message: 'Not programmed: the Gateway is not accepted.',
+    });
+  });
+});
+
+describe('nextGatewayStatus', () => {
+  const addresses = [{ type: 'IPAddress' as const, value: '10.0.0.9' }];
+  it('writes the whole status once, then nothing while it stays; keeps lastTransitionTime while a status stays', () => {
+    const w = wantedGateway(gateway(), programmed(false), addresses);
+    const first = nextGatewayStatus(undefined, w, T0)!;
+    expect(first.addresses).toEqual(addresses);
+    expect(first.listeners[0]).toMatchObject({ name: 'http', attachedRoutes: 1 });
+    expect(nextGatewayStatus(first, w, T1)).toBeNull();
+    // Programmed turns True: its time moves, Accepted's stays.
+    const second = nextGatewayStatus(first, wantedGateway(gateway(), programmed(true), addresses), T1)!;
+    const at = (s: typeof first, type: string) =>
+      s.conditions.find((c) => c.type === type)!.lastTransitionTime;
+    expect(at(second, 'Accepted')).toBe(T0.toISOString());
+    expect(at(second, 'Programmed')).toBe(T1.toISOString());
+    expect(second.listeners[0].conditions.find((c) => c.type === 'Accepted')!.lastTransitionTime).toBe(
+      T0.toISOString(),
+    );
+  });
+  it('a new address or attached route count is a change', () => {
+    const w = wantedGateway(gateway(), programmed(true), addresses);
+    const shown = nextGatewayStatus(undefined, w, T0)!;
+    expect(nextGatewayStatus(shown, { ...w, addresses: [] }, T1)).not.toBeNull();
+    const more = { ...w, listeners: [{ ...w.listeners[0], attachedRoutes: 2 }] };
+    expect(nextGatewayStatus(shown, more, T1)?.listeners[0].attachedRoutes).toBe(2);
+  });
+});
+
+describe('nextClassStatus', () => {
+  it("replaces the CRD's default Unknown conditions, then writes nothing while they stay", () => {
+    const w = { observedGeneration: 1, conditions: [cond('Accepted', true), cond('SupportedVersion', true)] };
+    const defaults = {
+      conditions: [
+        {
+          type: 'Accepted',
+          status: 'Unknown' as const,
+          reason: 'Pending',
+          message: 'Waiting for controller',
+          lastTransitionTime: '1970-01-01T00:00:00Z',
+        },
+      ],
+    };
+    const first = nextClassStatus(defaults, w, T0)!;
+    expect(first.conditions.map((c) => [c.type, c.status, c.lastTransitionTime])).toEqual([
+      ['Accepted', 'True', T0.toISOString()],
+      ['SupportedVersion', 'True', T0.toISOString()],
+    ]);
+    expect(nextClassStatus(first, w, T1)).toBeNull();
+  });
+});
+
+describe('nextRouteParents', () => {
+  const parentRef = { group: 'gateway.networking.k8s.io', kind: 'Gateway', name: 'gw', namespace: 'infra' };
+  const mine: RouteStatus = {
+    observedGeneration: 1,
+    parents: [
+      {
+        parentRef,
+        controllerName: 'sluice.dev/gateway-controller',
+        conditions: [cond('Accepted', true), cond('ResolvedRefs', true)],
+      },
+    ],
+  };
+  const other = {
+    parentRef: { name: 'their-gw' },
+    controllerName: 'example.com/other',
+    conditions: [{ ...cond('Accepted', true), lastTransitionTime: '2025-01-01T00:00:00Z' }],
+  };
+  it("replaces only Sluice's entries, keeps the other controllers' as they are, and is null once shown", () => {
+    const first = nextRouteParents([other], mine, 'infra', T0)!;
+    expect(first.map((p) => p.controllerName)).toEqual([
+      'example.com/other',
+      'sluice.dev/gateway-controller',
+    ]);
+    expect(first[0]).toBe(other);
+    expect(nextRouteParents(first, mine, 'infra', T1)).toBeNull();
+    // A parentRef written without defaults (as another writer might) is the same parent.
+    const bare = [{ ...first[1], parentRef: { name: 'gw' } }];
+    expect(nextRouteParents(bare, mine, 'infra', T1)).toBeNull();
+  });
+  it("drops Sluice's entries when the route has no parent of Sluice's any more", () => {
+    const shown = nextRouteParents([other], mine, 'infra', T0)!;
+    expect(nextRouteParents(shown, undefined, 'infra', T1)).toEqual([other]);
+    expect(nextRouteParents([other], undefined, 'infra', T1)).toBeNull();
+  });
+});
+
+describe('Gateway Services', () => {
+  const want: GatewayService = {
+    namespace: 'infra',
+    name: 'sluice-gateway-gw',
+    gateway: { name: 'gw', uid: 'u-1' },
+    ports: [
+      { port: 80, targetPort: 20000 },
+      { port: 443, targetPort: 20001 },
+    ],
+    labels: { 'gateway.networking.k8s.io/gateway-name': 'gw', team: 'a' },
+    annotations: { 'lb.example/internal': 'true' },
+  };
+  const o = { selector: { app: 'sluice', component: 'dataplane' }, type: 'LoadBalancer' as const };
+
+  it('is made with the listener ports, the selector, type, labels, annotations and a controller reference to the Gateway', () => {
+    const s = newService(want, o);
+    expect(s.spec).toEqual({
+      type: 'LoadBalancer',
+      selector: o.selector,
+      ports: [
+        { name: 'listener-80', port: 80, targetPort: 20000, protocol: 'TCP' },
+        { name: 'listener-443', port: 443, targetPort: 20001, protocol: 'TCP' },
+      ],
+    });
+    expect(s.metadata.ownerReferences).toEqual([
+      {
+        apiVersion: 'gateway.networking.k8s.io/v1',
+        kind: 'Gateway',
+        name: 'gw',
+        uid: 'u-1',
+        controller: true,
+        blockOwnerDeletion: true,
+      },
+    ]);
+    expect(isGatewayService(s)).toBe(true);
+  });
+
+  it("is updated only when what the controller owns differs; the API server's fields stay", () => {
+    const server = newService(want, o) as Service & { spec: { clusterIP: string; ipFamilies: string[] } };
+    server.spec.clusterIP = '10.0.0.9';
+    server.spec.ipFamilies = ['IPv4'];
+    server.spec.ports![0].nodePort = 31000;
+    server.metadata.resourceVersion = '7';
+    expect(updatedService(server, want, o)).toBeNull();
+    const moved = updatedService(server, { ...want, ports: [{ port: 80, targetPort: 20005 }] }, o)!;
+    expect(moved.metadata.resourceVersion).toBe('7');
+    expect(moved.spec).toMatchObject({ clusterIP: '10.0.0.9', ipFamilies: ['IPv4'] });
+    expect(moved.spec!.ports).toEqual([
+      { name: 'listener-80', port: 80, targetPort: 20005, protocol: 'TCP', nodePort: 31000 },
+    ]);
+    const relabelled = updatedService(
+      server,
+      { ...want, labels: { [Object.keys(want.labels)[0]]: 'gw' } },
+      o,
+    )!;
+    expect(relabelled.metadata.labels).toEqual({ 'gateway.networking.k8s.io/gateway-name': 'gw' });
+    const clusterIp = updatedService(server, want, { ...o, type: 'ClusterIP' })!;
+    expect(clusterIp.spec!.type).toBe('ClusterIP');
+    expect(clusterIp.spec!.ports![0].nodePort).toBeUndefined();
+  });
+
+  it("another controller's Service labelled with a Gateway's name is not one of ours", () => {
+    const theirs = newService(want, o);
+    theirs.metadata.name = 'gw-istio';
+    expect(isGatewayService(theirs)).toBe(false);
+    const unowned = newService(want, o);
+    unowned.metadata.ownerReferences = [];
+    expect(isGatewayService(unowned)).toBe(false);
+  });
+});
