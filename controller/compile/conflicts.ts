@@ -4,6 +4,7 @@
  * 1–5, so the one sorted first is the older (rules 6–7) and keeps the match; each later one is
  * left out with Accepted=False Conflicted. Only the conflicting entry is left out, not its
  * whole object: a new object must not be able to take an existing one's other routes down.
+ * Routes from HTTPRoutes and GRPCRoutes are kept (see below).
  */
 import { canonicalJson } from '../../dataplane/config/canonical-json.ts';
 import type { Diagnostic } from '../validate/diagnostic.ts';
@@ -17,6 +18,13 @@ export const dropConflicts: Pass = (state) => {
   const kept: Draft[] = [];
   const conflicts: Diagnostic[] = [];
   for (const d of state.drafts) {
+    // Gateway API routes are never left out: the spec resolves identical matches by precedence
+    // alone (the older route, then by name), which the table's order already is, on each
+    // listener the routes share; and a route on other listeners conflicts with none.
+    if (d.route.listeners !== undefined) {
+      kept.push(d);
+      continue;
+    }
     const path = `${d.match.path.type} ${d.match.path.value}`;
     const first = firstByPath.get(path);
     if (first === undefined) {

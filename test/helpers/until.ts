@@ -8,3 +8,21 @@ export async function until(cond: () => boolean | Promise<boolean>, ms = 3_000, 
     await sleep(stepMs);
   }
 }
+
+/** Polls `get` until `ok` holds for its value, which it returns; throws naming `what` (and the last value) after `ms`. */
+export async function waitFor<T>(
+  what: string,
+  get: () => T | Promise<T>,
+  ok: (value: T) => boolean,
+  ms = 15_000,
+  stepMs = 100,
+): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const value = await get();
+    if (ok(value)) return value;
+    if (Date.now() > end)
+      throw new Error(`timed out waiting until ${what}; last: ${JSON.stringify(value)?.slice(0, 500)}`);
+    await sleep(stepMs);
+  }
+}

@@ -1,0 +1,198 @@
+/**
+ * The world a conformance test runs in, on kapi (KUBECONFIG): the upstream Gateway API CRDs and
+ * Sluice's, the suite's base objects and back ends (echo pods on 127.0.3.N behind EndpointSlices,
+ * test/helpers/gateway-api/backends.ts), a GatewayClass of Sluice's controller, two data planes
+ * on 127.0.1.1 and 127.0.1.2 (two pod IPs; the same admin port, as pods have), and a controller
+ * watching every namespace. A client reaches a Gateway listener at each data plane's address on
+ * the targetPort the controller put in that Gateway's Service (no kube-proxy here).
+ */
+import { randomUUID } from 'node:crypto';
+import pino from 'pino';
+import { expect } from 'vitest';
+import { type Controller, type ControllerOptions, startController } from '../../controller/main.ts';
+import { gatewayServiceName } from '../../controller/gateway-api/gateways.ts';
+import type { DataPlane } from '../../dataplane/main.ts';
+import { dataplaneAdminObjects } from '../helpers/controller-on-kapi.ts';
+import { type Backends, startConformanceBackends } from '../helpers/gateway-api/backends.ts';
+import { http1, type Reply, type RequestOptions } from '../helpers/gateway-api/clients.ts';
+import { installGatewayApiCrds } from '../helpers/gateway-api/crds.ts';
+import { applyGatewayClass, type Placeholders } from '../helpers/gateway-api/manifests.ts';
+import { kubectl, ok } from '../helpers/kubectl.ts';
+import { freePort, startTestDataPlane } from '../helpers/servers.ts';
+import { waitFor } from '../helpers/until.ts';
+
+export const PLANES = ['127.0.1.1', '127.0.1.2'] as const;
+export const INFRA = 'gateway-conformance-infra';
+
+export interface Env {
+  placeholders: Placeholders;
+  backends: Backends;
+  planes: DataPlane[];
+  controller: Controller;
+  /** The base URL of a Gateway listener port on each data plane (http or https). */
+  gatewayUrls(namespace: string, gateway: string, port: number, scheme?: 'http' | 'https'): Promise<string[]>;
+  /** A JSON object as the API server has it. */
+  get<T>(kind: string, namespace: string | null, name: string): Promise<T | null>;
+  stop(): Promise<void>;
+}
+
+export async function startEnv(extra: Partial<ControllerOptions> = {}): Promise<Env> {
+  const placeholders = {
+    gatewayClassName: 'sluice-conformance',
+    controllerName: 'sluice.dev/gateway-controller',
+  };
+  await installGatewayApiCrds();
+  await ok(['apply', '--server-side', '--force-conflicts', '-f', 'crds']);
+  await ok(['wait', '--for=condition=Established', '--timeout=30s', 'crd/gatewayplugins.sluice.dev']);
+  const system = `sluice-gwapi-${randomUUID().slice(0, 6)}`;
+  await ok(['create', 'namespace', system]);
+  await applyGatewayClass(placeholders);
+  const backends = await startConformanceBackends(placeholders);
+  const adminPort = await freePort();
+  const planes: DataPlane[] = [];
+  for (const host of PLANES) planes.push(await startTestDataPlane({ host, adminHost: host, adminPort }));
+  await ok(['apply', '-n', system, '-f', '-'], dataplaneAdminObjects(adminPort, [...PLANES]));
+  const controller = await startController({
+    log: pino({ level: 'silent' }),
+    dataplaneService: `${system}/sluice-admin`,
+    adminPortName: 'admin',
+    adminScheme: 'http',
+    adminToken: 'test-admin-token',
+    metricsHost: '127.0.0.1',
+    metricsPort: 0,
+    leaseNamespace: system,
+    leaseName: 'sluice-controller',
+    leaseSeconds: 3,
+    holdoffMs: 10,
+    gatewayApi: true,
+    ...extra,
+  });
+  const get = async <T>(kind: string, namespace: string | null, name: string): Promise<T | null> => {
+    const args = ['get', kind, name, '-o', 'json', ...(namespace ? ['-n', namespace] : [])];
+    const r = await kubectl(args);
+    return r.code === 0 ? (JSON.parse(r.stdout) as T) : null;
+  };
+  return {
+    placeholders,
+    backends,
+    planes,
+    controller,
+    get,
+    async gatewayUrls(namespace, gateway, port, scheme = 'http') {
+      type Svc = { spec: { ports: { port: number; targetPort: number }[] } };
+      const target = await waitFor(
+        `the Service of Gateway ${namespace}/${gateway} maps port ${port}`,
+        async () => {
+          const svc = await get<Svc>('service', namespace, gatewayServiceName(gateway));
+          return svc?.spec.ports.find((p) => p.port === port)?.targetPort;
+        },
+        (t) => typeof t === 'number',
+      );
+      return PLANES.map((host) => `${scheme}://${host}:${target}`);
+    },
+    async stop() {
+      await controller.close();
+      await Promise.all(planes.map((p) => p.close()));
+      await backends.stop();
+    },
+  };
+}
+
+/** What the upstream suite checks of a request: who answered it, and what it saw. */
+export interface Expected {
+  status?: number;
+  /** The back end's namespace and Service name (its pods are named <service>-<n>). */
+  namespace?: string;
+  backend?: string;
+  /** The path the back end saw (default: the request's). */
+  path?: string;
+  /** Headers the back end saw (name → value), or that must be absent (null). */
+  headers?: Record<string, string | null>;
+}
+
+/**
+ * Sends the request to every data plane until each answers as expected (routes reach the pods
+ * moments after status says Accepted), then once more to be sure; returns the last replies.
+ */
+export async function expectRequest(
+  urls: readonly string[],
+  path: string,
+  want: Expected,
+  options: RequestOptions = {},
+): Promise<Reply[]> {
+  const check = (r: Reply): boolean => {
+    if (r.status !== (want.status ?? 200)) return false;
+    if (want.backend === undefined) return true;
+    const a = r.answer;
+    if (a === null) return false;
+    if (want.namespace && a.namespace !== want.namespace) return false;
+    if (!a.pod.startsWith(`${want.backend}-`)) return false;
+    if (a.path !== (want.path ?? path)) return false;
+    for (const [name, value] of Object.entries(want.headers ?? {})) {
+      const seen = Object.entries(a.headers).find(([k]) => k.toLowerCase() === name.toLowerCase())?.[1];
+      if (value === null ? seen !== undefined : seen?.[0] !== value) return false;
+    }
+    return true;
+  };
+  const send = () => Promise.all(urls.map((u) => http1(`${u}${path}`, options)));
+  await waitFor(`${path} answered as expected by every data plane`, send, (rs) => rs.every(check));
+  const last = await send();
+  for (const r of last) expect(check(r), `${path}: ${r.status} ${r.body.slice(0, 300)}`).toBe(true);
+  return last;
+}
+
+interface Status {
+  status?: {
+    conditions?: { type: string; status: string; reason: string }[];
+    parents?: {
+      parentRef: { name: string; namespace?: string; sectionName?: string };
+      controllerName: string;
+      conditions: { type: string; status: string; reason: string }[];
+    }[];
+  };
+}
+
+const condition = (list: { type: string; status: string; reason: string }[] | undefined, type: string) =>
+  list?.find((c) => c.type === type);
+
+/** Waits until the Gateway is Programmed (every data plane runs it). */
+export async function gatewayProgrammed(env: Env, namespace: string, name: string): Promise<void> {
+  await waitFor(
+    `Gateway ${namespace}/${name} Programmed`,
+    () => env.get<Status>('gateway', namespace, name),
+    (g) => condition(g?.status?.conditions, 'Programmed')?.status === 'True',
+  );
+}
+
+/**
+ * Waits until the HTTPRoute's status.parents entry of Sluice for Gateway `parent` has these
+ * Accepted and ResolvedRefs (default: both True), and returns that entry's conditions.
+ */
+export async function routeParent(
+  env: Env,
+  namespace: string,
+  name: string,
+  parent: string,
+  want: { accepted?: string; resolvedRefs?: string; sectionName?: string } = {},
+): Promise<{ type: string; status: string; reason: string }[]> {
+  const matches = (c: { type: string; status: string; reason: string } | undefined, reason = 'True') =>
+    reason === 'True' ? c?.status === 'True' : c?.status === 'False' && c.reason === reason;
+  const route = await waitFor(
+    `HTTPRoute ${namespace}/${name} on ${parent}: Accepted ${want.accepted ?? 'True'}, ResolvedRefs ${want.resolvedRefs ?? 'True'}`,
+    () => env.get<Status>('httproute', namespace, name),
+    (r) => {
+      const p = r?.status?.parents?.find(
+        (x) =>
+          x.controllerName === env.placeholders.controllerName &&
+          x.parentRef.name === parent &&
+          (want.sectionName === undefined || x.parentRef.sectionName === want.sectionName),
+      );
+      return (
+        p !== undefined &&
+        matches(condition(p.conditions, 'Accepted'), want.accepted) &&
+        matches(condition(p.conditions, 'ResolvedRefs'), want.resolvedRefs)
+      );
+    },
+  );
+  return route!.status!.parents!.find((x) => x.parentRef.name === parent)!.conditions;
+}
