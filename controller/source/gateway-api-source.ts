@@ -5,7 +5,14 @@
  * and for Gateways, HTTPRoutes and ReferenceGrants (in the watched namespaces). A cluster without
  * the CRDs costs four idle watches; installing them later starts serving without a restart.
  */
-import type { Gateway, GatewayClass, HTTPRoute, Namespace, ReferenceGrant } from '../api/gateway-api.ts';
+import type {
+  Gateway,
+  GatewayClass,
+  GRPCRoute,
+  HTTPRoute,
+  Namespace,
+  ReferenceGrant,
+} from '../api/gateway-api.ts';
 import type { Resource } from '../api/index.ts';
 import { collectionPath, type DeclaredResource } from './api-access.ts';
 import { type ChangeType, Informer, type InformerOptions, type KubeObject } from './informers.ts';
@@ -13,7 +20,7 @@ import type { Kube } from './kube.ts';
 import { gatewayApiReferences, type References } from './relevance.ts';
 import { Watched, type WatchNamespaces } from './watched.ts';
 
-const KINDS = ['gatewayclasses', 'gateways', 'httproutes', 'referencegrants'] as const;
+const KINDS = ['gatewayclasses', 'gateways', 'httproutes', 'grpcroutes', 'referencegrants'] as const;
 
 interface Crd extends KubeObject {
   status?: { conditions?: { type: string; status: string }[] };
@@ -23,6 +30,7 @@ type Kinds = {
   classes: Watched<GatewayClass & KubeObject>;
   gateways: Watched<Gateway & KubeObject>;
   routes: Watched<HTTPRoute & KubeObject>;
+  grpcRoutes: Watched<GRPCRoute & KubeObject>;
   grants: Watched<ReferenceGrant & KubeObject>;
   namespaces: Watched<Namespace & KubeObject>;
 };
@@ -54,6 +62,7 @@ export class GatewayApiSource {
       classes: watched('gatewayclasses', null),
       gateways: watched('gateways', namespaces),
       routes: watched('httproutes', namespaces),
+      grpcRoutes: watched('grpcroutes', namespaces),
       grants: watched('referencegrants', namespaces),
       namespaces: watched('namespaces', null),
     });
@@ -101,6 +110,7 @@ export class GatewayApiSource {
       ...k.classes.cache.values(),
       ...k.gateways.cache.values(),
       ...k.routes.cache.values(),
+      ...k.grpcRoutes.cache.values(),
       ...k.grants.cache.values(),
       ...k.namespaces.cache.values(),
     ];
@@ -110,7 +120,10 @@ export class GatewayApiSource {
   references(): References {
     const k = this.#kinds;
     if (k === null) return { secrets: new Set(), services: new Set() };
-    return gatewayApiReferences(k.gateways.cache.values(), k.routes.cache.values());
+    return gatewayApiReferences(k.gateways.cache.values(), [
+      ...k.routes.cache.values(),
+      ...k.grpcRoutes.cache.values(),
+    ]);
   }
 
   /** The watched object of a status key ("GatewayClass//name", "Gateway/ns/name", "HTTPRoute/ns/name"). */
@@ -123,7 +136,9 @@ export class GatewayApiSource {
       ? k.gateways.cache.get(key)
       : kind === 'HTTPRoute'
         ? k.routes.cache.get(key)
-        : undefined;
+        : kind === 'GRPCRoute'
+          ? k.grpcRoutes.cache.get(key)
+          : undefined;
   }
 
   #maybeStart(onChange: () => void): void {

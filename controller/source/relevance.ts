@@ -8,7 +8,7 @@ import { SERVICE_NAME_LABEL } from '../api/endpoint-slice.ts';
 import type { EndpointSlice, GatewayPlugin, GatewayRoute, Resource, Secret, Service } from '../api/index.ts';
 import type { ChangeType, KubeObject } from './informers.ts';
 import { backendRefsOf } from '../api/gateway-route.ts';
-import type { Gateway, HTTPRoute } from '../api/gateway-api.ts';
+import type { Gateway, GRPCRoute, HTTPRoute } from '../api/gateway-api.ts';
 import { gatewayServiceName } from '../gateway-api/gateways.ts';
 
 /** A GatewayRoute or GatewayPlugin event that can change the table: added, deleted, or a new generation or labels. */
@@ -109,7 +109,10 @@ export function referencedServices(routes: Iterable<GatewayRoute>): Set<string> 
  * HTTPRoutes' backendRefs (in their namespaces, granted or not: the grant is checked by build),
  * and each Gateway's own Service (where its ports are kept, and its address read).
  */
-export function gatewayApiReferences(gateways: Iterable<Gateway>, routes: Iterable<HTTPRoute>): References {
+export function gatewayApiReferences(
+  gateways: Iterable<Gateway>,
+  routes: Iterable<HTTPRoute | GRPCRoute>,
+): References {
   const secrets = new Set<string>();
   const services = new Set<string>();
   for (const g of gateways) {

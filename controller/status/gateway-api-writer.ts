@@ -60,6 +60,7 @@ const STATUS_PATH: Record<string, (ns: string, name: string) => string> = {
   GatewayClass: (_ns, name) => `/apis/gateway.networking.k8s.io/v1/gatewayclasses/${name}/status`,
   Gateway: (ns, name) => `/apis/gateway.networking.k8s.io/v1/namespaces/${ns}/gateways/${name}/status`,
   HTTPRoute: (ns, name) => `/apis/gateway.networking.k8s.io/v1/namespaces/${ns}/httproutes/${name}/status`,
+  GRPCRoute: (ns, name) => `/apis/gateway.networking.k8s.io/v1/namespaces/${ns}/grpcroutes/${name}/status`,
 };
 
 export class GatewayApiWriter {
@@ -120,15 +121,15 @@ export class GatewayApiWriter {
         return nextGatewayStatus(current.status, wantedGateway(st, p, gatewayAddresses(service)), now());
       });
     }
-    // Every HTTPRoute: one that no longer has a parent of Sluice's loses Sluice's entries.
+    // Every HTTPRoute and GRPCRoute: one that no longer has a parent of Sluice's loses Sluice's entries.
     for (const route of this.#o.source.objects()) {
-      if (route.kind !== 'HTTPRoute') continue;
+      if (route.kind !== 'HTTPRoute' && route.kind !== 'GRPCRoute') continue;
       const ns = route.metadata.namespace ?? '';
       const key = `${ns}/${route.metadata.name}`;
-      const wanted = status.routes.get(key);
+      const wanted = (route.kind === 'HTTPRoute' ? status.routes : status.grpcRoutes).get(key);
       const shown = (route as Current).status?.parents ?? [];
       if (wanted === undefined && !shown.some((p) => p.controllerName === GATEWAY_CONTROLLER_NAME)) continue;
-      this.#want(`HTTPRoute/${key}`, (current) => {
+      this.#want(`${route.kind}/${key}`, (current) => {
         const parents = nextRouteParents(current.status?.parents, wanted, ns, now());
         return parents === null ? null : { ...current.status, parents };
       });
@@ -156,9 +157,9 @@ export class GatewayApiWriter {
       const status = next(current);
       if (status === null) return null;
       const path = STATUS_PATH[kind](ns, name);
-      // HTTPRoute: the whole object with its resourceVersion (others' parents kept, a race is a 409).
+      // A route: the whole object with its resourceVersion (others' parents kept, a race is a 409).
       const write =
-        kind === 'HTTPRoute'
+        kind === 'HTTPRoute' || kind === 'GRPCRoute'
           ? this.#o.kube.request<Current>('PUT', path, { ...current, status })
           : this.#o.kube.request<Current>('PATCH', path, { status }, 'application/merge-patch+json');
       return write.then(

@@ -221,7 +221,10 @@ describe('status of a GatewayClass, a Gateway and an HTTPRoute', () => {
     expect(listener).toMatchObject({
       name: 'http',
       attachedRoutes: 1,
-      supportedKinds: [{ group: 'gateway.networking.k8s.io', kind: 'HTTPRoute' }],
+      supportedKinds: [
+        { group: 'gateway.networking.k8s.io', kind: 'HTTPRoute' },
+        { group: 'gateway.networking.k8s.io', kind: 'GRPCRoute' },
+      ],
     });
     expect(Object.fromEntries(listener.conditions.map((c) => [c.type, [c.status, c.reason]]))).toEqual({
       Accepted: ['True', 'Accepted'],

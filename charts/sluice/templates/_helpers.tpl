@@ -148,13 +148,13 @@ seccompProfile:
 # status (written by the leader; an HTTPRoute's with update, so that the parents other
 # controllers wrote are kept), and each Gateway's own Service (its address; the leader).
 - apiGroups: [gateway.networking.k8s.io]
-  resources: [gateways, httproutes, referencegrants]
+  resources: [gateways, httproutes, grpcroutes, referencegrants]
   verbs: [list, watch]
 - apiGroups: [gateway.networking.k8s.io]
   resources: [gateways/status]
   verbs: [patch]
 - apiGroups: [gateway.networking.k8s.io]
-  resources: [httproutes/status]
+  resources: [httproutes/status, grpcroutes/status]
   verbs: [update]
 - apiGroups: [""]
   resources: [services]
