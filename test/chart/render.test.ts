@@ -95,6 +95,20 @@ describe('Gateway API', () => {
     expect(pods).toMatchObject(selector);
     expect(selector).toEqual(find(defaults, 'Deployment', 'gw-sluice-dataplane').spec.selector.matchLabels);
     expect(args(off)).not.toContain('--gateway-service-selector');
+    // The NetworkPolicy admits the listener port range (public, like the proxy ports); off: not.
+    const ranges = (ms: Manifest[]) =>
+      find(ms, 'NetworkPolicy', 'gw-sluice-dataplane').spec.ingress.filter(
+        (r: { ports: { endPort?: number }[]; from?: unknown }) =>
+          r.ports.some((p) => p.endPort !== undefined),
+      );
+    expect(ranges(defaults)).toEqual([{ ports: [{ port: 20000, endPort: 20999, protocol: 'TCP' }] }]);
+    expect(ranges(off)).toEqual([]);
+    // A GatewayClass only when asked.
+    expect(defaults.filter((m) => m.kind === 'GatewayClass')).toEqual([]);
+    const withClass = await render({ set: { 'gatewayAPI.gatewayClass.create': 'true' } });
+    expect(find(withClass, 'GatewayClass', 'sluice').spec.controllerName).toBe(
+      'sluice.dev/gateway-controller',
+    );
     const wrong = await helm(['template', 'gw', CHART, '--set', 'gatewayAPI.serviceType=External']);
     expect(wrong.code).not.toBe(0);
     expect(wrong.stderr).toMatch(/gatewayAPI\.serviceType/);
