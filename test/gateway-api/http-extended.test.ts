@@ -1,0 +1,148 @@
+/**
+ * Gateway API conformance, GATEWAY-HTTP extended: our own tests of the upstream suite's (v1.6.1)
+ * of the same names and intent (see http-routing.test.ts for how they run).
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { http1, type Reply } from '../helpers/gateway-api/clients.ts';
+import { applyConformanceTest } from '../helpers/gateway-api/manifests.ts';
+import { waitFor } from '../helpers/until.ts';
+import { type Env, expectRequest, INFRA, routeParent, startEnv } from './env.ts';
+
+const RUN = process.env.KUBECONFIG !== undefined;
+let env: Env;
+
+beforeAll(async () => {
+  if (RUN) env = await startEnv();
+}, 120_000);
+afterAll(() => env?.stop(), 60_000);
+
+async function withManifest(name: string, body: () => Promise<void>): Promise<void> {
+  const applied = await applyConformanceTest(name, env.placeholders, env.backends);
+  try {
+    await body();
+  } finally {
+    await applied.delete();
+  }
+}
+
+const v = (n: number) => ({ namespace: INFRA, backend: `infra-backend-v${n}` });
+
+/** Waits until every data plane answers `path` with `status`, and returns one reply. */
+async function answered(urls: readonly string[], path: string, status: number, headers = {}): Promise<Reply> {
+  const replies = await waitFor(
+    `${path} answered ${status}`,
+    () => Promise.all(urls.map((u) => http1(`${u}${path}`, { headers }))),
+    (rs) => rs.every((r) => r.status === status),
+  );
+  return replies[0];
+}
+
+describe.skipIf(!RUN)('GATEWAY-HTTP extended', () => {
+  it('HTTPRouteMethodMatching', async () => {
+    await withManifest('httproute-method-matching', async () => {
+      await routeParent(env, INFRA, 'method-matching', 'same-namespace');
+      const urls = await env.gatewayUrls(INFRA, 'same-namespace', 80);
+      await expectRequest(urls, '/', v(1), { method: 'POST' });
+      await expectRequest(urls, '/', v(2), { method: 'GET' });
+      await expectRequest(urls, '/path1', v(1), { method: 'GET' });
+      await expectRequest(urls, '/', v(2), { method: 'PUT', headers: { version: 'one' } });
+      await expectRequest(urls, '/path2', v(3), { method: 'POST', headers: { version: 'two' } });
+      await expectRequest(urls, '/path3', v(1), { method: 'PATCH' });
+      await expectRequest(urls, '/path4', v(1), { method: 'DELETE', headers: { version: 'three' } });
+      await expectRequest(urls, '/', { status: 404 }, { method: 'PUT' });
+      await expectRequest(urls, '/path4', { status: 404 }, { method: 'DELETE' });
+    });
+  }, 60_000);
+
+  for (const [name, status, path] of [
+    ['HTTPRoute303Redirect', 303, '/see-other'],
+    ['HTTPRoute307Redirect', 307, '/temporary'],
+    ['HTTPRoute308Redirect', 308, '/permanent'],
+  ] as const)
+    it(name, async () => {
+      await withManifest(`httproute-${status}-redirect`, async () => {
+        await routeParent(env, INFRA, `${status}-redirect`, 'same-namespace');
+        const urls = await env.gatewayUrls(INFRA, 'same-namespace', 80);
+        const r = await answered(urls, `${path}?x=1`, status);
+        const location = new URL(String(r.headers.location));
+        expect(location.pathname + location.search).toBe(`${path}?x=1`);
+        expect(r.answer).toBeNull(); // answered by the gateway: no back end saw it
+      });
+    }, 60_000);
+
+  it('HTTPRouteRedirectPath', async () => {
+    await withManifest('httproute-redirect-path', async () => {
+      await routeParent(env, INFRA, 'redirect-path', 'same-namespace');
+      const urls = await env.gatewayUrls(INFRA, 'same-namespace', 80);
+      const location = async (path: string, status = 302) =>
+        new URL(String((await answered(urls, path, status)).headers.location));
+      const prefix = await location('/original-prefix/lemon');
+      expect(prefix.pathname).toBe('/replacement-prefix/lemon');
+      expect(prefix.host).toBe(new URL(urls[0]).host);
+      expect((await location('/full/path/original')).pathname).toBe('/full-path-replacement');
+      const hosted = await location('/path-and-host');
+      expect([hosted.hostname, hosted.pathname]).toEqual(['example.org', '/replacement-prefix']);
+      expect((await location('/path-and-status', 301)).pathname).toBe('/replacement-prefix');
+    });
+  }, 60_000);
+
+  it('HTTPRouteResponseHeaderModifier', async () => {
+    await withManifest('httproute-response-header-modifier', async () => {
+      await routeParent(env, INFRA, 'response-header-modifier', 'same-namespace');
+      const urls = await env.gatewayUrls(INFRA, 'same-namespace', 80);
+      const set = (pairs: string) => ({ 'X-Echo-Set-Header': pairs });
+      const r1 = await answered(urls, '/set', 200, set('X-Header-Set: some-other-value'));
+      expect(r1.headers['x-header-set']).toBe('set-overwrites-values');
+      const r2 = await answered(urls, '/add', 200);
+      expect(r2.headers['x-header-add']).toBe('add-appends-values');
+      const r3 = await answered(urls, '/remove', 200, set('X-Header-Remove: val'));
+      expect(r3.headers['x-header-remove']).toBeUndefined();
+      const r4 = await answered(urls, '/multiple', 200, set('X-Header-Set-2: other, X-Header-Remove-1: val'));
+      expect(r4.headers['x-header-set-1']).toBe('header-set-1');
+      expect(r4.headers['x-header-set-2']).toBe('header-set-2');
+      expect(r4.headers['x-header-add-1']).toBe('header-add-1');
+      expect(r4.headers['x-header-remove-1']).toBeUndefined();
+    });
+  }, 60_000);
+
+  it('GatewayHTTPListenerIsolation', async () => {
+    await withManifest('gateway-http-listener-isolation', async () => {
+      const gw = 'http-listener-isolation';
+      for (const r of [
+        'empty-hostname',
+        'wildcard-example-com',
+        'wildcard-foo-example-com',
+        'abc-foo-example-com',
+      ])
+        await routeParent(env, INFRA, `attaches-to-${r}`, gw);
+      const urls = await env.gatewayUrls(INFRA, gw, 80);
+      const host = (h: string) => ({ headers: { Host: h } });
+      // Each host reaches only the routes of the most specific listener that takes it.
+      for (const [h, own, others] of [
+        [
+          'bar.com',
+          '/empty-hostname',
+          ['/wildcard-example-com', '/wildcard-foo-example-com', '/abc-foo-example-com'],
+        ],
+        [
+          'bar.example.com',
+          '/wildcard-example-com',
+          ['/empty-hostname', '/wildcard-foo-example-com', '/abc-foo-example-com'],
+        ],
+        [
+          'bar.foo.example.com',
+          '/wildcard-foo-example-com',
+          ['/empty-hostname', '/wildcard-example-com', '/abc-foo-example-com'],
+        ],
+        [
+          'abc.foo.example.com',
+          '/abc-foo-example-com',
+          ['/empty-hostname', '/wildcard-example-com', '/wildcard-foo-example-com'],
+        ],
+      ] as const) {
+        await expectRequest(urls, own, v(1), host(h));
+        for (const p of others) await expectRequest(urls, p, { status: 404 }, host(h));
+      }
+    });
+  }, 60_000);
+});
