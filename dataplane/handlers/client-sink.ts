@@ -45,7 +45,7 @@ export class ClientSink implements ResponseSink {
     if (ctx.responseHeaders !== null) Object.assign(out, ctx.responseHeaders);
     out['x-request-id'] = ctx.requestId;
     const taps = ctx.taps;
-    const trailersOnly = out['grpc-status'] !== undefined && ctx.req.httpVersionMajor === 2;
+    const trailersOnly = ctx.req.httpVersionMajor === 2 && out['grpc-status'] !== undefined;
     const held = trailersOnly || (taps?.some((t) => t.rewritesBody === true) ?? false);
     let body: Writable = held ? headAtFirstByte(ctx.res, status, out, trailersOnly) : ctx.res;
     if (taps !== null) for (const tap of taps) body = tap.start(status, out, body);
