@@ -4,6 +4,12 @@
  * the request id, then the body through the request's taps to the client (the head waits for
  * the first body byte when a tap may rewrite the body). A failed call becomes
  * the gateway's problem, or a cut connection once the response has started.
+ *
+ * Trailers (an HTTP/2 upstream's: gRPC's status and message) go to an h2 client as trailers,
+ * to an HTTP/1.1 client as chunked trailers if its TE named them, else nowhere. A gRPC
+ * "trailers-only" answer (its status in the head, no body: how a gRPC server answers an error
+ * before any message) reaches an h2 client as one HEADERS frame that ends the stream, as it
+ * came: a head followed by an empty end reads to a gRPC client as a call without a status.
  */
 import { Writable } from 'node:stream';
 import type { ServerResponse } from 'node:http';
@@ -12,6 +18,14 @@ import type { RequestContext } from '../pipeline/context.ts';
 import { afterDrain } from '../pipeline/drain.ts';
 import { finishRequest } from '../pipeline/finish.ts';
 import type { CallFailure, ResponseSink } from '../upstream/call.ts';
+
+/**
+ * Why an h2 client's response stream is cut when its upstream's response broke off: destroyed
+ * with an error, the stream gets RST_STREAM INTERNAL_ERROR; destroyed without one, node:http2
+ * ends it (END_STREAM), and the client would take the partial body for the whole. (An HTTP/1.1
+ * response is cut by destroying its socket, which needs no error.)
+ */
+const CUT: Error = new Error('the upstream response broke off');
 
 export class ClientSink implements ResponseSink {
   readonly #ctx: RequestContext;
@@ -31,11 +45,23 @@ export class ClientSink implements ResponseSink {
     if (ctx.responseHeaders !== null) Object.assign(out, ctx.responseHeaders);
     out['x-request-id'] = ctx.requestId;
     const taps = ctx.taps;
-    const held = taps?.some((t) => t.rewritesBody === true) ?? false;
-    let body: Writable = held ? headAtFirstByte(ctx.res, status, out) : ctx.res;
+    const trailersOnly = ctx.req.httpVersionMajor === 2 && out['grpc-status'] !== undefined;
+    const held = trailersOnly || (taps?.some((t) => t.rewritesBody === true) ?? false);
+    let body: Writable = held ? headAtFirstByte(ctx.res, status, out, trailersOnly) : ctx.res;
     if (taps !== null) for (const tap of taps) body = tap.start(status, out, body);
     if (!held) ctx.res.writeHead(status, out);
     return body;
+  }
+
+  trailers(trailers: Record<string, string | string[]>): void {
+    const ctx = this.#ctx;
+    const res = ctx.res;
+    if (res.writableEnded || (ctx.req.httpVersionMajor !== 2 && !ctx.teTrailers)) return;
+    try {
+      res.addTrailers(trailers);
+    } catch {
+      // A name or value HTTP/1.1 cannot carry (h2 allows more): the trailers are dropped, the body is not.
+    }
   }
 
   end(failure: CallFailure | null): void {
@@ -56,7 +82,8 @@ export class ClientSink implements ResponseSink {
         traceId: ctx.traceId,
         close: failure.code === 'SLC_ERR_BODY_TOO_LARGE',
       });
-    } else ctx.res.destroy();
+    } else if (ctx.req.httpVersionMajor === 2) ctx.res.destroy(CUT);
+    else ctx.res.destroy();
     finishRequest(ctx, failure.code);
   }
 }
@@ -64,14 +91,23 @@ export class ClientSink implements ResponseSink {
 /**
  * The client's response, its head written when the first body byte (or the end) arrives: until
  * then a tap that rewrites the body may still change `headers` (ResponseTap.rewritesBody).
+ * `withEnd`: a response without body bytes sends its head with its end (on h2, one HEADERS
+ * frame with END_STREAM: node:http2's response sends its head at once on writeHead, so the head
+ * is only set and end() sends it).
  */
 function headAtFirstByte(
   res: ServerResponse,
   status: number,
   headers: Record<string, string | string[]>,
+  withEnd = false,
 ): Writable {
   const head = () => {
     if (!res.headersSent) res.writeHead(status, headers);
+  };
+  const headAndEnd = () => {
+    if (!withEnd || res.headersSent) return head();
+    res.statusCode = status;
+    for (const name in headers) res.setHeader(name, headers[name]);
   };
   return new Writable({
     write(chunk: Buffer, _encoding, callback) {
@@ -80,7 +116,7 @@ function headAtFirstByte(
       afterDrain(res, callback);
     },
     final(callback) {
-      head();
+      headAndEnd();
       if (!res.destroyed) res.end();
       callback();
     },

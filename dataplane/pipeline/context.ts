@@ -42,6 +42,8 @@ export class RequestContext implements SlotHolder {
   /** Whether the request has a body, and whether it is chunked (no Content-Length to check up front). */
   hasBody = false;
   chunked = false;
+  /** The client's TE named "trailers" (server/ingress-headers.ts): it takes response trailers. */
+  teTrailers = false;
   /** The whole request body, read once when something on the route needs it (RuntimeRoute.bodyAt): the upstream gets these bytes. */
   body: Buffer | null = null;
   /** Headers plugins add to the response (RateLimit, …); the handler writes them. */

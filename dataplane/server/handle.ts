@@ -106,6 +106,7 @@ export function ingress(
   ctx.repeatedHeaders = ing.repeated;
   ctx.hasBody = ing.hasBody;
   ctx.chunked = ing.hasBody && cl === undefined;
+  ctx.teTrailers = ing.teTrailers;
   return ctx;
 }
 

@@ -52,6 +52,12 @@ export interface IngressHeaders {
   transferEncoding: boolean;
   /** Names sent on more than one line (joined in headers), null when none: auth plugins refuse theirs. */
   repeated: ReadonlySet<string> | null;
+  /**
+   * The client's TE names "trailers" (it takes response trailers: every gRPC client sends it).
+   * TE is hop-by-hop and dropped with the others; this is what is left of it, for an h2c
+   * upstream (which gets `te: trailers` again) and for trailers to an HTTP/1.1 client.
+   */
+  teTrailers: boolean;
 }
 
 export function readIngressHeaders(
@@ -65,6 +71,7 @@ export function readIngressHeaders(
   let hasBody = false;
   let transferEncoding = false;
   let repeated: Set<string> | null = null;
+  let teTrailers = false;
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i].toLowerCase();
     const value = raw[i + 1];
@@ -76,6 +83,7 @@ export function readIngressHeaders(
     if (HOP_BY_HOP.has(name)) {
       if (name === 'connection') connection = connection ? `${connection},${value}` : value;
       else if (name === 'transfer-encoding') hasBody = transferEncoding = true;
+      else if (name === 'te') teTrailers ||= namesTrailers(value);
       continue;
     }
     if (name === 'content-length' && value !== '0') hasBody = true;
@@ -96,7 +104,16 @@ export function readIngressHeaders(
   }
   const colon = rawHost.lastIndexOf(':');
   const host = (colon > rawHost.lastIndexOf(']') ? rawHost.slice(0, colon) : rawHost).toLowerCase();
-  return { headers, host, rawHost, hasBody, transferEncoding, repeated };
+  return { headers, host, rawHost, hasBody, transferEncoding, repeated, teTrailers };
+}
+
+/** Whether a TE value lists "trailers" (RFC 9110 §10.1.4: tokens with optional weights, any case). */
+function namesTrailers(value: string): boolean {
+  for (const part of value.split(',')) {
+    const semi = part.indexOf(';');
+    if ((semi === -1 ? part : part.slice(0, semi)).trim().toLowerCase() === 'trailers') return true;
+  }
+  return false;
 }
 
 /** Sets X-Forwarded-For/-Proto/-Host and Forwarded, extending trusted incoming values. */

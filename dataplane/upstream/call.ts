@@ -51,6 +51,11 @@ export interface CallFailure {
 export interface ResponseSink {
   /** The response to deliver (no retry follows), its end-to-end headers only: returns where its body goes. */
   response(status: number, headers: Record<string, string | string[]>): Writable;
+  /**
+   * The response's trailers (end-to-end ones only), just before its body ends; a sink without
+   * this drops them. Comes only after `response`.
+   */
+  trailers?(trailers: Record<string, string | string[]>): void;
   /** The call is over: null once the body was delivered whole, else the gateway's error. */
   end(failure: CallFailure | null): void;
 }
@@ -185,6 +190,10 @@ class Attempt extends UpstreamTry {
     }
     call.metrics.upstreamLatency(up.id, this.#start);
     return call.sink.response(status, endToEndHeaders(headers));
+  }
+
+  protected trailers(trailers: IncomingHttpHeaders): void {
+    this.#call.sink.trailers?.(endToEndHeaders(trailers));
   }
 
   protected settled(err: Error | null, responded: boolean): void {

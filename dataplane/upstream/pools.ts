@@ -5,7 +5,7 @@
  * (in-flight requests finish).
  *
  * An upstream's connections go to its url's host, or to the endpoints the table lists (one
- * undici Pool per endpoint: endpoint.ts), spread by its balance (balancer.ts). Endpoints are not
+ * undici Pool per endpoint: endpoint.ts; of HTTP/2 sessions for an h2c upstream), spread by its balance (balancer.ts). Endpoints are not
  * part of the id: a snapshot that keeps the id with other endpoints updates them in place, once
  * it runs (retain): new ones join, and those that left are drained, not cut.
  */
@@ -13,7 +13,7 @@ import { endpointKey } from '../config/endpoints.ts';
 import type { Upstream } from '../config/route-table.ts';
 import { Balancer } from './balancer.ts';
 import { type BreakerState, CircuitBreaker } from './circuit-breaker.ts';
-import { Endpoint } from './endpoint.ts';
+import { type Dial, Endpoint } from './endpoint.ts';
 import { OutlierDetector } from './outlier.ts';
 import { RetryBudget } from './retry-budget.ts';
 
@@ -36,6 +36,8 @@ export interface UpstreamRuntime {
   outcome(endpoint: Endpoint, ok: boolean): void;
   /** Base path of the upstream URL without trailing "/" ('' for none). */
   basePath: string;
+  /** Requests go as HTTP/2 with prior knowledge (Upstream.protocol 'h2c'; endpoint.ts). */
+  readonly h2c: boolean;
   headersTimeout: number;
   bodyTimeout: number;
   /** Overall deadline to response headers, retries included; 0 = none. */
@@ -144,7 +146,9 @@ class LazyUpstream implements UpstreamRuntime {
   readonly requestMs: number;
   readonly retry: UpstreamRuntime['retry'];
   readonly breaker: CircuitBreaker | null;
-  readonly #connectMs: number;
+  readonly h2c: boolean;
+  /** How its endpoints connect (the same for every endpoint). */
+  readonly #dial: Dial;
   /** The url's host ("host:port"): the one endpoint's key when the table lists none. */
   readonly #host: string;
   /** The endpoints requests go to now. */
@@ -179,7 +183,8 @@ class LazyUpstream implements UpstreamRuntime {
     this.requestMs = u.timeouts.requestMs ?? 0;
     this.retry = rest.retry;
     this.breaker = rest.breaker;
-    this.#connectMs = u.timeouts.connectMs;
+    this.h2c = u.protocol === 'h2c';
+    this.#dial = { connectMs: u.timeouts.connectMs, h2c: this.h2c, idleMs: u.timeouts.idleMs };
     this.#host = new URL(origin).host;
     this.#onDrained = rest.onDrained;
     this.#listed = u.endpoints !== undefined;
@@ -244,10 +249,8 @@ class LazyUpstream implements UpstreamRuntime {
   /** u's endpoints (the url's host when it lists none), reusing those of `old` by key. */
   #endpointsOf(u: Upstream, old: ReadonlyMap<string, Endpoint>): Endpoint[] {
     if (u.endpoints === undefined)
-      return [old.get(this.#host) ?? new Endpoint(this.origin, this.#connectMs, null)];
-    return u.endpoints.map(
-      (at) => old.get(endpointKey(at)) ?? new Endpoint(this.origin, this.#connectMs, at),
-    );
+      return [old.get(this.#host) ?? new Endpoint(this.origin, this.#dial, null)];
+    return u.endpoints.map((at) => old.get(endpointKey(at)) ?? new Endpoint(this.origin, this.#dial, at));
   }
 
   /** Closes every pool ever made (and any made later). */

@@ -2,7 +2,8 @@
  * One try of an upstream call, as undici's dispatch handler: the response's head goes to the
  * call's sink (or, for a status to retry, nowhere), its body to the Writable the sink returns,
  * with backpressure, and the try's end (the body delivered whole, or the error that ended it)
- * to `settled` once. Its timeouts are deadlines.ts's.
+ * to `settled` once, its trailers (if any) to `trailers` just before the body's end. Its
+ * timeouts are deadlines.ts's.
  *
  * Optimization: this replaces undici's `Pool.stream`, whose StreamHandler is an AsyncResource
  * and made per request a factory argument, a callback argument, an abort closure and five
@@ -80,12 +81,15 @@ export abstract class UpstreamTry extends Expiring implements Dispatcher.Dispatc
     if (out !== null && !out.write(chunk)) this.#pauseUntilDrain(controller, out);
   }
 
-  onResponseEnd(): void {
+  onResponseEnd(_controller: Dispatcher.DispatchController, trailers?: IncomingHttpHeaders): void {
     disarm(this);
     const out = this.#out;
     // The Writable's 'close' settles the try once the body is through.
-    if (out !== null) out.end();
-    else this.#settle(null);
+    if (out !== null) {
+      // Before the end, which is what sends them (HTTP/2: gRPC's status).
+      if (trailers !== undefined && hasAny(trailers)) this.trailers(trailers);
+      out.end();
+    } else this.#settle(null);
   }
 
   onResponseError(_controller: Dispatcher.DispatchController | null, err: Error): void {
@@ -151,8 +155,17 @@ export abstract class UpstreamTry extends Expiring implements Dispatcher.Dispatc
    */
   protected abstract head(status: number, headers: IncomingHttpHeaders): Writable | null;
 
+  /** The response's trailers (any; an HTTP/2 upstream's carry gRPC's status), before its body's end. */
+  protected abstract trailers(trailers: IncomingHttpHeaders): void;
+
   /** The try is over, once: err null when the body reached its Writable whole (or was dropped whole). */
   protected abstract settled(err: Error | null, responded: boolean): void;
+}
+
+/** Whether an object has an own enumerable key (undici hands every response a trailers object, mostly empty). */
+function hasAny(o: object): boolean {
+  for (const _ in o) return true;
+  return false;
 }
 
 function prematureClose(): Error {

@@ -99,5 +99,7 @@ service Catalog {
   rpc Slow(SlowRequest) returns (Empty);
   rpc Watch(GetItemRequest) returns (stream Item);
   rpc EchoEvent(Event) returns (Event);
+  rpc Tally(stream GetItemRequest) returns (Item);
+  rpc Chat(stream GetItemRequest) returns (stream Item);
 }
 `;

@@ -2,8 +2,9 @@
  * A real @grpc/grpc-js server on loopback serving shop.v1.Catalog (catalog.proto.ts), loaded by
  * @grpc/proto-loader: GetItem (a full Item: nested, enum, int64, bytes, repeated, map), CreateItem,
  * Echo (answers the request it decoded, sets metadata both ways), Fail (answers the gRPC status it
- * is asked for), Slow, Watch (server streaming). It counts the calls it receives, per method,
- * and keeps the :authority of the last.
+ * is asked for), Slow, Watch (server streaming), Tally (client streaming) and Chat (both ways).
+ * It counts the calls it receives, per method, and keeps the :authority of the last.
+ * catalogClient is a grpc-js client of the same service, for calls through the gateway as is.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -31,9 +32,8 @@ export interface TestGrpcServer {
 type Call = grpc.ServerUnaryCall<Record<string, unknown>, unknown>;
 type Done = grpc.sendUnaryData<unknown>;
 
-export async function startGrpcServer(
-  opts: { credentials?: grpc.ServerCredentials; port?: number; host?: string } = {},
-): Promise<TestGrpcServer> {
+/** shop.v1.Catalog as grpc-js loads it (longs and enums as strings). */
+function catalogService(): grpc.ServiceClientConstructor {
   const dir = mkdtempSync(join(tmpdir(), 'sluice-grpc-'));
   // The server has no google/api protos to import: the annotation is the gateway's business only.
   const file = join(dir, 'catalog.proto');
@@ -47,8 +47,27 @@ export async function startGrpcServer(
   const def = loader.loadSync(file, { keepCase: true, longs: String, enums: String, defaults: false });
   rmSync(dir, { recursive: true, force: true });
   const pkg = grpc.loadPackageDefinition(def) as unknown as {
-    shop: { v1: { Catalog: { service: grpc.ServiceDefinition } } };
+    shop: { v1: { Catalog: grpc.ServiceClientConstructor } };
   };
+  return pkg.shop.v1.Catalog;
+}
+
+/** A grpc-js client of shop.v1.Catalog at `address` ("host:port"), in clear text (h2c with prior knowledge). */
+export function catalogClient(address: string, options: grpc.ClientOptions = {}): grpc.Client {
+  const Catalog = catalogService();
+  return new Catalog(address, grpc.credentials.createInsecure(), options);
+}
+
+export async function startGrpcServer(
+  opts: {
+    credentials?: grpc.ServerCredentials;
+    port?: number;
+    host?: string;
+    /** grpc-js server options (e.g. grpc.max_concurrent_streams). */
+    options?: grpc.ServerOptions;
+  } = {},
+): Promise<TestGrpcServer> {
+  const Catalog = catalogService();
   const calls: Record<string, number> = {};
   const metadata: Record<string, grpc.Metadata> = {};
   const authority: Record<string, string> = {};
@@ -61,8 +80,8 @@ export async function startGrpcServer(
     authority[name] = call.getHost();
     fn(call, done);
   };
-  const server = new grpc.Server();
-  server.addService(pkg.shop.v1.Catalog.service, {
+  const server = new grpc.Server(opts.options);
+  server.addService(Catalog.service, {
     GetItem: counted('GetItem', (call, done) => {
       const r = call.request;
       if (r.item_id === 'missing') return done({ code: grpc.status.NOT_FOUND, details: 'no item "missing"' });
@@ -133,7 +152,29 @@ export async function startGrpcServer(
       }
       call.end();
     }),
-  });
+    // The ids of the requests streamed, joined by ",", and their count; cancelled calls are counted.
+    Tally: (stream: grpc.ServerReadableStream<Record<string, unknown>, unknown>, done: Done) => {
+      calls.Tally = (calls.Tally ?? 0) + 1;
+      metadata.Tally = stream.metadata;
+      const ids: string[] = [];
+      stream.on('data', (r: Record<string, unknown>) => ids.push(String(r.item_id ?? '')));
+      stream.on('end', () => done(null, { item_id: ids.join(','), stock_count: String(ids.length) }));
+      stream.on('cancelled', () => {
+        cancelled.Tally = (cancelled.Tally ?? 0) + 1;
+      });
+    },
+    // Each request answered at once with an item "echo-<item_id>"; the call ends when the client's stream does.
+    Chat: (stream: grpc.ServerDuplexStream<Record<string, unknown>, unknown>) => {
+      calls.Chat = (calls.Chat ?? 0) + 1;
+      stream.on('data', (r: Record<string, unknown>) =>
+        stream.write({ item_id: `echo-${String(r.item_id)}` }),
+      );
+      stream.on('end', () => stream.end());
+      stream.on('cancelled', () => {
+        cancelled.Chat = (cancelled.Chat ?? 0) + 1;
+      });
+    },
+  } as grpc.UntypedServiceImplementation);
   const host = opts.host ?? '127.0.0.1';
   const port = await new Promise<number>((resolve, reject) =>
     server.bindAsync(

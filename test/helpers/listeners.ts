@@ -29,28 +29,45 @@ export interface H2Answer {
   status: number;
   headers: Record<string, string | string[] | undefined>;
   body: string;
+  /** The response's trailers ({} when none came). */
+  trailers: Record<string, string | string[] | undefined>;
 }
 
-/** One request on an open h2 session. */
+/** One request on an open h2 session; `more`: its other headers and its body. */
 export function h2Request(
   session: ClientHttp2Session,
   authority: string,
   path: string,
   method = 'GET',
+  more: { headers?: Record<string, string>; body?: string } = {},
 ): Promise<H2Answer> {
   return new Promise((resolve, reject) => {
-    const stream = session.request({ ':method': method, ':path': path, ':authority': authority });
+    const stream = session.request({
+      ':method': method,
+      ':path': path,
+      ':authority': authority,
+      ...more.headers,
+    });
     let headers: H2Answer['headers'] = {};
+    let trailers: H2Answer['trailers'] = {};
     const chunks: Buffer[] = [];
     stream.on('response', (h) => {
       headers = h;
     });
+    stream.on('trailers', (t) => {
+      trailers = t;
+    });
     stream.on('data', (c: Buffer) => chunks.push(c));
     stream.on('end', () =>
-      resolve({ status: Number(headers[':status']), headers, body: Buffer.concat(chunks).toString() }),
+      resolve({
+        status: Number(headers[':status']),
+        headers,
+        body: Buffer.concat(chunks).toString(),
+        trailers,
+      }),
     );
     stream.on('error', reject);
-    stream.end();
+    stream.end(more.body);
   });
 }
 

@@ -1,15 +1,18 @@
 /**
  * proxy: the request streams to the route's upstream and the response streams back, both
  * ways without buffering unless something on the route read the body first. WebSocket
- * upgrades are tunnelled to the same upstream. A route with a canary (a version's weighted
- * backends) or weighted `backends` (Gateway API's) is one such handler per upstream (each with
- * its own pool and breaker), and picks one per request (canary.ts, weighted.ts); a route of one
- * upstream is bound to it alone, with no pick on its path.
+ * upgrades are tunnelled to the same upstream. An h2c upstream gets HTTP/2 with prior
+ * knowledge (upstream/endpoint.ts, h2c-headers.ts), its response trailers passed on
+ * (client-sink.ts): gRPC end to end. A route with a canary (a version's weighted backends) or
+ * weighted `backends` (Gateway API's) is one such handler per upstream (each with its own pool
+ * and breaker), and picks one per request (canary.ts, weighted.ts); a route of one upstream is
+ * bound to it alone, with no pick on its path.
  */
 import type { BoundHandler, RuntimeDeps } from '../../pipeline/route.ts';
 import type { RequestContext } from '../../pipeline/context.ts';
 import { limitedStream } from '../../upstream/body.ts';
 import { type Body, callUpstream, type ResponseSink } from '../../upstream/call.ts';
+import { h2cRequestHeaders } from '../../upstream/h2c-headers.ts';
 import { upstreamPath } from '../../upstream/path.ts';
 import type { UpstreamRuntime } from '../../upstream/pools.ts';
 import { ClientSink } from '../client-sink.ts';
@@ -70,7 +73,7 @@ function bindTo(up: UpstreamRuntime, stripLength: number, deps: RuntimeDeps): Bo
       {
         path: path(ctx),
         method: ctx.method,
-        headers: ctx.headers,
+        headers: up.h2c ? h2cRequestHeaders(ctx.headers, ctx.teTrailers) : ctx.headers,
         body: bodyOf(ctx),
         keyed: ctx.keyed,
         signal,
