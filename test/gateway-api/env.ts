@@ -173,13 +173,18 @@ export async function routeParent(
   namespace: string,
   name: string,
   parent: string,
-  want: { accepted?: string; resolvedRefs?: string; sectionName?: string } = {},
+  want: {
+    accepted?: string;
+    resolvedRefs?: string;
+    sectionName?: string;
+    kind?: 'httproute' | 'grpcroute';
+  } = {},
 ): Promise<{ type: string; status: string; reason: string }[]> {
   const matches = (c: { type: string; status: string; reason: string } | undefined, reason = 'True') =>
     reason === 'True' ? c?.status === 'True' : c?.status === 'False' && c.reason === reason;
   const route = await waitFor(
-    `HTTPRoute ${namespace}/${name} on ${parent}: Accepted ${want.accepted ?? 'True'}, ResolvedRefs ${want.resolvedRefs ?? 'True'}`,
-    () => env.get<Status>('httproute', namespace, name),
+    `${want.kind ?? 'httproute'} ${namespace}/${name} on ${parent}: Accepted ${want.accepted ?? 'True'}, ResolvedRefs ${want.resolvedRefs ?? 'True'}`,
+    () => env.get<Status>(want.kind ?? 'httproute', namespace, name),
     (r) => {
       const p = r?.status?.parents?.find(
         (x) =>
