@@ -357,6 +357,7 @@ function modelRoutes(
           backends: weighted.map((b) => ({ service: b.service, url: b.url, weight: b.weight })),
         }),
         listeners: group.listeners.sort(),
+        ruleIndex: i,
       });
     });
   });
