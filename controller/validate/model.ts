@@ -55,8 +55,14 @@ export interface ModelRoute {
   ruleIndex?: number;
   /** By backend URL: those spoken to in HTTP/2 with prior knowledge (GRPCRoute, appProtocol kubernetes.io/h2c). */
   protocols?: ReadonlyMap<string, 'h2c'>;
-  /** An HTTPRoute rule's weighted backends, when more than one: the proxy's `backends`. */
-  backends?: readonly { service: string; url: string; weight: number }[];
+  /**
+   * An HTTPRoute rule's weighted backends, when more than one: the proxy's `backends`. An
+   * `invalid` one (a backendRef that does not resolve) has its share answered 500.
+   */
+  backends?: readonly (
+    | { service: string; url: string; weight: number }
+    | { invalid: true; weight: number }
+  )[];
 }
 
 export interface Model {
