@@ -22,6 +22,12 @@ export interface Ranked {
   name: string;
   routeName: string;
   matchIndex: number;
+  /**
+   * Set on an HTTPRoute's or GRPCRoute's draft: the index of its rule in that route
+   * (ModelRoute.ruleIndex). Such drafts rank as Gateway API says (precedence.ts): a method match
+   * before more header matches, "namespace/name" as one text, rules in list order.
+   */
+  gatewayApiRule?: number;
 }
 
 export interface Draft extends Ranked {

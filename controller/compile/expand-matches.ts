@@ -26,6 +26,7 @@ export const expandMatches: Pass = (state) => {
           namespace,
           name,
           createdMs: route.createdMs,
+          ...(route.ruleIndex !== undefined && { gatewayApiRule: route.ruleIndex }),
           match: matchOf(rule, path),
           stripPrefix: rule.stripPrefix ?? false,
           httpsRedirect: rule.httpsRedirect ?? false,

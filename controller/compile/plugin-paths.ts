@@ -135,6 +135,7 @@ function ownPathDraft(d: Draft, p: PluginInstance, own: OwnPath, path: string): 
     namespace: d.namespace,
     name: d.name,
     createdMs: d.createdMs,
+    ...(d.gatewayApiRule !== undefined && { gatewayApiRule: d.gatewayApiRule }),
     match,
     stripPrefix: false,
     httpsRedirect: d.httpsRedirect,

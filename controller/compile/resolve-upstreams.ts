@@ -89,7 +89,13 @@ export const resolveUpstreams: Pass = (state) => {
       return { ...d, handler: { entry, upstreams } };
     }
     if (d.route.backends) {
-      const backends = d.route.backends.map((b, i) => ({ upstream: upstreams[i].id, weight: b.weight }));
+      // Upstreams are the valid backends', in order; an invalid one's share answers 500.
+      let next = 0;
+      const backends = d.route.backends.map((b) =>
+        'invalid' in b
+          ? { problem: 'SLC_ERR_BACKEND_INVALID' as const, weight: b.weight }
+          : { upstream: upstreams[next++].id, weight: b.weight },
+      );
       return { ...d, handler: { entry: { backends, type: 'proxy' as const }, upstreams } };
     }
     const [first, second] = upstreams;
@@ -118,7 +124,8 @@ interface Wish {
 function wishesOf(d: Draft): Wish[] {
   const h = d.route.handlers[d.ruleIndex];
   if (h?.entry) return [];
-  if (d.route.backends) return d.route.backends.map((b) => ({ url: b.url, service: b.service }));
+  if (d.route.backends)
+    return d.route.backends.flatMap((b) => ('invalid' in b ? [] : [{ url: b.url, service: b.service }]));
   if (h) return handlerManifest(h.kind)!.route!.upstreams(h.config, h.urls, d.route.upstreamUrl);
   return (d.version?.backends ?? [{ url: d.route.upstreamUrl, balance: d.route.balance }]).map((b) => ({
     url: b.url,

@@ -9,9 +9,10 @@
  * NoMatchingListenerHostname when a step leaves none, UnsupportedValue when the route asks for
  * what Sluice does not serve yet. ResolvedRefs (the same for every parent): False InvalidKind
  * (a backendRef that is not a Service), RefNotPermitted (another namespace without a
- * ReferenceGrant), BackendNotFound (no such Service or port). A rule whose backend does not
- * resolve still matches its requests and answers 503 (no endpoint), rather than letting them
- * fall through to another route.
+ * ReferenceGrant), BackendNotFound (no such Service or port). A rule none of whose backends
+ * resolves still matches its requests and answers 500 (SLC_ERR_BACKEND_INVALID), rather than
+ * letting them fall through to another route; beside valid ones, an invalid backend's share of
+ * the requests answers 500.
  *
  * Each rule becomes one ModelRoute per set of listeners sharing the same effective hostnames,
  * with one GatewayRoute-shaped rule per match (path, headers, method) and the rule's
@@ -180,17 +181,23 @@ interface Backend {
   weight: number;
 }
 
+/** A backendRef that does not resolve, beside valid ones: its share of the rule's requests answers 500. */
+interface InvalidShare {
+  invalid: true;
+  weight: number;
+}
+
 /**
  * Per rule, its backends with a weight above 0, or null when none can be served (no
  * backendRefs, every one invalid or weighted 0, an ExtensionRef that does not resolve): Gateway
- * API's 500. An invalid backendRef beside valid ones is left out (its share goes to the others;
- * the spec would answer its share with 500). And the first problem, for ResolvedRefs.
+ * API's 500. An invalid backendRef beside valid ones keeps its share, answered 500 as the spec
+ * says. And the first problem, for ResolvedRefs.
  */
 function resolvedRefs(
   set: ResourceSet,
   route: AnyRoute,
   plugins: ReadonlyMap<string, ModelPlugin>,
-): { backends: (Backend[] | null)[]; problem?: { reason: string; message: string } } {
+): { backends: ((Backend | InvalidShare)[] | null)[]; problem?: { reason: string; message: string } } {
   const ns = route.metadata.namespace!;
   let problem: { reason: string; message: string } | undefined;
   const note = (reason: string, message: string) => {
@@ -239,7 +246,7 @@ function resolvedRefs(
       weight: ref.weight ?? 1,
     };
   };
-  const backends = (route.spec.rules ?? []).map((rule, i): Backend[] | null => {
+  const backends = (route.spec.rules ?? []).map((rule, i): (Backend | InvalidShare)[] | null => {
     // An ExtensionRef's GatewayPlugin must be accepted, else the rule answers 500.
     const missing = pluginsOf(rule).find((p) => !plugins.has(keyOf(ns, p.name)));
     if (missing) {
@@ -249,11 +256,12 @@ function resolvedRefs(
       );
       return null;
     }
-    const valid = (rule.backendRefs ?? []).flatMap((ref, j) => {
+    const shares = (rule.backendRefs ?? []).flatMap((ref, j): (Backend | InvalidShare)[] => {
       const b = resolve(ref, `spec.rules[${i}].backendRefs[${j}]`);
-      return b && b.weight > 0 ? [b] : [];
+      const weight = ref.weight ?? 1;
+      return weight === 0 ? [] : [b ?? { invalid: true, weight }];
     });
-    return valid.length ? valid : null;
+    return shares.some((b) => !('invalid' in b)) ? shares : null;
   });
   return { backends, ...(problem && { problem }) };
 }
@@ -297,7 +305,7 @@ function unsupportedIn(route: AnyRoute): string | undefined {
 function modelRoutes(
   route: AnyRoute,
   attachments: readonly Attachment[],
-  backends: readonly (Backend[] | null)[],
+  backends: readonly ((Backend | InvalidShare)[] | null)[],
   filters: readonly ModelPlugin[][],
 ): ModelRoute[] {
   const ns = route.metadata.namespace!;
@@ -318,7 +326,8 @@ function modelRoutes(
     // A redirect answers by itself; a rule without a valid backend answers 500 (the spec's).
     const redirect = route.kind === 'HTTPRoute' ? redirectEntry(rule as HTTPRouteRule) : undefined;
     const entry = redirect ?? (backends[i] === null ? INVALID_BACKEND : undefined);
-    const weighted = entry ? [] : backends[i]!;
+    const shares = entry ? [] : backends[i]!;
+    const weighted = shares.filter((b): b is Backend => !('invalid' in b));
     const backend = weighted[0] ?? NO_BACKEND;
     const endpoints = new Map(weighted.flatMap((b) => (b.endpoints ? [[b.url, b.endpoints] as const] : [])));
     [...groups.values()].forEach((group, g) => {
@@ -353,10 +362,13 @@ function modelRoutes(
           protocols: new Map(weighted.flatMap((b) => (b.protocol ? [[b.url, b.protocol] as const] : []))),
         }),
         // Two or more: the proxy spreads requests by weight (resolve-upstreams.ts).
-        ...(weighted.length > 1 && {
-          backends: weighted.map((b) => ({ service: b.service, url: b.url, weight: b.weight })),
+        ...(shares.length > 1 && {
+          backends: shares.map((b) =>
+            'invalid' in b ? b : { service: b.service, url: b.url, weight: b.weight },
+          ),
         }),
         listeners: group.listeners.sort(),
+        ruleIndex: i,
       });
     });
   });

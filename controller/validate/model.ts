@@ -48,10 +48,21 @@ export interface ModelRoute {
    * Set for routes from HTTPRoutes (controller/gateway-api/), whose `ref.kind` says so.
    */
   listeners?: readonly string[];
+  /**
+   * Routes from HTTPRoutes and GRPCRoutes (one per rule of each): the rule's index in its route,
+   * for Gateway API's precedence, which takes rules in list order (compile/precedence.ts).
+   */
+  ruleIndex?: number;
   /** By backend URL: those spoken to in HTTP/2 with prior knowledge (GRPCRoute, appProtocol kubernetes.io/h2c). */
   protocols?: ReadonlyMap<string, 'h2c'>;
-  /** An HTTPRoute rule's weighted backends, when more than one: the proxy's `backends`. */
-  backends?: readonly { service: string; url: string; weight: number }[];
+  /**
+   * An HTTPRoute rule's weighted backends, when more than one: the proxy's `backends`. An
+   * `invalid` one (a backendRef that does not resolve) has its share answered 500.
+   */
+  backends?: readonly (
+    | { service: string; url: string; weight: number }
+    | { invalid: true; weight: number }
+  )[];
 }
 
 export interface Model {

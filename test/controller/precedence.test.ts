@@ -75,6 +75,32 @@ describe('comparePrecedence', () => {
     expectFirst(ranked('/a', {}, { matchIndex: 2 }), ranked('/a', {}, { matchIndex: 10 }));
   });
 
+  it('Gateway API (gatewayApiRule set): a method match before more header matches', () => {
+    const ga = { gatewayApiRule: 0 };
+    expectFirst(
+      ranked('/a', { methods: ['PATCH'] }, ga),
+      ranked('/a', { headers: [{ name: 'version', value: 'four' }] }, { gatewayApiRule: 1 }),
+    );
+    expectFirst(ranked('/a', { headers: [{ name: 'h', value: '1' }] }, ga), ranked('/a', {}, ga));
+  });
+
+  it('Gateway API: "namespace/name" as one text, then rules in list order', () => {
+    // "team-b/r" < "team/r" ("-" < "/"), where GatewayRoutes compare "team" < "team-b".
+    expectFirst(
+      ranked('/a', {}, { namespace: 'team-b', name: 'r', gatewayApiRule: 0 }),
+      ranked('/a', {}, { namespace: 'team', name: 'r', gatewayApiRule: 0 }),
+    );
+    expectFirst(
+      ranked('/a', {}, { namespace: 'team', name: 'r' }),
+      ranked('/a', {}, { namespace: 'team-b', name: 'r' }),
+    );
+    // Rule 2 before rule 10, though "rule-10-…" sorts first as text.
+    expectFirst(
+      ranked('/a', {}, { routeName: 'rule-2-match-0', gatewayApiRule: 2 }),
+      ranked('/a', {}, { routeName: 'rule-10-match-0', gatewayApiRule: 10 }),
+    );
+  });
+
   it('is a total order: only the same entry compares equal', () => {
     expect(comparePrecedence(ranked('/a'), ranked('/a'))).toBe(0);
   });
@@ -111,6 +137,7 @@ describe('sortByPrecedence', () => {
           name: pick(['r', 'R', 's']),
           routeName: pick(['x', 'y']),
           matchIndex: i,
+          ...pick([{}, { gatewayApiRule: 2 }, { gatewayApiRule: 10 }]),
         },
       ),
     ) as unknown as Draft[];

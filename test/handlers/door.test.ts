@@ -137,6 +137,27 @@ describe('proxy backends at the door', () => {
     ).toEqual([{ id: ID, field: 'handler.backends[1].upstream', message: 'unknown upstream nope' }]);
   });
 
+  it('takes a backend with a problem instead of an upstream, never both or neither', () => {
+    expect(
+      errorsOf({
+        type: 'proxy',
+        backends: [
+          { upstream: 'u', weight: 1 },
+          { problem: 'SLC_ERR_BACKEND_INVALID', weight: 1 },
+        ],
+      }),
+    ).toEqual([]);
+    expect(
+      errorsOf({
+        type: 'proxy',
+        backends: [{ upstream: 'u', problem: 'SLC_ERR_BACKEND_INVALID', weight: 1 }, { weight: 1 }],
+      }),
+    ).toEqual([
+      { id: ID, field: 'handler.backends[0]', message: 'needs exactly one of upstream and problem' },
+      { id: ID, field: 'handler.backends[1]', message: 'needs exactly one of upstream and problem' },
+    ]);
+  });
+
   it('wants exactly one of upstream and backends, and a canary only beside upstream', () => {
     expect(errorsOf({ type: 'proxy' })).toEqual([
       { id: ID, field: 'handler', message: 'needs upstream or backends' },

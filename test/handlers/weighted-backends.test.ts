@@ -1,7 +1,8 @@
 /**
  * A proxy route's weighted backends on a real data plane, real upstreams and real clients: the
  * requests split by weight (nothing to a weight of 0), each upstream keeps its own settings (base
- * path, retries), and a request's retries stay on the backend it was given.
+ * path, retries), a request's retries stay on the backend it was given, and a backend with a
+ * problem instead of an upstream (a Gateway API backendRef that does not resolve) answers its share.
  */
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -48,6 +49,10 @@ beforeAll(async () => {
           { upstream: 'failing', weight: 1 },
           { upstream: 'fine', weight: 1 },
         ]),
+        weighted('invalid', '/invalid', [
+          { upstream: 'fine', weight: 1 },
+          { problem: 'SLC_ERR_BACKEND_INVALID', weight: 1 },
+        ]),
         weighted('one', '/one', [
           { upstream: 'a', weight: 0 },
           { upstream: 'c', weight: 3 },
@@ -71,20 +76,22 @@ afterAll(async () => {
 
 const seen = () => ({ a: up.a.seen.length, b: up.b.seen.length, c: up.c.seen.length });
 
-async function send(path: string, n: number, batch = 50): Promise<number[]> {
-  const statuses: number[] = [];
+async function sendFor(path: string, n: number, batch = 50): Promise<{ status: number; body: string }[]> {
+  const replies: { status: number; body: string }[] = [];
   for (let sent = 0; sent < n; sent += batch)
-    statuses.push(
+    replies.push(
       ...(await Promise.all(
         Array.from({ length: batch }, async () => {
           const r = await request(`${dp.proxyUrl}${path}`);
-          await r.body.text();
-          return r.statusCode;
+          return { status: r.statusCode, body: await r.body.text() };
         }),
       )),
     );
-  return statuses;
+  return replies;
 }
+
+const send = async (path: string, n: number, batch = 50) =>
+  (await sendFor(path, n, batch)).map((r) => r.status);
 
 describe('weighted backends', () => {
   it('1,000 requests split 70/30 within 1 %, none to the backend of weight 0', async () => {
@@ -113,6 +120,16 @@ describe('weighted backends', () => {
     expect(Math.abs(failed - 20)).toBeLessThanOrEqual(4);
     expect(up.failing.seen).toHaveLength(2 * failed);
     expect(up.fine.seen).toHaveLength(served);
+  });
+
+  it('a backend with a problem answers its share with it, calling nothing: half of 100 requests 500, half served', async () => {
+    const before = up.fine.seen.length;
+    const replies = await sendFor('/invalid', 100, 10);
+    const failed = replies.filter((r) => r.status === 500);
+    expect(failed.length + replies.filter((r) => r.status === 200).length).toBe(100);
+    expect(Math.abs(failed.length - 50)).toBeLessThanOrEqual(4);
+    for (const r of failed) expect(r.body).toContain('SLC_ERR_BACKEND_INVALID');
+    expect(up.fine.seen.length - before).toBe(100 - failed.length);
   });
 
   it('one backend of weight above 0 takes every request', async () => {

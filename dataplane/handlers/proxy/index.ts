@@ -38,17 +38,35 @@ export default defineHandler(manifest, {
   },
 });
 
-/** Weighted backends: those of weight 0 are left out, and one left is bound alone. */
+/**
+ * Weighted backends: those of weight 0 are left out, and one left is bound alone. A backend with
+ * a problem instead of an upstream answers its share with that problem.
+ */
 function bindWeighted(
   backends: readonly WeightedBackend[],
   stripLength: number,
   deps: HandlerDeps,
 ): BoundHandler {
   const live = backends.filter((b) => b.weight > 0);
-  const bound = live.map((b) => bindTo(deps.upstream(b.upstream), stripLength, deps));
+  const bound = live.map((b) =>
+    b.upstream !== undefined ? bindTo(deps.upstream(b.upstream), stripLength, deps) : answering(b.problem!),
+  );
   if (bound.length === 1) return bound[0];
   const choose = weightedChooser(live.map((b) => b.weight));
   return picking(() => bound[choose()]);
+}
+
+/** A share answered with a problem, calling nothing (an upgrade too: the problem on its socket). */
+function answering(problem: NonNullable<WeightedBackend['problem']>): BoundHandler {
+  const call = (ctx: RequestContext, sink: ResponseSink) => {
+    if (ctx.hasBody && ctx.body === null) ctx.req.resume(); // nothing sends it: read and dropped
+    sink.end({ code: problem, sent: false });
+  };
+  return {
+    handle: (ctx) => call(ctx, new ClientSink(ctx)),
+    call,
+    upgrade: (ctx) => call(ctx, new ClientSink(ctx)),
+  };
 }
 
 /** One handler per request among several: the whole request (its tries, its upgrade) goes to the one picked. */

@@ -34,7 +34,12 @@ const MAX_WEIGHT = 1_000_000;
 export const WeightedBackend = Type.Object(
   {
     /** Its upstream (table.upstreams): its endpoints, balance, retries and breaker are that upstream's. */
-    upstream: Type.String({ minLength: 1 }),
+    upstream: Type.Optional(Type.String({ minLength: 1 })),
+    /**
+     * Instead of an upstream: its share of the requests is answered with this problem, calling
+     * nothing. A Gateway API backendRef that does not resolve: the spec answers its share 500.
+     */
+    problem: Type.Optional(Type.Literal('SLC_ERR_BACKEND_INVALID')),
     /** Its share of the requests: its weight over the sum of the weights; 0: none. */
     weight: Type.Integer({ minimum: 0, maximum: MAX_WEIGHT }),
   },
@@ -78,6 +83,10 @@ function checkProxy(h: ProxyHandler): ConfigProblem[] {
     });
   if (!h.backends.some((b) => b.weight > 0))
     problems.push({ field: 'backends', message: 'at least one backend needs a weight above 0' });
+  h.backends.forEach((b, i) => {
+    if ((b.upstream === undefined) === (b.problem === undefined))
+      problems.push({ field: `backends[${i}]`, message: 'needs exactly one of upstream and problem' });
+  });
   return problems;
 }
 
@@ -86,7 +95,9 @@ export const manifest = handlerManifest({
   schema: ProxyHandler,
   upstreams: (h) => [
     ...(h.upstream !== undefined ? [{ field: 'upstream', id: h.upstream }] : []),
-    ...(h.backends ?? []).map((b, i) => ({ field: `backends[${i}].upstream`, id: b.upstream })),
+    ...(h.backends ?? []).flatMap((b, i) =>
+      b.upstream !== undefined ? [{ field: `backends[${i}].upstream`, id: b.upstream }] : [],
+    ),
     ...(h.canary ? [{ field: 'canary.upstream', id: h.canary.upstream }] : []),
   ],
   checks: checkProxy,
