@@ -45,7 +45,12 @@ export async function http1(url: string, o: RequestOptions = {}): Promise<Reply>
   const tls = url.startsWith('https:');
   const dispatcher = tls
     ? new Agent({
-        connect: { ca: o.ca, servername: o.servername, checkServerIdentity: o.checkServerIdentity },
+        connect: {
+          ca: o.ca,
+          servername: o.servername,
+          // Node refuses an undefined one: only when given.
+          ...(o.checkServerIdentity && { checkServerIdentity: o.checkServerIdentity }),
+        },
       })
     : undefined;
   try {
