@@ -13,7 +13,8 @@
  *     HostnameConflict when two have the same port and hostname;
  * and only a listener with none of these is served (in the table). The Gateway is Accepted
  * unless it names infrastructure parameters (InvalidParameters: none are supported yet) or none
- * of its listeners can be served (ListenersNotValid).
+ * of its listeners is Accepted (ListenersNotValid); Accepted with reason ListenersNotValid when
+ * some of them cannot be served (and not Programmed when none can: gateway-api-status.ts).
  */
 import type { Certificate, Listener } from '../../dataplane/config/route-table.ts';
 import {
@@ -90,7 +91,12 @@ export function translateGateways(set: ResourceSet, range?: PortRange): Translat
     const statuses = listeners.map((l) => l.status);
     const model = listeners.map((l) => l.model);
     const params = g.spec.infrastructure?.parametersRef;
-    const anyServed = model.some((l) => l.served);
+    // Accepted when a listener is (upstream's reading): one whose references do not resolve is
+    // still accepted, and counts its routes, though it is not served.
+    const anyAccepted = statuses.some((l) =>
+      l.conditions.some((c) => c.type === 'Accepted' && c.status === 'True'),
+    );
+    const unserved = model.filter((l) => !l.served).map((l) => l.spec.name);
     const acceptedCondition = params
       ? condition(
           'Accepted',
@@ -99,9 +105,18 @@ export function translateGateways(set: ResourceSet, range?: PortRange): Translat
           `spec.infrastructure.parametersRef: ${params.kind} ${params.name} is not a kind of parameters Sluice reads`,
           gen,
         )
-      : anyServed
-        ? condition('Accepted', true, 'Accepted', 'The Gateway is accepted.', gen)
-        : condition('Accepted', false, 'ListenersNotValid', 'None of the listeners can be served.', gen);
+      : !anyAccepted
+        ? condition('Accepted', false, 'ListenersNotValid', 'None of the listeners is accepted.', gen)
+        : unserved.length > 0
+          ? // The spec's reason when some listeners are invalid, with the Gateway accepted for the rest.
+            condition(
+              'Accepted',
+              true,
+              'ListenersNotValid',
+              `The Gateway is accepted; listeners ${unserved.join(', ')} cannot be served (see their conditions).`,
+              gen,
+            )
+          : condition('Accepted', true, 'Accepted', 'The Gateway is accepted.', gen);
     if (params) for (const l of model) l.served = false;
     gateways.set(key, {
       gateway: g,

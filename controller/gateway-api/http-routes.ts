@@ -5,9 +5,10 @@
  * Attachment, per parentRef to a Gateway of Sluice's (other parents are other controllers'):
  * the listeners it names (sectionName, port; all when neither), then those whose allowedRoutes
  * take an HTTPRoute from the route's namespace, then those whose hostname intersects the
- * route's (hostnames.ts). Accepted is False NoMatchingParent, NotAllowedByListeners or
- * NoMatchingListenerHostname when a step leaves none, UnsupportedValue when the route asks for
- * what Sluice does not serve yet. ResolvedRefs (the same for every parent): False InvalidKind
+ * route's (hostnames.ts); of an accepted Gateway, a listener that is not served takes routes
+ * too (counted in its attachedRoutes, in no table entry). Accepted is False NoMatchingParent,
+ * NotAllowedByListeners or NoMatchingListenerHostname when a step leaves none, UnsupportedValue
+ * when the route asks for what Sluice does not serve yet. ResolvedRefs (the same for every parent): False InvalidKind
  * (a backendRef that is not a Service), RefNotPermitted (another namespace without a
  * ReferenceGrant), BackendNotFound (no such Service or port). A rule none of whose backends
  * resolves still matches its requests and answers 500 (SLC_ERR_BACKEND_INVALID), rather than
@@ -88,7 +89,14 @@ export function translateHttpRoutes(
         continue;
       const gw = gateways.gateways.get(keyOf(parentRef.namespace ?? ns, parentRef.name));
       if (gw === undefined) continue; // not a Gateway of Sluice's: not ours to report on
-      const outcome = attach(route, parentRef, gw.listeners, (n) => set.namespaces.get(n)?.metadata.labels);
+      const gatewayAccepted = gw.status.conditions.some((c) => c.type === 'Accepted' && c.status === 'True');
+      const outcome = attach(
+        route,
+        parentRef,
+        gw.listeners,
+        gatewayAccepted,
+        (n) => set.namespaces.get(n)?.metadata.labels,
+      );
       const accepted =
         typeof outcome === 'string'
           ? condition('Accepted', false, outcome, acceptMessage(outcome, parentRef), gen)
@@ -114,10 +122,12 @@ export function translateHttpRoutes(
     }
     if (parents.length === 0) continue;
     (route.kind === 'GRPCRoute' ? grpcStatus : status).set(key, { observedGeneration: gen, parents });
-    if (attachments.length === 0) continue;
+    // Only served listeners are in the table; the others count the route but do not route it.
+    const served = attachments.filter((a) => a.listener.served);
+    if (served.length === 0) continue;
     const filters = (route.spec.rules ?? []).map((rule, i) => headerFilterPlugins(route, rule.filters, i));
     for (const p of filters.flat()) made.set(`${p.ref.namespace}/${pluginName(p)}`, p);
-    routes.push(...modelRoutes(route, attachments, refs.backends, filters));
+    routes.push(...modelRoutes(route, served, refs.backends, filters));
   }
   for (const { status: gs, listeners } of gateways.gateways.values())
     listeners.forEach((l, i) => {
@@ -126,11 +136,16 @@ export function translateHttpRoutes(
   return { routes, status, grpcStatus, plugins: made };
 }
 
-/** The listeners a parentRef attaches the route to, or why none. */
+/**
+ * The listeners a parentRef attaches the route to, or why none. Of an accepted Gateway, a
+ * listener that is not served (its certificate does not resolve, a conflict) still takes routes
+ * as its allowedRoutes say: the spec counts them in its attachedRoutes whatever its conditions.
+ */
 function attach(
   route: AnyRoute,
   ref: ParentReference,
   listeners: readonly ModelListener[],
+  gatewayAccepted: boolean,
   labelsOf: (namespace: string) => Record<string, string> | undefined,
 ): Attachment[] | 'NoMatchingParent' | 'NotAllowedByListeners' | 'NoMatchingListenerHostname' {
   const named = listeners.filter(
@@ -141,7 +156,10 @@ function attach(
   if (named.length === 0) return 'NoMatchingParent';
   const ns = route.metadata.namespace!;
   const allowed = named.filter(
-    (l) => l.served && l.kinds.includes(route.kind) && admitsNamespace(l, ns, (n) => labelsOf(n) ?? {}),
+    (l) =>
+      (l.served || gatewayAccepted) &&
+      l.kinds.includes(route.kind) &&
+      admitsNamespace(l, ns, (n) => labelsOf(n) ?? {}),
   );
   if (allowed.length === 0) return 'NotAllowedByListeners';
   const out: Attachment[] = [];

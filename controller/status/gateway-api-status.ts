@@ -66,7 +66,8 @@ export interface WantedGateway {
  * A Gateway's status: build's Accepted and listener conditions, the Gateway's Programmed (from
  * the pods: conditions.ts programmed()), and each listener's Programmed: True when the Gateway
  * is programmed and the listener served (Accepted, ResolvedRefs, not Conflicted), False Invalid
- * when it is not served (or the Gateway not accepted), else False Pending.
+ * when it is not served (or the Gateway not accepted), else False Pending. The Gateway's
+ * Programmed is False Invalid when none of its listeners is served.
  */
 export function wantedGateway(
   st: GatewayStatus,
@@ -75,12 +76,24 @@ export function wantedGateway(
 ): WantedGateway {
   const gen = st.observedGeneration;
   const accepted = st.conditions.find((c) => c.type === 'Accepted')?.status === 'True';
+  const badOf = (l: GatewayStatus['listeners'][number]) =>
+    l.conditions.find((c) => (c.type === 'Conflicted' ? c.status !== 'False' : c.status !== 'True'));
+  // An accepted Gateway none of whose listeners is served runs nothing: not programmed.
+  const noneServed = st.listeners.every((l) => badOf(l) !== undefined);
+  const gatewayProgrammed: ComputedCondition =
+    accepted && noneServed && programmed.status === 'True'
+      ? {
+          type: 'Programmed',
+          status: 'False',
+          reason: 'Invalid',
+          message: 'Not programmed: none of the listeners can be served.',
+          observedGeneration: gen,
+        }
+      : programmed;
   return {
-    conditions: [...st.conditions, programmed],
+    conditions: [...st.conditions, gatewayProgrammed],
     listeners: st.listeners.map((l) => {
-      const bad = l.conditions.find((c) =>
-        c.type === 'Conflicted' ? c.status !== 'False' : c.status !== 'True',
-      );
+      const bad = badOf(l);
       const listenerProgrammed: ComputedCondition =
         bad !== undefined || !accepted
           ? {

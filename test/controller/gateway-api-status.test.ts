@@ -98,6 +98,35 @@ describe('wantedGateway', () => {
       message: 'Not programmed: the Gateway is not accepted.',
     });
   });
+
+  it('Gateway Programmed: False Invalid when the Gateway is accepted but none of its listeners is served', () => {
+    const unresolved: GatewayStatus = {
+      ...gateway(),
+      conditions: [cond('Accepted', true, 'ListenersNotValid')],
+      listeners: gateway().listeners.map((l) => ({
+        ...l,
+        conditions: [
+          cond('Accepted', true),
+          cond('ResolvedRefs', false, 'InvalidCertificateRef'),
+          l.conditions[2],
+        ],
+      })),
+    };
+    const w = wantedGateway(unresolved, programmed(true), []);
+    expect(w.conditions.find((c) => c.type === 'Programmed')).toMatchObject({
+      status: 'False',
+      reason: 'Invalid',
+      message: 'Not programmed: none of the listeners can be served.',
+    });
+    expect(w.listeners[0].conditions.at(-1)).toMatchObject({
+      type: 'Programmed',
+      status: 'False',
+      reason: 'Invalid',
+    });
+    // One listener served is enough for the Gateway's.
+    const some = { ...unresolved, listeners: [...unresolved.listeners, ...gateway().listeners] };
+    expect(wantedGateway(some, programmed(true), []).conditions.at(-1)).toMatchObject({ status: 'True' });
+  });
 });
 
 describe('nextGatewayStatus', () => {

@@ -201,3 +201,98 @@ export async function routeParent(
   );
   return route!.status!.parents!.find((x) => x.parentRef.name === parent)!.conditions;
 }
+
+/** A condition as the upstream suite expects one: a reason of undefined means any reason. */
+export interface ExpectedCondition {
+  type: string;
+  status: 'True' | 'False';
+  reason?: string;
+}
+
+/** A listener's status as the upstream suite expects it (kinds in gateway.networking.k8s.io). */
+export interface ExpectedListener {
+  name: string;
+  /** Kinds that must be listed (others may be too); [] means the list must be empty. */
+  supportedKinds: string[];
+  conditions: ExpectedCondition[];
+  attachedRoutes: number;
+}
+
+interface GatewayObject {
+  metadata: { generation?: number };
+  status?: {
+    conditions?: { type: string; status: string; reason: string; observedGeneration?: number }[];
+    listeners?: {
+      name: string;
+      supportedKinds?: { group?: string; kind: string }[];
+      attachedRoutes: number;
+      conditions?: { type: string; status: string; reason: string }[];
+    }[];
+  };
+}
+
+const hasCondition = (
+  list: { type: string; status: string; reason: string }[] | undefined,
+  want: ExpectedCondition,
+) =>
+  list?.some(
+    (c) => c.type === want.type && c.status === want.status && (want.reason ?? c.reason) === c.reason,
+  ) ?? false;
+
+/**
+ * Waits until the Gateway's status.listeners are exactly these (by name, in any order): each
+ * with its supportedKinds, conditions and attachedRoutes, as upstream's listener check compares.
+ */
+export async function gatewayListeners(
+  env: Env,
+  namespace: string,
+  name: string,
+  want: readonly ExpectedListener[],
+): Promise<void> {
+  const matches = (g: GatewayObject | null): boolean => {
+    const actual = g?.status?.listeners ?? [];
+    if (actual.length !== want.length) return false;
+    return want.every((w) => {
+      const a = actual.find((l) => l.name === w.name);
+      if (a === undefined || a.attachedRoutes !== w.attachedRoutes) return false;
+      const kinds = a.supportedKinds ?? [];
+      if (w.supportedKinds.length === 0 && kinds.length !== 0) return false;
+      const listed = (k: string) =>
+        kinds.some(
+          (s) => s.kind === k && (s.group ?? 'gateway.networking.k8s.io') === 'gateway.networking.k8s.io',
+        );
+      return w.supportedKinds.every(listed) && w.conditions.every((c) => hasCondition(a.conditions, c));
+    });
+  };
+  await waitFor(
+    `Gateway ${namespace}/${name} listeners ${JSON.stringify(want)}`,
+    () => env.get<GatewayObject>('gateway', namespace, name),
+    matches,
+  );
+}
+
+/**
+ * Waits until the Gateway has this condition and every one of its conditions observed its
+ * latest generation (upstream's GatewayMustHaveLatestConditions and GatewayMustHaveCondition);
+ * returns the Gateway's generation.
+ */
+export async function gatewayCondition(
+  env: Env,
+  namespace: string,
+  name: string,
+  want: ExpectedCondition,
+): Promise<number> {
+  const g = await waitFor(
+    `Gateway ${namespace}/${name} ${want.type} ${want.status}${want.reason ? ` ${want.reason}` : ''}, all conditions of its generation`,
+    () => env.get<GatewayObject>('gateway', namespace, name),
+    (x) => {
+      const conditions = x?.status?.conditions ?? [];
+      return (
+        conditions.length > 0 &&
+        conditions.every((c) => c.observedGeneration === x?.metadata.generation) &&
+        hasCondition(conditions, want)
+      );
+    },
+  );
+  return g!.metadata.generation ?? 0;
+}

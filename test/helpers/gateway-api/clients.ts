@@ -4,6 +4,7 @@
  * echo's answer parsed when the body is one, so a test can say which pod answered.
  */
 import { connect } from 'node:http2';
+import type { PeerCertificate } from 'node:tls';
 import * as grpc from '@grpc/grpc-js';
 import { Agent, request } from 'undici';
 import WebSocket from 'ws';
@@ -26,6 +27,8 @@ export interface RequestOptions {
   /** For https URLs: the CA to trust (PEM) and the TLS server name (SNI). */
   ca?: string;
   servername?: string;
+  /** For https URLs: the check of the server's name in its certificate (default Node's). */
+  checkServerIdentity?: (host: string, cert: PeerCertificate) => Error | undefined;
 }
 
 const asAnswer = (body: string): EchoAnswer | null => {
@@ -40,7 +43,16 @@ const asAnswer = (body: string): EchoAnswer | null => {
 /** One HTTP/1.1 request (HTTPS with `ca`/`servername`), no redirects followed. */
 export async function http1(url: string, o: RequestOptions = {}): Promise<Reply> {
   const tls = url.startsWith('https:');
-  const dispatcher = tls ? new Agent({ connect: { ca: o.ca, servername: o.servername } }) : undefined;
+  const dispatcher = tls
+    ? new Agent({
+        connect: {
+          ca: o.ca,
+          servername: o.servername,
+          // Node refuses an undefined one: only when given.
+          ...(o.checkServerIdentity && { checkServerIdentity: o.checkServerIdentity }),
+        },
+      })
+    : undefined;
   try {
     const res = await request(url, {
       method: (o.method ?? 'GET') as 'GET',
@@ -56,7 +68,10 @@ export async function http1(url: string, o: RequestOptions = {}): Promise<Reply>
 }
 
 /** One request over h2c with prior knowledge (`url` is http://host:port/path). */
-export async function h2c(url: string, o: Omit<RequestOptions, 'ca' | 'servername'> = {}): Promise<Reply> {
+export async function h2c(
+  url: string,
+  o: Omit<RequestOptions, 'ca' | 'servername' | 'checkServerIdentity'> = {},
+): Promise<Reply> {
   const u = new URL(url);
   const session = connect(u.origin);
   try {

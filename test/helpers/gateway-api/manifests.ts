@@ -89,12 +89,23 @@ export const toYaml = (objects: readonly KubeObject[]): string =>
 export const describeObject = (o: KubeObject): string =>
   `${o.kind} ${o.metadata.namespace ? `${o.metadata.namespace}/` : ''}${o.metadata.name}`;
 
+/**
+ * A Namespace with the label kube-apiserver gives every namespace (kubernetes.io/metadata.name:
+ * its name, since Kubernetes 1.22), which kapi does not add: the suite's allowedRoutes selectors
+ * select namespaces by it.
+ */
+export function withNameLabel(o: KubeObject): KubeObject {
+  if (o.kind !== 'Namespace') return o;
+  const labels = { ...o.metadata.labels, 'kubernetes.io/metadata.name': o.metadata.name };
+  return { ...o, metadata: { ...o.metadata, labels } };
+}
+
 /** Server-side apply, in the order given (Namespaces first where a file puts them first). */
 export async function applyObjects(objects: readonly KubeObject[]): Promise<void> {
   if (objects.length === 0) return;
   await ok(
     ['apply', '--server-side', '--force-conflicts', `--field-manager=${FIELD_MANAGER}`, '-f', '-'],
-    toYaml(objects),
+    toYaml(objects.map(withNameLabel)),
   );
 }
 
