@@ -16,7 +16,11 @@ import { dataplaneAdminObjects } from '../helpers/controller-on-kapi.ts';
 import { type Backends, startConformanceBackends } from '../helpers/gateway-api/backends.ts';
 import { http1, type Reply, type RequestOptions } from '../helpers/gateway-api/clients.ts';
 import { installGatewayApiCrds } from '../helpers/gateway-api/crds.ts';
-import { applyGatewayClass, type Placeholders } from '../helpers/gateway-api/manifests.ts';
+import {
+  applyConformanceTest,
+  applyGatewayClass,
+  type Placeholders,
+} from '../helpers/gateway-api/manifests.ts';
 import { kubectl, ok } from '../helpers/kubectl.ts';
 import { freePort, startTestDataPlane } from '../helpers/servers.ts';
 import { waitFor } from '../helpers/until.ts';
@@ -33,6 +37,8 @@ export interface Env {
   gatewayUrls(namespace: string, gateway: string, port: number, scheme?: 'http' | 'https'): Promise<string[]>;
   /** A JSON object as the API server has it. */
   get<T>(kind: string, namespace: string | null, name: string): Promise<T | null>;
+  /** Applies conformance test file tests/<name>.yaml (its back ends run) for the time `body` takes. */
+  withManifest(name: string, body: () => Promise<void>): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -89,6 +95,14 @@ export async function startEnv(extra: Partial<ControllerOptions> = {}): Promise<
         (t) => typeof t === 'number',
       );
       return PLANES.map((host) => `${scheme}://${host}:${target}`);
+    },
+    async withManifest(name, body) {
+      const applied = await applyConformanceTest(name, placeholders, backends);
+      try {
+        await body();
+      } finally {
+        await applied.delete();
+      }
     },
     async stop() {
       await controller.close();

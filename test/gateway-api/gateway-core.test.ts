@@ -9,7 +9,6 @@
 import { connect } from 'node:net';
 import type { PeerCertificate } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { applyConformanceTest } from '../helpers/gateway-api/manifests.ts';
 import { ok } from '../helpers/kubectl.ts';
 import { waitFor } from '../helpers/until.ts';
 import {
@@ -33,16 +32,6 @@ beforeAll(async () => {
   if (RUN) env = await startEnv({ gatewayPorts: { first: 21000, last: 21999 } });
 }, 120_000);
 afterAll(() => env?.stop(), 60_000);
-
-/** Applies the test's manifest for the test's duration. */
-async function withManifest(name: string, body: () => Promise<void>): Promise<void> {
-  const applied = await applyConformanceTest(name, env.placeholders, env.backends);
-  try {
-    await body();
-  } finally {
-    await applied.delete();
-  }
-}
 
 const T = (type: string, reason?: string): ExpectedCondition => ({ type, status: 'True', reason });
 const F = (type: string, reason?: string): ExpectedCondition => ({ type, status: 'False', reason });
@@ -112,7 +101,7 @@ interface Generations {
 
 describe.skipIf(!RUN)('GATEWAY-HTTP core: Gateways', () => {
   it('GatewayWithAttachedRoutes', async () => {
-    await withManifest('gateway-with-attached-routes', async () => {
+    await env.withManifest('gateway-with-attached-routes', async () => {
       const ready = [T('Accepted'), T('ResolvedRefs')];
       await gatewayListeners(env, INFRA, 'gateway-with-one-attached-route', [
         httpListener('http', 1, ...ready),
@@ -134,7 +123,7 @@ describe.skipIf(!RUN)('GATEWAY-HTTP core: Gateways', () => {
   }, 60_000);
 
   it('GatewayObservedGenerationBump', async () => {
-    await withManifest('gateway-observed-generation-bump', async () => {
+    await env.withManifest('gateway-observed-generation-bump', async () => {
       const name = 'gateway-observed-generation-bump';
       const before = await gatewayCondition(env, INFRA, name, T('Accepted'));
       await gatewayCondition(env, INFRA, name, T('Programmed'));
@@ -159,7 +148,7 @@ describe.skipIf(!RUN)('GATEWAY-HTTP core: Gateways', () => {
   }, 60_000);
 
   it('GatewayInvalidRouteKind', async () => {
-    await withManifest('gateway-invalid-route-kind', async () => {
+    await env.withManifest('gateway-invalid-route-kind', async () => {
       await gatewayListeners(env, INFRA, 'gateway-only-invalid-route-kind', [
         {
           name: 'http',
@@ -175,7 +164,7 @@ describe.skipIf(!RUN)('GATEWAY-HTTP core: Gateways', () => {
   }, 60_000);
 
   it('GatewayInvalidTLSConfiguration', async () => {
-    await withManifest('gateway-invalid-tls-configuration', async () => {
+    await env.withManifest('gateway-invalid-tls-configuration', async () => {
       for (const name of [
         'gateway-certificate-nonexistent-secret',
         'gateway-certificate-unsupported-group',
@@ -189,7 +178,7 @@ describe.skipIf(!RUN)('GATEWAY-HTTP core: Gateways', () => {
   }, 60_000);
 
   it('GatewayListenerUnsupportedProtocol', async () => {
-    await withManifest('gateway-invalid-listeners-unsupported-protocol', async () => {
+    await env.withManifest('gateway-invalid-listeners-unsupported-protocol', async () => {
       const invalid: ExpectedListener = {
         name: 'invalid',
         supportedKinds: [],
@@ -210,7 +199,7 @@ describe.skipIf(!RUN)('GATEWAY-HTTP core: Gateways', () => {
   }, 60_000);
 
   it('GatewayInvalidParametersRef', async () => {
-    await withManifest('gateway-invalid-parameters-ref', async () => {
+    await env.withManifest('gateway-invalid-parameters-ref', async () => {
       await gatewayCondition(
         env,
         INFRA,
@@ -221,7 +210,7 @@ describe.skipIf(!RUN)('GATEWAY-HTTP core: Gateways', () => {
   }, 60_000);
 
   it('GatewayModifyListeners', async () => {
-    await withManifest('gateway-modify-listeners', async () => {
+    await env.withManifest('gateway-modify-listeners', async () => {
       const ready = [T('Accepted'), T('ResolvedRefs')];
       // Adding a listener: it takes the route too, and serves it.
       const add = 'gateway-add-listener';
@@ -280,7 +269,7 @@ describe.skipIf(!RUN)('GATEWAY-HTTP core: Gateways', () => {
   }, 60_000);
 
   it('GatewaySecretInvalidReferenceGrant', async () => {
-    await withManifest('gateway-secret-invalid-reference-grant', async () => {
+    await env.withManifest('gateway-secret-invalid-reference-grant', async () => {
       await gatewayListeners(env, INFRA, 'gateway-secret-invalid-reference-grant', [
         httpListener('https', 0, F('ResolvedRefs', 'RefNotPermitted')),
       ]);
@@ -288,7 +277,7 @@ describe.skipIf(!RUN)('GATEWAY-HTTP core: Gateways', () => {
   }, 60_000);
 
   it('GatewaySecretMissingReferenceGrant', async () => {
-    await withManifest('gateway-secret-missing-reference-grant', async () => {
+    await env.withManifest('gateway-secret-missing-reference-grant', async () => {
       await gatewayListeners(env, INFRA, 'gateway-secret-missing-reference-grant', [
         httpListener('https', 0, F('ResolvedRefs', 'RefNotPermitted')),
       ]);
@@ -296,7 +285,7 @@ describe.skipIf(!RUN)('GATEWAY-HTTP core: Gateways', () => {
   }, 60_000);
 
   it('GatewaySecretReferenceGrantAllInNamespace', async () => {
-    await withManifest('gateway-secret-reference-grant-all-in-namespace', async () => {
+    await env.withManifest('gateway-secret-reference-grant-all-in-namespace', async () => {
       await gatewayListeners(env, INFRA, 'gateway-secret-reference-grant-all-in-namespace', [
         httpListener('https', 0, T('Programmed', 'Programmed'), T('ResolvedRefs')),
       ]);
@@ -304,7 +293,7 @@ describe.skipIf(!RUN)('GATEWAY-HTTP core: Gateways', () => {
   }, 60_000);
 
   it('GatewaySecretReferenceGrantSpecific', async () => {
-    await withManifest('gateway-secret-reference-grant-specific', async () => {
+    await env.withManifest('gateway-secret-reference-grant-specific', async () => {
       await gatewayListeners(env, INFRA, 'gateway-secret-reference-grant-specific', [
         httpListener('https', 0, T('Programmed', 'Programmed'), T('ResolvedRefs')),
       ]);
@@ -312,7 +301,7 @@ describe.skipIf(!RUN)('GATEWAY-HTTP core: Gateways', () => {
   }, 60_000);
 
   it('GatewayClassObservedGenerationBump', async () => {
-    await withManifest('gatewayclass-observed-generation-bump', async () => {
+    await env.withManifest('gatewayclass-observed-generation-bump', async () => {
       const name = 'gatewayclass-observed-generation-bump';
       type Class = Generations;
       const latest = (c: Class | null) =>
@@ -336,7 +325,7 @@ describe.skipIf(!RUN)('GATEWAY-HTTP core: Gateways', () => {
   }, 60_000);
 
   it('HTTPRouteHTTPSListener', async () => {
-    await withManifest('httproute-https-listener', async () => {
+    await env.withManifest('httproute-https-listener', async () => {
       const gw = 'same-namespace-with-https-listener';
       await routeParent(env, INFRA, 'httproute-https-test', gw);
       await routeParent(env, INFRA, 'httproute-https-test-no-hostname', gw, {

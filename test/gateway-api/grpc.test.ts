@@ -7,7 +7,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { grpcEcho } from '../helpers/gateway-api/clients.ts';
 import type { GrpcEchoResponse } from '../helpers/gateway-api/grpc-echo.ts';
-import { applyConformanceTest } from '../helpers/gateway-api/manifests.ts';
 import { waitFor } from '../helpers/until.ts';
 import { type Env, INFRA, routeParent, startEnv } from './env.ts';
 
@@ -18,15 +17,6 @@ beforeAll(async () => {
   if (RUN) env = await startEnv();
 }, 120_000);
 afterAll(() => env?.stop(), 60_000);
-
-async function withManifest(name: string, body: () => Promise<void>): Promise<void> {
-  const applied = await applyConformanceTest(name, env.placeholders, env.backends);
-  try {
-    await body();
-  } finally {
-    await applied.delete();
-  }
-}
 
 /** host:port of the listener on each data plane (grpc-js targets). */
 async function targets(gateway: string, port = 80): Promise<string[]> {
@@ -58,7 +48,7 @@ async function expectCall(ts: readonly string[], call: Call, backend: string | n
 
 describe.skipIf(!RUN)('GATEWAY-GRPC core', () => {
   it('GRPCExactMethodMatching', async () => {
-    await withManifest('grpcroute-exact-method-matching', async () => {
+    await env.withManifest('grpcroute-exact-method-matching', async () => {
       await routeParent(env, INFRA, 'exact-matching', 'same-namespace', { kind: 'grpcroute' });
       const ts = await targets('same-namespace');
       await expectCall(ts, { method: 'Echo' }, 'grpc-infra-backend-v1');
@@ -68,7 +58,7 @@ describe.skipIf(!RUN)('GATEWAY-GRPC core', () => {
   }, 60_000);
 
   it('GRPCRouteHeaderMatching', async () => {
-    await withManifest('grpcroute-header-matching', async () => {
+    await env.withManifest('grpcroute-header-matching', async () => {
       await routeParent(env, INFRA, 'grpc-header-matching', 'same-namespace', { kind: 'grpcroute' });
       const ts = await targets('same-namespace');
       const md = (metadata: Record<string, string>) => ({ metadata });
@@ -84,7 +74,7 @@ describe.skipIf(!RUN)('GATEWAY-GRPC core', () => {
   }, 60_000);
 
   it('GRPCRouteListenerHostnameMatching', async () => {
-    await withManifest('grpcroute-listener-hostname-matching', async () => {
+    await env.withManifest('grpcroute-listener-hostname-matching', async () => {
       const gw = 'grpcroute-listener-hostname-matching';
       for (const r of ['backend-v1', 'backend-v2'])
         await routeParent(env, INFRA, r, gw, { kind: 'grpcroute' });
@@ -103,7 +93,7 @@ describe.skipIf(!RUN)('GATEWAY-GRPC core', () => {
   }, 60_000);
 
   it('GRPCRouteWeight', async () => {
-    await withManifest('grpcroute-weight', async () => {
+    await env.withManifest('grpcroute-weight', async () => {
       await routeParent(env, INFRA, 'weighted-backends', 'same-namespace', { kind: 'grpcroute' });
       const [t] = await targets('same-namespace');
       await waitFor(

@@ -3,8 +3,7 @@
  * of the same names and intent (see http-routing.test.ts for how they run).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { http1, type Reply } from '../helpers/gateway-api/clients.ts';
-import { applyConformanceTest } from '../helpers/gateway-api/manifests.ts';
+import { http1, type Reply, wsRoundTrip } from '../helpers/gateway-api/clients.ts';
 import { waitFor } from '../helpers/until.ts';
 import { type Env, expectRequest, INFRA, routeParent, startEnv } from './env.ts';
 
@@ -15,15 +14,6 @@ beforeAll(async () => {
   if (RUN) env = await startEnv();
 }, 120_000);
 afterAll(() => env?.stop(), 60_000);
-
-async function withManifest(name: string, body: () => Promise<void>): Promise<void> {
-  const applied = await applyConformanceTest(name, env.placeholders, env.backends);
-  try {
-    await body();
-  } finally {
-    await applied.delete();
-  }
-}
 
 const v = (n: number) => ({ namespace: INFRA, backend: `infra-backend-v${n}` });
 
@@ -39,7 +29,7 @@ async function answered(urls: readonly string[], path: string, status: number, h
 
 describe.skipIf(!RUN)('GATEWAY-HTTP extended', () => {
   it('HTTPRouteMethodMatching', async () => {
-    await withManifest('httproute-method-matching', async () => {
+    await env.withManifest('httproute-method-matching', async () => {
       await routeParent(env, INFRA, 'method-matching', 'same-namespace');
       const urls = await env.gatewayUrls(INFRA, 'same-namespace', 80);
       await expectRequest(urls, '/', v(1), { method: 'POST' });
@@ -60,7 +50,7 @@ describe.skipIf(!RUN)('GATEWAY-HTTP extended', () => {
     ['HTTPRoute308Redirect', 308, '/permanent'],
   ] as const)
     it(name, async () => {
-      await withManifest(`httproute-${status}-redirect`, async () => {
+      await env.withManifest(`httproute-${status}-redirect`, async () => {
         await routeParent(env, INFRA, `${status}-redirect`, 'same-namespace');
         const urls = await env.gatewayUrls(INFRA, 'same-namespace', 80);
         const r = await answered(urls, `${path}?x=1`, status);
@@ -71,7 +61,7 @@ describe.skipIf(!RUN)('GATEWAY-HTTP extended', () => {
     }, 60_000);
 
   it('HTTPRouteRedirectPath', async () => {
-    await withManifest('httproute-redirect-path', async () => {
+    await env.withManifest('httproute-redirect-path', async () => {
       await routeParent(env, INFRA, 'redirect-path', 'same-namespace');
       const urls = await env.gatewayUrls(INFRA, 'same-namespace', 80);
       const location = async (path: string, status = 302) =>
@@ -87,7 +77,7 @@ describe.skipIf(!RUN)('GATEWAY-HTTP extended', () => {
   }, 60_000);
 
   it('HTTPRouteResponseHeaderModifier', async () => {
-    await withManifest('httproute-response-header-modifier', async () => {
+    await env.withManifest('httproute-response-header-modifier', async () => {
       await routeParent(env, INFRA, 'response-header-modifier', 'same-namespace');
       const urls = await env.gatewayUrls(INFRA, 'same-namespace', 80);
       const set = (pairs: string) => ({ 'X-Echo-Set-Header': pairs });
@@ -106,7 +96,7 @@ describe.skipIf(!RUN)('GATEWAY-HTTP extended', () => {
   }, 60_000);
 
   it('GatewayHTTPListenerIsolation', async () => {
-    await withManifest('gateway-http-listener-isolation', async () => {
+    await env.withManifest('gateway-http-listener-isolation', async () => {
       const gw = 'http-listener-isolation';
       for (const r of [
         'empty-hostname',
@@ -143,6 +133,49 @@ describe.skipIf(!RUN)('GATEWAY-HTTP extended', () => {
         await expectRequest(urls, own, v(1), host(h));
         for (const p of others) await expectRequest(urls, p, { status: 404 }, host(h));
       }
+    });
+  }, 60_000);
+
+  it('HTTPRouteBackendProtocolH2C', async () => {
+    await env.withManifest('httproute-backend-protocol-h2c', async () => {
+      await routeParent(env, INFRA, 'backend-protocol-h2c', 'same-namespace');
+      const urls = await env.gatewayUrls(INFRA, 'same-namespace', 80);
+      // The Service port says appProtocol kubernetes.io/h2c and its pods' port takes only h2c:
+      // an HTTP/1.1 client's request reaches it in HTTP/2.
+      const [r] = await expectRequest(urls, '/', v(1));
+      expect(r.answer?.proto).toBe('HTTP/2.0');
+    });
+  }, 60_000);
+
+  it('HTTPRouteBackendProtocolWebSocket', async () => {
+    await env.withManifest('httproute-backend-protocol-websocket', async () => {
+      await routeParent(env, INFRA, 'backend-protocol-ws', 'same-namespace');
+      const urls = await env.gatewayUrls(INFRA, 'same-namespace', 80);
+      for (const u of urls) {
+        const ws = u.replace(/^http/, 'ws');
+        const echoed = await waitFor(
+          `a WebSocket through ${u}`,
+          () => wsRoundTrip(`${ws}/ws`, 'hello').catch((err: Error) => err.message),
+          (m) => m === 'hello',
+        );
+        expect(echoed).toBe('hello');
+      }
+    });
+  }, 60_000);
+
+  it('HTTPRouteListenerPortMatching', async () => {
+    await env.withManifest('httproute-listener-port-matching', async () => {
+      const gw = 'httproute-listener-port-matching';
+      for (const r of ['backend-v1', 'backend-v2', 'backend-v3']) await routeParent(env, INFRA, r, gw);
+      const host = (h: string) => ({ headers: { Host: h } });
+      const at = (port: number) => env.gatewayUrls(INFRA, gw, port);
+      await expectRequest(await at(80), '/', v(1), host('foo.com'));
+      await expectRequest(await at(8080), '/', v(2), host('foo.com'));
+      await expectRequest(await at(8080), '/', v(2), host('bar.com'));
+      await expectRequest(await at(8090), '/', v(3), host('foo.com'));
+      // backend-v3 names listener-4 (foo.com) of port 8090: bar.com's listener there has no route.
+      await expectRequest(await at(8090), '/', { status: 404 }, host('bar.com'));
+      await expectRequest(await at(80), '/', { status: 404 }, host('bar.com'));
     });
   }, 60_000);
 });

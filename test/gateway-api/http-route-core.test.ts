@@ -29,16 +29,6 @@ beforeAll(async () => {
 }, 120_000);
 afterAll(() => env?.stop(), 60_000);
 
-/** Applies the test's manifest for the test's duration. */
-async function withManifest(name: string, body: () => Promise<void>): Promise<void> {
-  const applied = await applyConformanceTest(name, env.placeholders, env.backends);
-  try {
-    await body();
-  } finally {
-    await applied.delete();
-  }
-}
-
 const WEB = 'gateway-conformance-web-backend';
 const APP = 'gateway-conformance-app-backend';
 const GW = 'same-namespace';
@@ -124,7 +114,7 @@ async function distribution(url: string, total: number, concurrent: number): Pro
 
 describe.skipIf(!RUN)('GATEWAY-HTTP core: HTTPRoute', () => {
   it('HTTPRoutePathMatchOrder', async () => {
-    await withManifest('httproute-path-match-order', async () => {
+    await env.withManifest('httproute-path-match-order', async () => {
       await routeParent(env, INFRA, 'path-matching-order', GW);
       await gatewayProgrammed(env, INFRA, GW);
       const urls = await env.gatewayUrls(INFRA, GW, 80);
@@ -139,7 +129,7 @@ describe.skipIf(!RUN)('GATEWAY-HTTP core: HTTPRoute', () => {
   }, 60_000);
 
   it('HTTPRouteWeight', async () => {
-    await withManifest('httproute-weight', async () => {
+    await env.withManifest('httproute-weight', async () => {
       await routeParent(env, INFRA, 'weighted-backends', GW);
       const urls = await env.gatewayUrls(INFRA, GW, 80);
       await expectRequest(urls, '/', { status: 200, namespace: INFRA });
@@ -158,7 +148,7 @@ describe.skipIf(!RUN)('GATEWAY-HTTP core: HTTPRoute', () => {
   }, 90_000);
 
   it('HTTPRouteRedirectHostAndStatus', async () => {
-    await withManifest('httproute-redirect-host-and-status', async () => {
+    await env.withManifest('httproute-redirect-host-and-status', async () => {
       await routeParent(env, INFRA, 'redirect-host-and-status', GW);
       const urls = await env.gatewayUrls(INFRA, GW, 80);
       // The Host a client sends through the Gateway's Service (port 80), as upstream's client
@@ -176,7 +166,7 @@ describe.skipIf(!RUN)('GATEWAY-HTTP core: HTTPRoute', () => {
   }, 60_000);
 
   it('HTTPRouteServiceTypes', async () => {
-    await withManifest('httproute-service-types', async () => {
+    await env.withManifest('httproute-service-types', async () => {
       await routeParent(env, INFRA, 'service-types', GW);
       // As upstream: the Services without a selector get, in their IPv4 EndpointSlices, the
       // endpoints of infra-backend-v1's pods (a headless Service with a selector gets them as
@@ -220,7 +210,7 @@ describe.skipIf(!RUN)('GATEWAY-HTTP core: HTTPRoute', () => {
   }, 60_000);
 
   it('HTTPRouteNoBackendRefs', async () => {
-    await withManifest('httproute-omitted-backendrefs', async () => {
+    await env.withManifest('httproute-omitted-backendrefs', async () => {
       // No backendRefs is not an unresolved reference: ResolvedRefs and Accepted stay True.
       await routeParent(env, INFRA, 'omitted-backendrefs', GW);
       const urls = await env.gatewayUrls(INFRA, GW, 80);
@@ -231,7 +221,7 @@ describe.skipIf(!RUN)('GATEWAY-HTTP core: HTTPRoute', () => {
   }, 60_000);
 
   it('HTTPRouteInvalidNonExistentBackendRef', async () => {
-    await withManifest('httproute-invalid-nonexistent-backendref', async () => {
+    await env.withManifest('httproute-invalid-nonexistent-backendref', async () => {
       await routeParent(env, INFRA, 'invalid-nonexistent-backend-ref', GW, {
         resolvedRefs: 'BackendNotFound',
       });
@@ -240,14 +230,14 @@ describe.skipIf(!RUN)('GATEWAY-HTTP core: HTTPRoute', () => {
   }, 60_000);
 
   it('HTTPRouteInvalidBackendRefUnknownKind', async () => {
-    await withManifest('httproute-invalid-backendref-unknown-kind', async () => {
+    await env.withManifest('httproute-invalid-backendref-unknown-kind', async () => {
       await routeParent(env, INFRA, 'invalid-backend-ref-unknown-kind', GW, { resolvedRefs: 'InvalidKind' });
       await expectInvalidBackend(await env.gatewayUrls(INFRA, GW, 80), '/v2');
     });
   }, 60_000);
 
   it('HTTPRouteInvalidCrossNamespaceBackendRef', async () => {
-    await withManifest('httproute-invalid-cross-namespace-backend-ref', async () => {
+    await env.withManifest('httproute-invalid-cross-namespace-backend-ref', async () => {
       await routeParent(env, INFRA, 'invalid-cross-namespace-backend-ref', GW, {
         resolvedRefs: 'RefNotPermitted',
       });
@@ -256,7 +246,7 @@ describe.skipIf(!RUN)('GATEWAY-HTTP core: HTTPRoute', () => {
   }, 60_000);
 
   it('HTTPRouteInvalidCrossNamespaceParentRef', async () => {
-    await withManifest('httproute-invalid-cross-namespace-parent-ref', async () => {
+    await env.withManifest('httproute-invalid-cross-namespace-parent-ref', async () => {
       // same-namespace admits routes of its own namespace only: the route's backend is fine,
       // its parent refuses it.
       await routeParent(env, WEB, 'invalid-cross-namespace-parent-ref', GW, {
@@ -268,7 +258,7 @@ describe.skipIf(!RUN)('GATEWAY-HTTP core: HTTPRoute', () => {
   }, 60_000);
 
   it('HTTPRouteInvalidParentRefNotMatchingSectionName', async () => {
-    await withManifest('httproute-invalid-parentref-not-matching-section-name', async () => {
+    await env.withManifest('httproute-invalid-parentref-not-matching-section-name', async () => {
       const route = 'httproute-listener-not-matching-section-name';
       await routeParent(env, INFRA, route, GW, { accepted: 'NoMatchingParent', sectionName: 'http1' });
       await routeHasNoAcceptedParents(INFRA, route);
@@ -277,7 +267,7 @@ describe.skipIf(!RUN)('GATEWAY-HTTP core: HTTPRoute', () => {
   }, 60_000);
 
   it('HTTPRouteInvalidReferenceGrant', async () => {
-    await withManifest('httproute-invalid-reference-grant', async () => {
+    await env.withManifest('httproute-invalid-reference-grant', async () => {
       // Each ReferenceGrant misses by one field (its namespace, from group, kind or namespace,
       // to group, kind or name): none permits the reference.
       await routeParent(env, INFRA, 'reference-grant', GW, { resolvedRefs: 'RefNotPermitted' });
@@ -286,7 +276,7 @@ describe.skipIf(!RUN)('GATEWAY-HTTP core: HTTPRoute', () => {
   }, 60_000);
 
   it('HTTPRouteReferenceGrant', async () => {
-    await withManifest('httproute-reference-grant', async () => {
+    await env.withManifest('httproute-reference-grant', async () => {
       await routeParent(env, INFRA, 'reference-grant', GW);
       const urls = await env.gatewayUrls(INFRA, GW, 80);
       await expectRequest(urls, '/', { namespace: WEB, backend: 'web-backend' });
@@ -294,7 +284,7 @@ describe.skipIf(!RUN)('GATEWAY-HTTP core: HTTPRoute', () => {
   }, 60_000);
 
   it('HTTPRoutePartiallyInvalidViaInvalidReferenceGrant', async () => {
-    await withManifest('httproute-partially-invalid-via-invalid-reference-grant', async () => {
+    await env.withManifest('httproute-partially-invalid-via-invalid-reference-grant', async () => {
       // The grant names app-backend-v1 only: the /v2 rule's backend is refused, the other serves.
       await routeParent(env, INFRA, 'invalid-reference-grant', GW, { resolvedRefs: 'RefNotPermitted' });
       const urls = await env.gatewayUrls(INFRA, GW, 80);
@@ -304,7 +294,7 @@ describe.skipIf(!RUN)('GATEWAY-HTTP core: HTTPRoute', () => {
   }, 60_000);
 
   it('HTTPRouteObservedGenerationBump', async () => {
-    await withManifest('httproute-observed-generation-bump', async () => {
+    await env.withManifest('httproute-observed-generation-bump', async () => {
       const name = 'observed-generation-bump';
       await routeParent(env, INFRA, name, GW);
       const original = await waitFor(

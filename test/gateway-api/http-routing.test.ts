@@ -6,7 +6,6 @@
  * data planes and checks which back end answered and what it saw.
  */
 import { afterAll, beforeAll, describe, it } from 'vitest';
-import { applyConformanceTest } from '../helpers/gateway-api/manifests.ts';
 import { type Env, expectRequest, gatewayProgrammed, INFRA, routeParent, startEnv } from './env.ts';
 
 const RUN = process.env.KUBECONFIG !== undefined;
@@ -17,21 +16,11 @@ beforeAll(async () => {
 }, 120_000);
 afterAll(() => env?.stop(), 60_000);
 
-/** Applies the test's manifest for the test's duration. */
-async function withManifest(name: string, body: () => Promise<void>): Promise<void> {
-  const applied = await applyConformanceTest(name, env.placeholders, env.backends);
-  try {
-    await body();
-  } finally {
-    await applied.delete();
-  }
-}
-
 const v = (n: number) => ({ namespace: INFRA, backend: `infra-backend-v${n}` });
 
 describe.skipIf(!RUN)('GATEWAY-HTTP core: routing', () => {
   it('HTTPRouteSimpleSameNamespace', async () => {
-    await withManifest('httproute-simple-same-namespace', async () => {
+    await env.withManifest('httproute-simple-same-namespace', async () => {
       await routeParent(env, INFRA, 'gateway-conformance-infra-test', 'same-namespace');
       await gatewayProgrammed(env, INFRA, 'same-namespace');
       const urls = await env.gatewayUrls(INFRA, 'same-namespace', 80);
@@ -40,7 +29,7 @@ describe.skipIf(!RUN)('GATEWAY-HTTP core: routing', () => {
   }, 60_000);
 
   it('HTTPRouteExactPathMatching', async () => {
-    await withManifest('httproute-exact-path-matching', async () => {
+    await env.withManifest('httproute-exact-path-matching', async () => {
       await routeParent(env, INFRA, 'exact-matching', 'same-namespace');
       const urls = await env.gatewayUrls(INFRA, 'same-namespace', 80);
       await expectRequest(urls, '/one', v(1));
@@ -52,7 +41,7 @@ describe.skipIf(!RUN)('GATEWAY-HTTP core: routing', () => {
   }, 60_000);
 
   it('HTTPRouteHeaderMatching', async () => {
-    await withManifest('httproute-header-matching', async () => {
+    await env.withManifest('httproute-header-matching', async () => {
       await routeParent(env, INFRA, 'header-matching', 'same-namespace');
       const urls = await env.gatewayUrls(INFRA, 'same-namespace', 80);
       const h = (headers: Record<string, string>) => ({ headers });
@@ -69,7 +58,7 @@ describe.skipIf(!RUN)('GATEWAY-HTTP core: routing', () => {
   }, 60_000);
 
   it('HTTPRouteMatching', async () => {
-    await withManifest('httproute-matching', async () => {
+    await env.withManifest('httproute-matching', async () => {
       await routeParent(env, INFRA, 'matching', 'same-namespace');
       const urls = await env.gatewayUrls(INFRA, 'same-namespace', 80);
       await expectRequest(urls, '/', v(1));
@@ -84,7 +73,7 @@ describe.skipIf(!RUN)('GATEWAY-HTTP core: routing', () => {
   }, 60_000);
 
   it('HTTPRouteMatchingAcrossRoutes', async () => {
-    await withManifest('httproute-matching-across-routes', async () => {
+    await env.withManifest('httproute-matching-across-routes', async () => {
       await routeParent(env, INFRA, 'matching-part1', 'same-namespace');
       await routeParent(env, INFRA, 'matching-part2', 'same-namespace');
       const urls = await env.gatewayUrls(INFRA, 'same-namespace', 80);
@@ -103,7 +92,7 @@ describe.skipIf(!RUN)('GATEWAY-HTTP core: routing', () => {
   }, 60_000);
 
   it('HTTPRouteCrossNamespace', async () => {
-    await withManifest('httproute-cross-namespace', async () => {
+    await env.withManifest('httproute-cross-namespace', async () => {
       const ns = 'gateway-conformance-web-backend';
       await routeParent(env, ns, 'cross-namespace', 'backend-namespaces');
       const urls = await env.gatewayUrls(INFRA, 'backend-namespaces', 80);
@@ -112,7 +101,7 @@ describe.skipIf(!RUN)('GATEWAY-HTTP core: routing', () => {
   }, 60_000);
 
   it('HTTPRouteHostnameIntersection', async () => {
-    await withManifest('httproute-hostname-intersection', async () => {
+    await env.withManifest('httproute-hostname-intersection', async () => {
       const gw = 'httproute-hostname-intersection';
       for (const r of [
         'specific-host-matches-listener-specific-host',
@@ -148,7 +137,7 @@ describe.skipIf(!RUN)('GATEWAY-HTTP core: routing', () => {
   }, 60_000);
 
   it('HTTPRouteListenerHostnameMatching', async () => {
-    await withManifest('httproute-listener-hostname-matching', async () => {
+    await env.withManifest('httproute-listener-hostname-matching', async () => {
       const gw = 'httproute-listener-hostname-matching';
       await routeParent(env, INFRA, 'backend-v1', gw);
       await routeParent(env, INFRA, 'backend-v2', gw);
@@ -167,7 +156,7 @@ describe.skipIf(!RUN)('GATEWAY-HTTP core: routing', () => {
   }, 60_000);
 
   it('HTTPRouteMultipleGateways', async () => {
-    await withManifest('httproute-multiple-gateways', async () => {
+    await env.withManifest('httproute-multiple-gateways', async () => {
       await routeParent(env, INFRA, 'multiple-gateways-shared-route', 'same-namespace');
       await routeParent(env, INFRA, 'multiple-gateways-shared-route', 'all-namespaces');
       const same = await env.gatewayUrls(INFRA, 'same-namespace', 80);
@@ -181,7 +170,7 @@ describe.skipIf(!RUN)('GATEWAY-HTTP core: routing', () => {
   }, 60_000);
 
   it('HTTPRouteRequestHeaderModifier', async () => {
-    await withManifest('httproute-request-header-modifier', async () => {
+    await env.withManifest('httproute-request-header-modifier', async () => {
       await routeParent(env, INFRA, 'request-header-modifier', 'same-namespace');
       const urls = await env.gatewayUrls(INFRA, 'same-namespace', 80);
       await expectRequest(
