@@ -178,4 +178,106 @@ describe.skipIf(!RUN)('GATEWAY-HTTP extended', () => {
       await expectRequest(await at(80), '/', { status: 404 }, host('bar.com'));
     });
   }, 60_000);
+
+  /** The Location a request gets (every data plane), as a URL. */
+  async function location(
+    urls: readonly string[],
+    path: string,
+    o: { status?: number; host: string; https?: boolean },
+  ): Promise<string> {
+    const tls = o.https
+      ? { ca: env.backends.ca, servername: 'example.org', checkServerIdentity: () => undefined }
+      : {};
+    const replies = await waitFor(
+      `${path} redirected`,
+      () => Promise.all(urls.map((u) => http1(`${u}${path}`, { headers: { Host: o.host }, ...tls }))),
+      (rs) => rs.every((r) => r.status === (o.status ?? 302)),
+    );
+    const all = new Set(replies.map((r) => String(r.headers.location)));
+    expect(all.size).toBe(1);
+    return [...all][0];
+  }
+
+  // A client reaches a listener through its Gateway's Service: Host carries the Gateway's port,
+  // which a redirect without a port keeps (the tests dial the data planes' targetPorts directly).
+  it('HTTPRouteRedirectPort', async () => {
+    await env.withManifest('httproute-redirect-port', async () => {
+      await routeParent(env, INFRA, 'redirect-port', 'same-namespace');
+      const urls = await env.gatewayUrls(INFRA, 'same-namespace', 80);
+      const host = 'gateway.test:80';
+      expect(await location(urls, '/port', { host })).toBe('http://gateway.test:8083/port');
+      expect(await location(urls, '/port-and-host', { host })).toBe('http://example.org:8083/port-and-host');
+      expect(await location(urls, '/port-and-status', { host, status: 301 })).toBe(
+        'http://gateway.test:8083/port-and-status',
+      );
+      expect(await location(urls, '/port-and-host-and-status', { host })).toBe(
+        'http://example.org:8083/port-and-host-and-status',
+      );
+    });
+  }, 60_000);
+
+  it('HTTPRouteRedirectScheme', async () => {
+    await env.withManifest('httproute-redirect-scheme', async () => {
+      await routeParent(env, INFRA, 'redirect-scheme', 'same-namespace');
+      const urls = await env.gatewayUrls(INFRA, 'same-namespace', 80);
+      const host = 'gateway.test:80';
+      // A new scheme without a port: that scheme's well-known port, left out.
+      expect(await location(urls, '/scheme', { host })).toBe('https://gateway.test/scheme');
+      expect(await location(urls, '/scheme-and-host', { host })).toBe('https://example.org/scheme-and-host');
+      expect(await location(urls, '/scheme-and-status', { host, status: 301 })).toBe(
+        'https://gateway.test/scheme-and-status',
+      );
+      expect(await location(urls, '/scheme-and-host-and-status', { host })).toBe(
+        'https://example.org/scheme-and-host-and-status',
+      );
+    });
+  }, 60_000);
+
+  it('HTTPRouteRedirectPortAndScheme', async () => {
+    await env.withManifest('httproute-redirect-port-and-scheme', async () => {
+      await routeParent(env, INFRA, 'http-route-for-listener-on-port-80', 'same-namespace');
+      await routeParent(
+        env,
+        INFRA,
+        'http-route-for-listener-on-port-8080',
+        'same-namespace-with-http-listener-on-8080',
+      );
+      await routeParent(
+        env,
+        INFRA,
+        'http-route-for-listener-on-port-443',
+        'same-namespace-with-https-listener',
+      );
+      const on80 = await env.gatewayUrls(INFRA, 'same-namespace', 80);
+      const at80 = { host: 'gateway.test:80' };
+      for (const [path, want] of [
+        ['/scheme-nil-and-port-nil', 'http://example.org/scheme-nil-and-port-nil'],
+        ['/scheme-nil-and-port-80', 'http://example.org/scheme-nil-and-port-80'],
+        ['/scheme-nil-and-port-8080', 'http://example.org:8080/scheme-nil-and-port-8080'],
+        ['/scheme-https-and-port-nil', 'https://example.org/scheme-https-and-port-nil'],
+        ['/scheme-https-and-port-443', 'https://example.org/scheme-https-and-port-443'],
+        ['/scheme-https-and-port-8443', 'https://example.org:8443/scheme-https-and-port-8443'],
+      ])
+        expect(await location(on80, path, at80)).toBe(want);
+      const on8080 = await env.gatewayUrls(INFRA, 'same-namespace-with-http-listener-on-8080', 8080);
+      const at8080 = { host: 'gateway.test:8080' };
+      for (const [path, want] of [
+        ['/scheme-nil-and-port-nil', 'http://example.org:8080/scheme-nil-and-port-nil'],
+        ['/scheme-nil-and-port-80', 'http://example.org/scheme-nil-and-port-80'],
+        ['/scheme-https-and-port-nil', 'https://example.org/scheme-https-and-port-nil'],
+      ])
+        expect(await location(on8080, path, at8080)).toBe(want);
+      const on443 = await env.gatewayUrls(INFRA, 'same-namespace-with-https-listener', 443, 'https');
+      const at443 = { host: 'example.org:443', https: true };
+      for (const [path, want] of [
+        ['/scheme-nil-and-port-nil', 'https://example.org/scheme-nil-and-port-nil'],
+        ['/scheme-nil-and-port-443', 'https://example.org/scheme-nil-and-port-443'],
+        ['/scheme-nil-and-port-8443', 'https://example.org:8443/scheme-nil-and-port-8443'],
+        ['/scheme-http-and-port-nil', 'http://example.org/scheme-http-and-port-nil'],
+        ['/scheme-http-and-port-80', 'http://example.org/scheme-http-and-port-80'],
+        ['/scheme-http-and-port-8080', 'http://example.org:8080/scheme-http-and-port-8080'],
+      ])
+        expect(await location(on443, path, at443)).toBe(want);
+    });
+  }, 60_000);
 });
