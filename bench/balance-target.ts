@@ -9,6 +9,8 @@
  *   /ch3/…  three endpoints, consistent hashing on the x-user header
  *   /wb2/…  two weighted backends (proxy `backends`, 1:1), two upstreams by url alone (two pools)
  *   /wbs/…  the url upstream named twice as weighted backends: the weighted pick's cost alone
+ *   /gwl/…  the url route as an HTTPRoute compiles, served on a Gateway listener port
+ *           (LISTENER_PORT = BENCH_PORT + 1, hostname-less listener): a listener's cost alone
  * Usage: BENCH_PORT=18220 node bench/balance-target.ts
  */
 import { tableHash } from '../dataplane/config/canonical-json.ts';
@@ -18,6 +20,8 @@ import { createLogger } from '../dataplane/observability/log.ts';
 import { PORTS } from './fixtures.ts';
 
 export const EXTRA_UPSTREAM_PORTS = [18231, 18232];
+/** The Gateway listener port of /gwl/, next to the proxy port. */
+export const listenerPort = (proxyPort: number) => proxyPort + 1;
 const three = [PORTS.upstream, ...EXTRA_UPSTREAM_PORTS].map((port) => ({ address: '127.0.0.1', port }));
 
 const variants: Record<string, Pick<Upstream, 'endpoints' | 'balance'>> = {
@@ -67,11 +71,16 @@ const pickOnly: Route = {
   },
 };
 
+// The url route as a Gateway listener's (what an HTTPRoute on a hostname-less listener becomes).
+const LISTENER = 'listener/bench/gw/http';
+const onListener: Route = { ...route('gwl'), handler: route('url').handler, listeners: [LISTENER] };
+
 const names = Object.keys(variants);
 const table: RouteTable = {
   version: 1,
-  routes: [...names.map(route), weighted, pickOnly],
+  routes: [...names.map(route), weighted, pickOnly, onListener],
   upstreams: [...names.map(upstream), backend(0), backend(1)],
+  listeners: [{ id: LISTENER, port: listenerPort(Number(process.env.BENCH_PORT)), protocol: 'HTTP' }],
 };
 
 if (import.meta.main) {

@@ -8,14 +8,14 @@
  * seconds apart cancel most of a shared machine's drift, which moves single runs by ±25 %).
  *
  * Usage: node bench/balance.ts [--rounds 12] [--seconds 3] [--variants url,ep1,ep3,lr3,ch3]
- * (also wb2, wbs: weighted backends, balance-target.ts)
+ * (also wb2, wbs: weighted backends; gwl: the url route on a Gateway listener port; balance-target.ts)
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { EXTRA_UPSTREAM_PORTS } from './balance-target.ts';
+import { EXTRA_UPSTREAM_PORTS, listenerPort } from './balance-target.ts';
 import { GET_PATH, PORTS } from './fixtures.ts';
 import { treeTicks } from './lib/cpu.ts';
 import { waitReady } from './lib/http.ts';
@@ -50,7 +50,9 @@ const dp = start(
   join(work, 'target.log'),
   { BENCH_PORT: String(PORT) },
 );
-for (const v of variants) await waitReady(dp, `http://127.0.0.1:${PORT}/${v}${GET_PATH}`);
+/** gwl is served on the Gateway listener port; every other variant on the proxy port. */
+const urlOf = (v: string) => `http://127.0.0.1:${v === 'gwl' ? listenerPort(PORT) : PORT}/${v}${GET_PATH}`;
+for (const v of variants) await waitReady(dp, urlOf(v));
 
 // Every variant gets an x-user header (the hashing variant's key), one of 1,000 users at random.
 const lua = join(work, 'users.lua');
@@ -62,11 +64,9 @@ writeFileSync(
 /** One wrk run on a variant's path: requests, seconds, and the data plane's CPU ticks meanwhile. */
 function run(variant: string, secs: number) {
   const before = treeTicks(dp.child.pid);
-  const out = spawnSync(
-    'wrk',
-    ['-t1', '-c50', `-d${secs}s`, '--latency', '-s', lua, `http://127.0.0.1:${PORT}/${variant}${GET_PATH}`],
-    { encoding: 'utf8' },
-  ).stdout;
+  const out = spawnSync('wrk', ['-t1', '-c50', `-d${secs}s`, '--latency', '-s', lua, urlOf(variant)], {
+    encoding: 'utf8',
+  }).stdout;
   const ticks = treeTicks(dp.child.pid) - before;
   const w = parseWrk(out);
   if (w.non2xx || w.errors) throw new Error(`${variant}: ${w.non2xx} non-2xx, ${w.errors} errors`);
