@@ -10,12 +10,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { http1, type Reply } from '../helpers/gateway-api/clients.ts';
-import {
-  applyConformanceTest,
-  applyObjects,
-  deleteObjects,
-  type KubeObject,
-} from '../helpers/gateway-api/manifests.ts';
+import { applyObjects, deleteObjects, type KubeObject } from '../helpers/gateway-api/manifests.ts';
 import { ok } from '../helpers/kubectl.ts';
 import { waitFor } from '../helpers/until.ts';
 import { type Env, expectRequest, gatewayProgrammed, INFRA, routeParent, startEnv } from './env.ts';
