@@ -17,7 +17,7 @@ import { pluginManifest } from '../config/catalog.ts';
 import type { Certificate, Listener } from '../config/route-table.ts';
 import type { RuntimeRoute } from '../pipeline/route.ts';
 import { Certificates } from '../tls/certificates.ts';
-import { RouteMatcher } from './router.ts';
+import { RouteMatcher, underSuffix } from './router.ts';
 import type { Served } from './served.ts';
 
 export interface ServedListener {
@@ -79,8 +79,7 @@ export class ListenerPort implements Served {
     if (exact !== undefined) return exact;
     const wildcards = this.#wildcards;
     for (let i = 0; i < wildcards.length; i++) {
-      const suffix = wildcards[i][0];
-      if (host.length > suffix.length && host.endsWith(suffix)) return wildcards[i][1];
+      if (underSuffix(host, wildcards[i][0], true)) return wildcards[i][1];
     }
     return this.#any;
   }

@@ -142,10 +142,17 @@ export function hostMatcher(hosts: string[], anyLabels = false): (host: string) 
   const suffixes = hosts.filter((h) => h.startsWith('*.')).map((h) => h.slice(1));
   return (host) => {
     if (exact.has(host)) return true;
-    for (const s of suffixes) {
-      if (!host.endsWith(s) || host.length === s.length) continue;
-      if (anyLabels || !host.slice(0, host.length - s.length).includes('.')) return true;
-    }
+    for (const s of suffixes) if (underSuffix(host, s, anyLabels)) return true;
     return false;
   };
+}
+
+/**
+ * Whether a host lies under ".suffix": one label more, or with `anyLabels` one or more (Gateway
+ * API's wildcards); never the bare suffix. The one definition for route hosts and listeners.
+ */
+export function underSuffix(host: string, suffix: string, anyLabels: boolean): boolean {
+  if (host.length <= suffix.length || !host.endsWith(suffix)) return false;
+  // Optimization: the label count without slicing the prefix off (no string per lookup).
+  return anyLabels || host.lastIndexOf('.', host.length - suffix.length - 1) === -1;
 }
