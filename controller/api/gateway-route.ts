@@ -296,6 +296,31 @@ export const HeaderMatch = Type.Object(
   },
 );
 
+export const QueryMatch = Type.Object(
+  {
+    name: Type.String({
+      minLength: 1,
+      maxLength: 256,
+      description: 'Query parameter name (case-sensitive); its first value in the request is compared.',
+    }),
+    value: Type.String({
+      maxLength: 1024,
+      description:
+        'The value it must have (exact), or with type RegularExpression a pattern it must match whole.',
+    }),
+    type: Type.Optional(
+      Type.Union([Type.Literal('Exact'), Type.Literal('RegularExpression')], {
+        description:
+          'Exact (default), or RegularExpression (JavaScript syntax, anchored; no nested quantifiers).',
+      }),
+    ),
+  },
+  {
+    additionalProperties: false,
+    description: 'A query parameter that must be present with this value.',
+  },
+);
+
 /** The handler kinds a rule may choose, by field (the catalog's manifests that have a `route` part). */
 export const HANDLER_FIELDS: readonly { field: string; kind: string }[] = HANDLER_MANIFESTS.flatMap((m) =>
   'route' in m && m.route ? [{ field: m.route.field, kind: m.kind }] : [],
@@ -403,6 +428,12 @@ export const RouteRule = Type.Object(
     ),
     headers: Type.Optional(
       Type.Array(HeaderMatch, { maxItems: 16, description: 'Headers that must all match.' }),
+    ),
+    query: Type.Optional(
+      Type.Array(QueryMatch, {
+        maxItems: 16,
+        description: 'Query parameters that must all match; ranked after headers.',
+      }),
     ),
     stripPrefix: Type.Optional(
       Type.Boolean({ description: 'Remove the matched path prefix before forwarding (default false).' }),

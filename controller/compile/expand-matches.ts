@@ -54,12 +54,19 @@ function matchOf(rule: RouteRule, path: string): RouteMatch {
       const [name, value] = splitOnce(k);
       return { name, value };
     });
+  // Only the first entry of a name counts (Gateway API's rule for repeated names); sorted by name.
+  const named = new Set<string>();
+  const query = (rule.query ?? [])
+    .filter((q) => !named.has(q.name) && named.add(q.name))
+    .map((q) => ({ name: q.name, ...(q.type === 'RegularExpression' && { type: q.type }), value: q.value }))
+    .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   // Keys in sorted order: see tableOf in compile/index.ts.
   return {
     ...(headers && { headers }),
     ...(rule.hosts?.length && { hosts: setOf(rule.hosts.map((h) => h.toLowerCase())) }),
     ...(rule.methods?.length && { methods: setOf(rule.methods.map((m) => m.toUpperCase())) }),
     path: { type: rule.pathType ?? 'Prefix', value: path },
+    ...(query.length && { query }),
   };
 }
 

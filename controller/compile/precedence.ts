@@ -6,6 +6,7 @@
  *   3. Routes with hosts before those without (any host).
  *   4. More header matches first (a media-type parameter match counts as one).
  *   5. Routes with methods before those without (any method).
+ *   5b. More query matches first (Gateway API's last match rule, after headers and method).
  *   6. Older creationTimestamp first; missing sorts last. An existing route is never taken
  *      over by one created later (the rule Gateway API uses).
  *   7. namespace, name, route name, match index: a total order, so ties cannot depend on input order.
@@ -28,6 +29,7 @@ export function comparePrecedence(a: Ranked, b: Ranked): number {
     Number(!a.match.hosts) - Number(!b.match.hosts) || // 3
     a4 - b4 || // 4 (Gateway API: 5)
     a5 - b5 || // 5 (Gateway API: 4)
+    queryCount(b) - queryCount(a) || // 5b
     compareCreated(a.createdMs, b.createdMs) || // 6
     compareText(owner(a), owner(b)) || // 7
     compareText(ownerName(a), ownerName(b)) ||
@@ -48,6 +50,10 @@ function matchKeys(r: Ranked): [number, number] {
 const owner = (r: Ranked) => (r.gatewayApiRule === undefined ? r.namespace : `${r.namespace}/${r.name}`);
 /** Rule 7's second text: the name, or nothing more (Gateway API's is in the first). */
 const ownerName = (r: Ranked) => (r.gatewayApiRule === undefined ? r.name : '');
+
+function queryCount(r: Ranked): number {
+  return r.match.query?.length ?? 0;
+}
 
 function headerCount(r: Ranked): number {
   return (r.match.headers?.length ?? 0) + (r.match.mediaType ? 1 : 0);
@@ -80,6 +86,7 @@ export const sortByPrecedence: Pass = (state) => {
       anyHost: Number(!d.match.hosts),
       k4,
       k5,
+      queries: queryCount(d),
       created: d.createdMs ?? Number.POSITIVE_INFINITY, // missing sorts last
       owner: owner(d),
       ownerName: ownerName(d),
@@ -93,6 +100,7 @@ export const sortByPrecedence: Pass = (state) => {
       a.anyHost - b.anyHost || // 3
       a.k4 - b.k4 || // 4 (Gateway API: 5)
       a.k5 - b.k5 || // 5 (Gateway API: 4)
+      b.queries - a.queries || // 5b
       (a.created === b.created ? 0 : a.created < b.created ? -1 : 1) || // 6
       compareText(a.owner, b.owner) || // 7
       compareText(a.ownerName, b.ownerName) ||

@@ -16,7 +16,7 @@
  * the requests answers 500.
  *
  * Each rule becomes one ModelRoute per set of listeners sharing the same effective hostnames,
- * with one GatewayRoute-shaped rule per match (path, headers, method) and the rule's
+ * with one GatewayRoute-shaped rule per match (path, headers, query, method) and the rule's
  * ExtensionRef GatewayPlugins as its plugins.
  */
 import type { RouteRule } from '../api/gateway-route.ts';
@@ -44,6 +44,7 @@ import { grpcMatchesOf, grpcMatchProblem } from './grpc-matches.ts';
 import { intersectHostnames } from './hostnames.ts';
 import { INVALID_BACKEND, NO_BACKEND, redirectEntry, redirectProblem } from './redirects.ts';
 import { referencePermitted } from './reference-grants.ts';
+import { regexProblem } from '../../dataplane/config/regex.ts';
 
 export interface TranslatedRoutes {
   routes: ModelRoute[];
@@ -314,7 +315,10 @@ function unsupportedIn(route: AnyRoute): string | undefined {
         return `${at}.matches[${j}].path: RegularExpression is not supported`;
       if (m.headers?.some((h) => h.type === 'RegularExpression'))
         return `${at}.matches[${j}].headers: RegularExpression is not supported`;
-      if (m.queryParams?.length) return `${at}.matches[${j}].queryParams are not supported yet`;
+      for (const [k, q] of (m.queryParams ?? []).entries()) {
+        const problem = q.type === 'RegularExpression' ? regexProblem(q.value) : undefined;
+        if (problem) return `${at}.matches[${j}].queryParams[${k}].value ${problem}`;
+      }
     }
   }
   return undefined;
@@ -359,6 +363,7 @@ function modelRoutes(
           pathType: m.pathType,
           ...(m.method && { methods: [m.method as NonNullable<RouteRule['methods']>[number]] }),
           ...(m.headers.length && { headers: m.headers }),
+          ...(m.query?.length && { query: m.query }),
           ...(group.hosts && { hosts: group.hosts }),
           // A 500 runs no plugin (one it names may be what does not resolve).
           ...(entry !== INVALID_BACKEND &&
@@ -398,6 +403,7 @@ export interface Match {
   pathType: 'Exact' | 'Prefix';
   method?: string;
   headers: { name: string; value: string }[];
+  query?: { name: string; value: string; type?: 'Exact' | 'RegularExpression' }[];
 }
 
 /** A rule's matches (none: every request, as PathPrefix /). */
@@ -408,6 +414,9 @@ function matchesOf(rule: HTTPRouteRule): Match[] {
     pathType: m.path?.type === 'Exact' ? 'Exact' : 'Prefix',
     ...(m.method && { method: m.method }),
     headers: (m.headers ?? []).map((h) => ({ name: h.name, value: h.value })),
+    ...(m.queryParams?.length && {
+      query: m.queryParams.map((q) => ({ name: q.name, value: q.value, ...(q.type && { type: q.type }) })),
+    }),
   }));
 }
 

@@ -6,6 +6,7 @@
  * the handler kinds its rules choose (handlers.ts).
  */
 import { MAX_TIMEOUT_MS, parseDuration } from '../../dataplane/config/duration.ts';
+import { regexProblem } from '../../dataplane/config/regex.ts';
 import { type GatewayRoute, GatewayRouteSpec } from '../api/gateway-route.ts';
 import { refOf } from '../source/resource-set.ts';
 import { balanceOf } from './balance.ts';
@@ -55,6 +56,10 @@ export function validateRoute(obj: GatewayRoute): { route?: ModelRoute; diagnost
       );
   });
   checked.routes.forEach((r, i) => {
+    r.query?.forEach((q, j) => {
+      const problem = q.type === 'RegularExpression' ? regexProblem(q.value) : undefined;
+      if (problem) diagnostics.push(invalid(ref, `spec.routes[${i}].query[${j}].value`, problem));
+    });
     const idle = r.websocket?.idleTimeout;
     const ms = idle === undefined ? 0 : parseDuration(idle);
     if (ms === undefined || ms > MAX_TIMEOUT_MS)

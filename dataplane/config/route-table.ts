@@ -21,6 +21,17 @@ export const PathMatch = Type.Object(
   { additionalProperties: false },
 );
 
+/** One query parameter a request must carry (RouteMatch.query). */
+export const QueryMatch = Type.Object(
+  {
+    name: Type.String({ minLength: 1, maxLength: 256 }),
+    value: Type.String({ maxLength: 1024 }),
+    /** Absent: the value must equal. */
+    type: Type.Optional(Type.Literal('RegularExpression')),
+  },
+  { additionalProperties: false },
+);
+
 export const RouteMatch = Type.Object(
   {
     path: PathMatch,
@@ -43,6 +54,13 @@ export const RouteMatch = Type.Object(
         },
       ),
     ),
+    /**
+     * Query parameters that must all match: the first value of the name (case-sensitive, as
+     * decoded by URLSearchParams: percent escapes and "+" as a space) equals `value`, or with
+     * type RegularExpression matches it whole (config/regex.ts: anchored, refused when it could
+     * backtrack catastrophically). A name absent from the query never matches. Ranks after headers.
+     */
+    query: Type.Optional(Type.Array(QueryMatch, { minItems: 1, maxItems: 16 })),
     /**
      * A parameter of a media type in Accept (any of its ranges) must have this value, e.g.
      * `Accept: application/vnd.x+json; version=2` for { parameter: "version", value: "2" }.
@@ -354,6 +372,7 @@ export const Snapshot = Type.Object(
 export type PathMatch = Static<typeof PathMatch>;
 export type RouteDeprecation = NonNullable<Static<typeof Route>['deprecation']>;
 export type RouteMatch = Static<typeof RouteMatch>;
+export type QueryMatch = Static<typeof QueryMatch>;
 export type SourceRef = Static<typeof SourceRef>;
 export type PluginInstance = Static<typeof PluginInstance>;
 export type Route = Static<typeof Route>;

@@ -12,6 +12,7 @@ import type { ConfigProblem, TableError } from './config-problem.ts';
 import type { HandlerSite } from './manifest.ts';
 import { endpointProblems } from './endpoints.ts';
 import { listenerProblems } from './listeners.ts';
+import { regexProblem } from './regex.ts';
 import { CONFIG_MAX_DEPTH, deeperThan } from './limits.ts';
 
 export type { TableError } from './config-problem.ts';
@@ -157,6 +158,10 @@ function checkShaped(t: RouteTable): TableError[] {
     if (routeIds.has(r.id))
       errors.push({ id: r.id, field: 'id', message: `duplicate route id (routes[${i}])` });
     routeIds.add(r.id);
+    r.match.query?.forEach((q, j) => {
+      const problem = q.type === 'RegularExpression' ? regexProblem(q.value) : undefined;
+      if (problem) errors.push({ id: r.id, field: `match.query[${j}].value`, message: problem });
+    });
     r.listeners?.forEach((l, j) => {
       if (!listenerIds.has(l))
         errors.push({ id: r.id, field: `listeners[${j}]`, message: `unknown listener ${l}` });

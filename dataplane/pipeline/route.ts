@@ -63,6 +63,8 @@ export interface RuntimeRoute {
   methods: ReadonlySet<string> | null;
   hosts: ((host: string) => boolean) | null;
   headers: ReadonlyArray<readonly [name: string, value: string]> | null;
+  /** The query matches (router.ts queryMatcher), or null: the query is then never parsed. */
+  query: ((params: URLSearchParams) => boolean) | null;
   /** Length of the prefix to strip from the path before forwarding, or 0. */
   stripLength: number;
   /** In phase order; null when the route has none (the common case costs no loop). */

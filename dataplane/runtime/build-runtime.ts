@@ -17,7 +17,7 @@ import type { RuntimeDeps, RuntimeRoute } from '../pipeline/route.ts';
 import type { LivePlugin, PluginHooks } from '../plugins/types.ts';
 import type { PoolRegistry, UpstreamRuntime } from '../upstream/pools.ts';
 import { HANDLERS, PLUGINS } from './registry.ts';
-import { hostMatcher, RouteMatcher } from './router.ts';
+import { hostMatcher, queryMatcher, RouteMatcher } from './router.ts';
 import { Certificates } from '../tls/certificates.ts';
 import { BUILTIN_STEPS } from './builtin-steps.ts';
 import { buildListenerPorts, type ListenerPort } from './listener-port.ts';
@@ -123,6 +123,7 @@ function buildRoute(
     // A route of Gateway listeners reads its hostnames as Gateway API does (route-table.ts).
     hosts: m.hosts ? hostMatcher(m.hosts, entry.listeners !== undefined) : null,
     headers: m.headers ? m.headers.map((h) => [h.name, h.value] as const) : null,
+    query: m.query ? queryMatcher(m.query) : null,
     stripLength,
     requestHooks: chain.requestHooks.length ? chain.requestHooks : null,
     responseHooks: chain.responseHooks.length ? chain.responseHooks : null,

@@ -65,9 +65,9 @@ export class ListenerPort implements Served {
     this.#any = any;
     this.listeners = [...this.#exact.values(), ...this.#wildcards.map(([, l]) => l), ...(any ? [any] : [])];
     this.matcher = {
-      match: (path, method, host, headers) => {
+      match: (path, method, host, headers, query) => {
         const l = this.listenerFor(host);
-        return l === null ? null : l.matcher.match(path, method, host, headers);
+        return l === null ? null : l.matcher.match(path, method, host, headers, query);
       },
     };
     this.certificates = { lookup: (servername) => this.#certificateFor(servername.toLowerCase()) };

@@ -10,7 +10,13 @@ import type { RuntimeRoute } from '../pipeline/route.ts';
 export interface Served {
   /** The route of a request, or null (404). */
   matcher: {
-    match(path: string, method: string, host: string, headers: Record<string, string>): RuntimeRoute | null;
+    match(
+      path: string,
+      method: string,
+      host: string,
+      headers: Record<string, string>,
+      query?: string,
+    ): RuntimeRoute | null;
   };
   /** The context for a TLS server name (SNI); undefined: none here (the server's default, if any). */
   certificates: { lookup(servername: string): SecureContext | undefined };

@@ -83,11 +83,11 @@ export function ingress(
       `the limit is ${opts.maxBodyBytes} bytes`,
       true,
     );
-  let route = rt.matcher.match(target.path, method, ing.host, ing.headers);
+  let route = rt.matcher.match(target.path, method, ing.host, ing.headers, target.query);
   // A browser's CORS preflight is an OPTIONS about the method it will send: a route that lists
   // its methods without OPTIONS still gets it when it carries cors, whose first phase answers it
   // (nothing is proxied). Only unmatched OPTIONS requests pay for the second lookup.
-  if (route === null && method === 'OPTIONS') route = preflightRoute(rt, target.path, ing);
+  if (route === null && method === 'OPTIONS') route = preflightRoute(rt, target, ing);
   if (route === null) return refuse(req, res, obs, startNs, 'SLC_ERR_ROUTE_NOT_FOUND');
   const given = ing.headers['x-request-id'];
   const requestId = given !== undefined && REQUEST_ID.test(given) ? given : randomUUID();
@@ -141,10 +141,14 @@ export function createRequestHandler(source: ServedSource, opts: IngressOptions,
   };
 }
 
-function preflightRoute(rt: Served, path: string, ing: { host: string; headers: Record<string, string> }) {
+function preflightRoute(
+  rt: Served,
+  target: { path: string; query: string },
+  ing: { host: string; headers: Record<string, string> },
+) {
   const asked = ing.headers['access-control-request-method'];
   if (asked === undefined || ing.headers.origin === undefined) return null;
-  const r = rt.matcher.match(path, asked, ing.host, ing.headers);
+  const r = rt.matcher.match(target.path, asked, ing.host, ing.headers, target.query);
   return r?.answersPreflight ? r : null;
 }
 

@@ -148,7 +148,7 @@ function compileRoutePath(path: string): string | { error: string } {
 }
 
 function runtimeRoute(entry: Route): RuntimeRoute {
-  return { id: entry.id, entry, methods: null, hosts: null, headers: null } as RuntimeRoute;
+  return { id: entry.id, entry, methods: null, hosts: null, headers: null, query: null } as RuntimeRoute;
 }
 
 /** Whether a route with this (table) path, of this type, matches a request for `requestPath`. */

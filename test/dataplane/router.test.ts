@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Route } from '../../dataplane/config/route-table.ts';
-import { hostMatcher, RouteMatcher } from '../../dataplane/runtime/router.ts';
+import { hostMatcher, queryMatcher, RouteMatcher } from '../../dataplane/runtime/router.ts';
 import type { RuntimeRoute } from '../../dataplane/pipeline/route.ts';
 import { route } from '../helpers/tables.ts';
 
@@ -14,13 +14,17 @@ function rt(entry: Route): RuntimeRoute {
     methods: m.methods ? new Set(m.methods) : null,
     hosts: m.hosts ? hostMatcher(m.hosts) : null,
     headers: m.headers ? m.headers.map((h) => [h.name, h.value] as const) : null,
+    query: m.query ? queryMatcher(m.query) : null,
   } as RuntimeRoute;
 }
 
 function matcher(...routes: Route[]) {
   const m = new RouteMatcher(routes.map(rt));
-  return (path: string, method = 'GET', host = 'example.com', headers: Record<string, string> = {}) =>
-    m.match(path, method, host, headers)?.entry.source.name ?? null;
+  return (path: string, method = 'GET', host = 'example.com', headers: Record<string, string> = {}) => {
+    const q = path.indexOf('?');
+    const [p, query] = q < 0 ? [path, ''] : [path.slice(0, q), path.slice(q + 1)];
+    return m.match(p, method, host, headers, query)?.entry.source.name ?? null;
+  };
 }
 
 describe('RouteMatcher', () => {
@@ -65,6 +69,41 @@ describe('RouteMatcher', () => {
     );
     expect(m('/charges', 'POST')).toBe('exact');
     expect(m('/charges', 'GET')).toBe('prefix');
+  });
+
+  it('matches query parameters: exact values, anchored patterns, the first of a repeated name, decoded', () => {
+    const at = (query: Route['match']['query']) => ({
+      match: { path: { type: 'Prefix' as const, value: '/' }, query },
+    });
+    const m = matcher(
+      route(
+        'both',
+        'u',
+        '/',
+        at([
+          { name: 'animal', value: 'dolphin' },
+          { name: 'color', value: 'blue' },
+        ]),
+      ),
+      route('whale', 'u', '/', at([{ name: 'animal', value: 'whale' }])),
+      route('id', 'u', '/', at([{ name: 'id', type: 'RegularExpression', value: '[0-9]+' }])),
+      route('space', 'u', '/', at([{ name: 'q', value: 'a b' }])),
+      route('root', 'u', '/'),
+    );
+    expect(m('/?animal=whale')).toBe('whale');
+    expect(m('/x?other=1&animal=whale')).toBe('whale');
+    expect(m('/?animal=dolphin&color=blue')).toBe('both');
+    expect(m('/?animal=dolphin')).toBe('root'); // one of two: no match
+    expect(m('/?ANIMAL=whale')).toBe('root'); // names are case-sensitive
+    expect(m('/?animal=Whale')).toBe('root'); // values too
+    expect(m('/?animal=whaledolphin')).toBe('root');
+    expect(m('/?animal=whale&animal=dolphin')).toBe('whale'); // the first value counts
+    expect(m('/?animal=dolphin&animal=whale')).toBe('root');
+    expect(m('/?id=123')).toBe('id');
+    expect(m('/?id=12a')).toBe('root'); // the pattern must match the whole value
+    expect(m('/?q=a+b')).toBe('space');
+    expect(m('/?q=a%20b')).toBe('space');
+    expect(m('/')).toBe('root');
   });
 
   it('matches hosts exactly or by one-label wildcard', () => {

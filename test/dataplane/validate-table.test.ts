@@ -27,6 +27,32 @@ describe('validateRouteTable, plugin rules', () => {
   });
 });
 
+describe('validateRouteTable, query matches', () => {
+  it('names the route and the value of a pattern that does not compile or could backtrack catastrophically', () => {
+    const q = (value: string) => ({
+      match: {
+        path: { type: 'Prefix' as const, value: '/' },
+        query: [{ name: 'q', type: 'RegularExpression' as const, value }],
+      },
+    });
+    const table = snapshot(
+      [
+        route('ok', 'u', '/ok', q('[a-z]+')),
+        route('bad', 'u', '/bad', q('(a+)+')),
+        route('broken', 'u', '/x', q('(')),
+      ],
+      [upstream('u', 'http://127.0.0.1:9')],
+    ).table;
+    const errors = validateRouteTable(table);
+    expect(errors.map((e) => [e.id, e.field])).toEqual([
+      ['route/test/bad/bad/0', 'match.query[0].value'],
+      ['route/test/broken/broken/0', 'match.query[0].value'],
+    ]);
+    expect(errors[0].message).toContain('backtrack catastrophically');
+    expect(errors[1].message).toContain('not a valid regular expression');
+  });
+});
+
 describe('validateRouteTable, Gateway listeners', () => {
   const cert = (id: string, hosts: string[]) => ({ id, hosts, cert: 'PEM', key: 'PEM' });
   const base = () =>

@@ -44,6 +44,39 @@ describe.skipIf(!RUN)('GATEWAY-HTTP extended', () => {
     });
   }, 60_000);
 
+  it('HTTPRouteQueryParamMatching', async () => {
+    await env.withManifest('httproute-query-param-matching', async () => {
+      await routeParent(env, INFRA, 'query-param-matching', 'same-namespace');
+      const urls = await env.gatewayUrls(INFRA, 'same-namespace', 80);
+      const version = (v: string) => ({ headers: { version: v } });
+      for (const [path, n] of [
+        ['/?animal=whale', 1],
+        ['/?animal=dolphin', 2],
+        ['/?animal=dolphin&color=blue', 3], // two query matches outrank one
+        ['/?ANIMAL=Whale', 3], // names and values are case-sensitive
+        ['/?animal=whale&otherparam=irrelevant', 1],
+        ['/?animal=dolphin&color=yellow', 2],
+        ['/path1?animal=whale', 1],
+        ['/path3?animal=shark', 1],
+        ['/path5?animal=hydra', 1], // a longer path outranks a query match
+      ] as const)
+        await expectRequest(urls, path, v(n));
+      for (const path of [
+        '/?color=blue',
+        '/?animal=dog',
+        '/?animal=whaledolphin',
+        '/',
+        '/?animal=shark', // /path3 and the query: both or nothing
+        '/path4?animal=kraken', // without its header
+      ])
+        await expectRequest(urls, path, { status: 404 });
+      await expectRequest(urls, '/?animal=whale', v(2), version('one'));
+      await expectRequest(urls, '/path2?animal=whale', v(3), version('two'));
+      await expectRequest(urls, '/path4?animal=kraken', v(1), version('three'));
+      await expectRequest(urls, '/?animal=hydra', v(3), version('four')); // a header match outranks a query match
+    });
+  }, 90_000);
+
   for (const [name, status, path] of [
     ['HTTPRoute303Redirect', 303, '/see-other'],
     ['HTTPRoute307Redirect', 307, '/temporary'],

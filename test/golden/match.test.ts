@@ -70,7 +70,7 @@ function matchOne(rt: Runtime, request: MatchRequest) {
   ];
   const ing = readIngressHeaders({ rawHeaders } as IncomingMessage, false);
   if ('error' in ing) return { request, refused: ing.error };
-  const route = rt.matcher.match(target.path, request.method, ing.host, ing.headers);
+  const route = rt.matcher.match(target.path, request.method, ing.host, ing.headers, target.query);
   return { request, route: route?.id ?? null, chain: route?.chain ?? null };
 }
 

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { validateRouteTable } from '../../dataplane/config/validate.ts';
 import { checkCorsConfig, type CorsConfig } from '../../dataplane/plugins/cors/manifest.ts';
 import { compileOrigins as compile } from '../../dataplane/config/origins.ts';
-import { anchoredRegex } from '../../dataplane/plugins/cors/manifest.ts';
+import { anchoredRegex } from '../../dataplane/config/regex.ts';
 
 const compileOrigins = (origins: string[], regex: string[]) => compile(origins, regex.map(anchoredRegex));
 import { compilePolicy, headerList, mergeVary } from '../../dataplane/plugins/cors/policy.ts';

@@ -7,7 +7,8 @@
  */
 import { TOKEN } from '../../config/http-grammar.ts';
 import { compileOrigins } from '../../config/origins.ts';
-import { anchoredRegex, type CorsConfig } from './manifest.ts';
+import { anchoredRegex } from '../../config/regex.ts';
+import type { CorsConfig } from './manifest.ts';
 
 export const DEFAULT_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'];
 /** Vary of an actual response: the response depends on the Origin (a cache must not give one origin's answer to another). */
