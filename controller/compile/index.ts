@@ -85,6 +85,7 @@ function tableOf(
       ...(d.route.listeners && { listeners: [...d.route.listeners] }),
       match: sorted(d.match),
       plugins: d.plugins,
+      ...(d.route.rewrite && { rewrite: sorted(d.route.rewrite) }),
       source: d.route.source,
       stripPrefix: d.stripPrefix,
       ...(d.websocket && { websocket: sorted(d.websocket) }),

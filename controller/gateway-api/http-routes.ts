@@ -44,6 +44,7 @@ import { grpcMatchesOf, grpcMatchProblem } from './grpc-matches.ts';
 import { intersectHostnames } from './hostnames.ts';
 import { INVALID_BACKEND, NO_BACKEND, redirectEntry, redirectProblem } from './redirects.ts';
 import { referencePermitted } from './reference-grants.ts';
+import { urlRewriteEntry, urlRewriteProblem } from './url-rewrites.ts';
 import { regexProblem } from '../../dataplane/config/regex.ts';
 
 export interface TranslatedRoutes {
@@ -296,6 +297,9 @@ function unsupportedIn(route: AnyRoute): string | undefined {
       } else if (f.type === 'RequestRedirect' && route.kind === 'HTTPRoute') {
         const problem = redirectProblem(f);
         if (problem) return `${at}.filters[${j}]: ${problem}`;
+      } else if (f.type === 'URLRewrite' && route.kind === 'HTTPRoute') {
+        const problem = urlRewriteProblem(f, rule as HTTPRouteRule);
+        if (problem) return `${at}.filters[${j}]: ${problem}`;
       } else if (f.type !== 'ExtensionRef') return `${at}.filters: ${f.type} is not supported yet`;
       else if (f.extensionRef?.group !== GROUP || f.extensionRef.kind !== 'GatewayPlugin')
         return `${at}.filters: an ExtensionRef to ${f.extensionRef?.group}/${f.extensionRef?.kind} (sluice.dev/GatewayPlugin is served)`;
@@ -347,6 +351,7 @@ function modelRoutes(
   (route.spec.rules ?? []).forEach((rule, i) => {
     // A redirect answers by itself; a rule without a valid backend answers 500 (the spec's).
     const redirect = route.kind === 'HTTPRoute' ? redirectEntry(rule as HTTPRouteRule) : undefined;
+    const rewrite = route.kind === 'HTTPRoute' ? urlRewriteEntry(rule as HTTPRouteRule) : undefined;
     const entry = redirect ?? (backends[i] === null ? INVALID_BACKEND : undefined);
     const shares = entry ? [] : backends[i]!;
     const weighted = shares.filter((b): b is Backend => !('invalid' in b));
@@ -392,6 +397,7 @@ function modelRoutes(
         }),
         listeners: group.listeners.sort(),
         ruleIndex: i,
+        ...(rewrite && { rewrite }),
       });
     });
   });

@@ -4,7 +4,7 @@
  */
 import type { GatewayRouteSpec } from '../api/gateway-route.ts';
 import type { PluginName } from '../../dataplane/config/catalog.ts';
-import type { Balance, Certificate, Listener, SourceRef } from '../../dataplane/config/route-table.ts';
+import type { Balance, Certificate, Listener, Route, SourceRef } from '../../dataplane/config/route-table.ts';
 import type { ObjectRef } from '../source/resource-set.ts';
 import type { Endpoint } from './endpoints.ts';
 import type { ModelHandler } from './handlers.ts';
@@ -55,6 +55,8 @@ export interface ModelRoute {
   ruleIndex?: number;
   /** By backend URL: those spoken to in HTTP/2 with prior knowledge (GRPCRoute, appProtocol kubernetes.io/h2c). */
   protocols?: ReadonlyMap<string, 'h2c'>;
+  /** An HTTPRoute rule's URLRewrite: the table's `rewrite` of each of its entries. */
+  rewrite?: Route['rewrite'];
   /**
    * An HTTPRoute rule's weighted backends, when more than one: the proxy's `backends`. An
    * `invalid` one (a backendRef that does not resolve) has its share answered 500.

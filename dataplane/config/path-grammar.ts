@@ -75,6 +75,18 @@ export function normalizeRoutePath(path: string): Normalized {
   return normalized.length > 1 && normalized.endsWith('/') ? normalized.slice(0, -1) : normalized;
 }
 
+/**
+ * Why a path a route's rewrite puts in place (route-table rewrite.path.value) is refused, or
+ * null: it must be written as a route path (the same refusals, dot segments included, escapes
+ * as normalized), except that a trailing "/" is kept, as the back end is to see it.
+ */
+export function rewritePathProblem(value: string): string | null {
+  const n = normalizeRoutePath(value);
+  if (typeof n !== 'string') return n.error;
+  const kept = n.length > 1 && value.endsWith('/') ? `${n}/` : n;
+  return kept === value ? null : `must be written normalized, as ${JSON.stringify(kept)}`;
+}
+
 function normalizeSlow(raw: string, refuseDots: boolean): Normalized {
   if (!ALLOWED.test(raw)) {
     const c = NOT_ALLOWED.exec(raw)?.[0] ?? '';

@@ -7,6 +7,7 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { HANDLER_MANIFESTS, PLUGIN_NAMES } from './catalog.ts';
 import { MAX_TIMEOUT_MS } from './duration.ts';
+import { HOST_NAME_CHARS } from './http-grammar.ts';
 import { NAMED_ORIGIN_PATTERN } from './origins.ts';
 import { ROUTE_PATH_PATTERN } from './path-grammar.ts';
 
@@ -109,8 +110,34 @@ export const Route = Type.Object(
     id: Type.String({ minLength: 1 }),
     source: SourceRef,
     match: RouteMatch,
-    /** Remove the matched prefix before forwarding. */
+    /** Remove the matched prefix before forwarding (a Prefix match; the same as rewrite.path ReplacePrefixMatch "/"). */
     stripPrefix: Type.Boolean(),
+    /**
+     * What the upstream is sent in place of the request's (Gateway API's URLRewrite), applied by
+     * the proxy (upstream/path.ts): `path` replaces the whole path or the matched prefix (not
+     * with stripPrefix, which is one such rewrite); `hostname` is the Host header the upstream
+     * gets (absent: the upstream url's host, as always).
+     */
+    rewrite: Type.Optional(
+      Type.Object(
+        {
+          hostname: Type.Optional(
+            Type.String({ minLength: 1, maxLength: 253, pattern: `^${HOST_NAME_CHARS}$` }),
+          ),
+          path: Type.Optional(
+            Type.Object(
+              {
+                type: Type.Union([Type.Literal('ReplaceFullPath'), Type.Literal('ReplacePrefixMatch')]),
+                /** Written normalized (path-grammar.ts rewritePathProblem); a trailing "/" is kept. */
+                value: Type.String({ minLength: 1, maxLength: 1024, pattern: ROUTE_PATH_PATTERN }),
+              },
+              { additionalProperties: false },
+            ),
+          ),
+        },
+        { additionalProperties: false, minProperties: 1 },
+      ),
+    ),
     /** In the order the controller resolved them; the data plane orders them by phase. */
     plugins: Type.Array(PluginInstance),
     handler: Handler,

@@ -13,6 +13,7 @@ import type { HandlerSite } from './manifest.ts';
 import { endpointProblems } from './endpoints.ts';
 import { listenerProblems } from './listeners.ts';
 import { regexProblem } from './regex.ts';
+import { rewritePathProblem } from './path-grammar.ts';
 import { CONFIG_MAX_DEPTH, deeperThan } from './limits.ts';
 
 export type { TableError } from './config-problem.ts';
@@ -158,6 +159,23 @@ function checkShaped(t: RouteTable): TableError[] {
     if (routeIds.has(r.id))
       errors.push({ id: r.id, field: 'id', message: `duplicate route id (routes[${i}])` });
     routeIds.add(r.id);
+    const rewritten = r.rewrite?.path;
+    if (rewritten !== undefined) {
+      const problem = rewritePathProblem(rewritten.value);
+      if (problem) errors.push({ id: r.id, field: 'rewrite.path.value', message: problem });
+      if (r.stripPrefix)
+        errors.push({
+          id: r.id,
+          field: 'rewrite.path',
+          message: 'stripPrefix is a path rewrite already: give one',
+        });
+      if (rewritten.type === 'ReplacePrefixMatch' && r.match.path.type !== 'Prefix')
+        errors.push({
+          id: r.id,
+          field: 'rewrite.path.type',
+          message: 'ReplacePrefixMatch needs a Prefix match',
+        });
+    }
     r.match.query?.forEach((q, j) => {
       const problem = q.type === 'RegularExpression' ? regexProblem(q.value) : undefined;
       if (problem) errors.push({ id: r.id, field: `match.query[${j}].value`, message: problem });

@@ -9,6 +9,7 @@ import type { Route } from '../config/route-table.ts';
 import type { BoundHandler, RuntimeDeps } from '../pipeline/route.ts';
 import type { MetricSet } from '../observability/metric-set.ts';
 import type { UpstreamRuntime } from '../upstream/pools.ts';
+import type { PathRewrite } from '../upstream/path.ts';
 
 export interface HandlerDeps extends RuntimeDeps {
   /** The snapshot's upstream by id (validateRouteTable has checked that it exists). */
@@ -16,8 +17,8 @@ export interface HandlerDeps extends RuntimeDeps {
 }
 
 export interface LiveHandler<Entry> {
-  /** `route` is the table's entry; `entry` its handler field, typed. stripLength as the router computed it. */
-  bind(route: Route, entry: Entry, stripLength: number): BoundHandler;
+  /** `route` is the table's entry; `entry` its handler field, typed; `rewritePath`, the route's (upstream/path.ts). */
+  bind(route: Route, entry: Entry, rewritePath: PathRewrite | null): BoundHandler;
   close?(): void;
 }
 

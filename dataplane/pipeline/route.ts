@@ -6,6 +6,7 @@ import type { Metrics } from '../observability/metrics.ts';
 import type { Tracing } from '../observability/tracing.ts';
 import type { StoreLookup } from '../stores/store-kind.ts';
 import type { ResponseSink } from '../upstream/call.ts';
+import type { PathRewrite } from '../upstream/path.ts';
 import type { Background } from './background.ts';
 import type { RequestContext, RequestHook, ResponseHook } from './context.ts';
 
@@ -65,8 +66,8 @@ export interface RuntimeRoute {
   headers: ReadonlyArray<readonly [name: string, value: string]> | null;
   /** The query matches (router.ts queryMatcher), or null: the query is then never parsed. */
   query: ((params: URLSearchParams) => boolean) | null;
-  /** Length of the prefix to strip from the path before forwarding, or 0. */
-  stripLength: number;
+  /** The path the upstream gets in place of the request's (stripPrefix, rewrite.path: upstream/path.ts), or null. */
+  rewritePath: PathRewrite | null;
   /** In phase order; null when the route has none (the common case costs no loop). */
   requestHooks: RequestHook[] | null;
   responseHooks: ResponseHook[] | null;

@@ -20,6 +20,7 @@ import { HANDLERS, PLUGINS } from './registry.ts';
 import { hostMatcher, queryMatcher, RouteMatcher } from './router.ts';
 import { Certificates } from '../tls/certificates.ts';
 import { BUILTIN_STEPS } from './builtin-steps.ts';
+import { pathRewrite } from '../upstream/path.ts';
 import { buildListenerPorts, type ListenerPort } from './listener-port.ts';
 
 export interface Runtime {
@@ -107,8 +108,7 @@ function buildRoute(
   upstream: (id: string) => UpstreamRuntime,
 ): RuntimeRoute {
   const m = entry.match;
-  const stripLength =
-    entry.stripPrefix && m.path.type === 'Prefix' && m.path.value !== '/' ? m.path.value.length : 0;
+  const rewritePath = pathRewrite(m.path, entry.stripPrefix, entry.rewrite);
   const kind = entry.handler.type;
   let live = handlers.get(kind);
   if (live === undefined) {
@@ -124,7 +124,7 @@ function buildRoute(
     hosts: m.hosts ? hostMatcher(m.hosts, entry.listeners !== undefined) : null,
     headers: m.headers ? m.headers.map((h) => [h.name, h.value] as const) : null,
     query: m.query ? queryMatcher(m.query) : null,
-    stripLength,
+    rewritePath,
     requestHooks: chain.requestHooks.length ? chain.requestHooks : null,
     responseHooks: chain.responseHooks.length ? chain.responseHooks : null,
     bodyAt:
@@ -133,7 +133,7 @@ function buildRoute(
         : HANDLERS.get(kind)!.manifest.needs?.requestBody
           ? chain.requestHooks.length
           : -1,
-    handler: live.bind(entry, entry.handler, stripLength),
+    handler: live.bind(entry, entry.handler, rewritePath),
     answersPreflight: chain.preflight,
     chain: [...chain.names, kind],
     logRate: logRate(entry.id, deps),

@@ -31,6 +31,21 @@ export const BUILTIN_STEPS: readonly BuiltinStep[] = [
     bind: (entry) => (entry.deprecation ? { onRequest: deprecationRequestHook(entry.deprecation) } : null),
   },
   {
+    // Gateway API's URLRewrite hostname: the Host the upstream gets (undici sends a request's
+    // `host` header in place of the origin's). After the route's transformers, which never see it.
+    name: 'rewrite-host',
+    phase: 'transform-request',
+    bind: (entry) => {
+      const host = entry.rewrite?.hostname;
+      if (host === undefined) return null;
+      return {
+        onRequest: (ctx) => {
+          ctx.headers.host = host;
+        },
+      };
+    },
+  },
+  {
     name: 'deprecation-headers',
     phase: 'final-headers',
     bind: (entry) => (entry.deprecation ? { onResponse: deprecationResponseHook(entry.deprecation) } : null),

@@ -47,6 +47,13 @@ beforeAll(async () => {
           plugins: [transformer('version', { add: { headers: ['X-Gateway-Version:v1'] } })],
         }),
         route('strip', 'based', '/svc', { stripPrefix: true }),
+        route('prefix', 'echo', '/prefix/one', {
+          rewrite: { path: { type: 'ReplacePrefixMatch', value: '/one' } },
+        }),
+        route('full', 'based', '/full', {
+          rewrite: { hostname: 'one.example.org', path: { type: 'ReplaceFullPath', value: '/replaced/' } },
+        }),
+        route('host', 'echo', '/host', { rewrite: { hostname: 'two.example.org' } }),
         route('slow', 'slow', '/slow'),
         route('dead', 'dead', '/dead'),
         route('stream', 'echo', '/stream', { type: 'Exact' }),
@@ -96,6 +103,21 @@ describe('proxying', () => {
     expect(last().url).toBe('/base/items/7?q=1');
     await request(`${dp.proxyUrl}/svc`).then((r) => r.body.dump());
     expect(last().url).toBe('/base');
+  });
+
+  it('rewrites the matched prefix or the whole path, and the Host, keeping the query', async () => {
+    const seen = async (path: string) => {
+      await request(`${dp.proxyUrl}${path}`).then((r) => r.body.dump());
+      return { url: last().url, host: last().headers.host };
+    };
+    expect(await seen('/prefix/one/two?x=1')).toEqual({
+      url: '/one/two?x=1',
+      host: `127.0.0.1:${echo.port}`,
+    });
+    expect((await seen('/prefix/one')).url).toBe('/one');
+    expect((await seen('/prefix/one/')).url).toBe('/one/');
+    expect(await seen('/full/a/b?y=2')).toEqual({ url: '/base/replaced/?y=2', host: 'one.example.org' });
+    expect(await seen('/host/a')).toEqual({ url: '/host/a', host: 'two.example.org' });
   });
 
   it('honours a valid X-Request-Id and forwards it', async () => {

@@ -77,6 +77,78 @@ describe.skipIf(!RUN)('GATEWAY-HTTP extended', () => {
     });
   }, 90_000);
 
+  /** The values the back end saw of a header, each line split on its commas (RFC 9110 §5.3: the same). */
+  const valuesOf = (r: Reply, name: string) =>
+    Object.entries(r.answer?.headers ?? {})
+      .filter(([k]) => k.toLowerCase() === name.toLowerCase())
+      .flatMap(([, vs]) => vs.flatMap((v) => v.split(/,\s*/)));
+
+  /** The RequestHeaderModifier both rewrite manifests pair with a rewrite, as the back end saw it. */
+  const MODIFIED = {
+    headers: {
+      'X-Header-Remove': 'remove-val',
+      'X-Header-Add-Append': 'append-val-1',
+      'X-Header-Set': 'set-val',
+    },
+  };
+  function expectModified(replies: readonly Reply[]): void {
+    for (const r of replies) {
+      expect(valuesOf(r, 'X-Header-Add')).toEqual(['header-val-1']);
+      expect(valuesOf(r, 'X-Header-Add-Append')).toEqual(['append-val-1', 'header-val-2']);
+      expect(valuesOf(r, 'X-Header-Set')).toEqual(['set-overwrites-values']);
+      expect(valuesOf(r, 'X-Header-Remove')).toEqual([]);
+    }
+  }
+
+  it('HTTPRouteRewriteHost', async () => {
+    await env.withManifest('httproute-rewrite-host', async () => {
+      await routeParent(env, INFRA, 'rewrite-host', 'same-namespace');
+      const urls = await env.gatewayUrls(INFRA, 'same-namespace', 80);
+      const at = { headers: { Host: 'rewrite.example' } };
+      for (const [path, n, host] of [
+        ['/one', 1, 'one.example.org'],
+        ['/two', 2, 'example.org'],
+      ] as const)
+        for (const r of await expectRequest(urls, path, v(n), at)) expect(r.answer?.host).toBe(host);
+      const both = await expectRequest(urls, '/rewrite-host-and-modify-headers', v(2), {
+        headers: { ...MODIFIED.headers, ...at.headers },
+      });
+      for (const r of both) expect(r.answer?.host).toBe('test.example.org');
+      expectModified(both);
+    });
+  }, 60_000);
+
+  it('HTTPRouteRewritePath', async () => {
+    await env.withManifest('httproute-rewrite-path', async () => {
+      await routeParent(env, INFRA, 'rewrite-path', 'same-namespace');
+      const urls = await env.gatewayUrls(INFRA, 'same-namespace', 80);
+      for (const [path, seen] of [
+        ['/prefix/one/two', '/one/two'],
+        ['/prefix/one/two?q=1', '/one/two?q=1'], // the query goes along
+        ['/strip-prefix/three', '/three'],
+        ['/strip-prefix', '/'],
+        ['/full/one/two', '/one'],
+      ])
+        await expectRequest(urls, path, { ...v(1), path: seen });
+      expectModified(
+        await expectRequest(
+          urls,
+          '/full/rewrite-path-and-modify-headers/test',
+          { ...v(1), path: '/test' },
+          MODIFIED,
+        ),
+      );
+      expectModified(
+        await expectRequest(
+          urls,
+          '/prefix/rewrite-path-and-modify-headers/one',
+          { ...v(1), path: '/prefix/one' },
+          MODIFIED,
+        ),
+      );
+    });
+  }, 60_000);
+
   for (const [name, status, path] of [
     ['HTTPRoute303Redirect', 303, '/see-other'],
     ['HTTPRoute307Redirect', 307, '/temporary'],

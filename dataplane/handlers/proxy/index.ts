@@ -13,7 +13,7 @@ import type { RequestContext } from '../../pipeline/context.ts';
 import { limitedStream } from '../../upstream/body.ts';
 import { type Body, callUpstream, type ResponseSink } from '../../upstream/call.ts';
 import { h2cRequestHeaders } from '../../upstream/h2c-headers.ts';
-import { upstreamPath } from '../../upstream/path.ts';
+import { type PathRewrite, upstreamPath } from '../../upstream/path.ts';
 import type { UpstreamRuntime } from '../../upstream/pools.ts';
 import { ClientSink } from '../client-sink.ts';
 import { defineHandler, type HandlerDeps } from '../types.ts';
@@ -25,12 +25,12 @@ import { weightedChooser } from './weighted.ts';
 export default defineHandler(manifest, {
   create(deps) {
     return {
-      bind(_route, entry, stripLength) {
-        if (entry.backends !== undefined) return bindWeighted(entry.backends, stripLength, deps);
+      bind(_route, entry, rewritePath) {
+        if (entry.backends !== undefined) return bindWeighted(entry.backends, rewritePath, deps);
         // The door let through exactly one of upstream and backends.
-        const main = bindTo(deps.upstream(entry.upstream!), stripLength, deps);
+        const main = bindTo(deps.upstream(entry.upstream!), rewritePath, deps);
         if (entry.canary === undefined) return main;
-        const canary = bindTo(deps.upstream(entry.canary.upstream), stripLength, deps);
+        const canary = bindTo(deps.upstream(entry.canary.upstream), rewritePath, deps);
         const toCanary = canaryChooser(entry.canary);
         return picking((ctx) => (toCanary(ctx) ? canary : main));
       },
@@ -44,12 +44,12 @@ export default defineHandler(manifest, {
  */
 function bindWeighted(
   backends: readonly WeightedBackend[],
-  stripLength: number,
+  rewritePath: PathRewrite | null,
   deps: HandlerDeps,
 ): BoundHandler {
   const live = backends.filter((b) => b.weight > 0);
   const bound = live.map((b) =>
-    b.upstream !== undefined ? bindTo(deps.upstream(b.upstream), stripLength, deps) : answering(b.problem!),
+    b.upstream !== undefined ? bindTo(deps.upstream(b.upstream), rewritePath, deps) : answering(b.problem!),
   );
   if (bound.length === 1) return bound[0];
   const choose = weightedChooser(live.map((b) => b.weight));
@@ -79,9 +79,9 @@ function picking(pick: (ctx: RequestContext) => BoundHandler): BoundHandler {
 }
 
 /** The handler of a route for one upstream. */
-function bindTo(up: UpstreamRuntime, stripLength: number, deps: RuntimeDeps): BoundHandler {
+function bindTo(up: UpstreamRuntime, rewritePath: PathRewrite | null, deps: RuntimeDeps): BoundHandler {
   const path = (ctx: RequestContext) =>
-    upstreamPath(ctx.path, ctx.query, stripLength, up.basePath, ctx.upstreamPath);
+    upstreamPath(ctx.path, ctx.query, rewritePath, up.basePath, ctx.upstreamPath);
   // `signal`: the client's (RequestContext.signal) when the answer goes to it; none for a call in
   // the background (an accepted asynchronous operation, a cache refresh), which outlives the client.
   const call = (ctx: RequestContext, sink: ResponseSink, signal?: AbortSignal) => {

@@ -135,7 +135,7 @@ export class Recorder implements ResponseTap {
 
 /**
  * Content-Location names the request's own URI (RFC 9110 §9.3.3: only then is a POST's response
- * its GET's): the path as the client sent it, or as the upstream got it (after stripPrefix).
+ * its GET's): the path as the client sent it, or as the upstream got it (after the route's rewrite).
  */
 function sameResource(location: string | string[] | undefined, ctx: RequestContext): boolean {
   if (typeof location !== 'string') return false;
@@ -146,8 +146,8 @@ function sameResource(location: string | string[] | undefined, ctx: RequestConte
     return false;
   }
   // The host is not compared: an upstream names its own origin, which the gateway maps to the route.
-  const strip = ctx.route.stripLength;
-  const upstreamPath = strip > 0 ? ctx.path.slice(strip) || '/' : ctx.path;
+  const rewrite = ctx.route.rewritePath;
+  const upstreamPath = rewrite === null ? ctx.path : rewrite(ctx.path);
   const search = ctx.query === '' ? '' : `?${ctx.query}`;
   return (url.pathname === ctx.path || url.pathname === upstreamPath) && url.search === search;
 }
