@@ -23,7 +23,13 @@ const gc = (globalThis as { gc?: () => void }).gc ?? (() => {});
 const routes = Array.from({ length: N }, (_, i) => {
   const value = `/r-${String(i >> 1).padStart(5, '0')}/${i & 1 ? 'b' : 'a'}`;
   const type = i & 1 ? 'Exact' : 'Prefix';
-  return { entry: { match: { path: { type, value } } }, methods: null, hosts: null, headers: null, query: null };
+  return {
+    entry: { match: { path: { type, value } } },
+    methods: null,
+    hosts: null,
+    headers: null,
+    query: null,
+  };
 }) as unknown as RuntimeRoute[];
 
 function fmwOf(rs: RuntimeRoute[]) {
