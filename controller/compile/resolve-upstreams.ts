@@ -94,7 +94,11 @@ export const resolveUpstreams: Pass = (state) => {
       const backends = d.route.backends.map((b) =>
         'invalid' in b
           ? { problem: 'SLC_ERR_BACKEND_INVALID' as const, weight: b.weight }
-          : { upstream: upstreams[next++].id, weight: b.weight },
+          : {
+              ...(b.requestHeaders && { requestHeaders: b.requestHeaders }),
+              upstream: upstreams[next++].id,
+              weight: b.weight,
+            },
       );
       return { ...d, handler: { entry: { backends, type: 'proxy' as const }, upstreams } };
     }

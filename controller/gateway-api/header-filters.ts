@@ -56,12 +56,7 @@ export function headerFilterPlugins(
     const kind = HEADER_FILTERS.get(f.type);
     const m = modifierOf(f);
     if (kind === undefined || m === undefined || headerFilterProblem(f)) return;
-    const pair = (h: { name: string; value: string }) => `${h.name}:${h.value}`;
-    const config = {
-      ...(m.remove?.length && { remove: { headers: [...m.remove] } }),
-      ...(m.set?.length && { replace: { headers: m.set.map(pair) }, add: { headers: m.set.map(pair) } }),
-      ...(m.add?.length && { append: { headers: m.add.map(pair) } }),
-    };
+    const config = headerEdits(m);
     const name = `${route.kind.toLowerCase()}.${route.metadata.name}.rule-${i}.filter-${j}`;
     out.push({
       // ref names the instance (attachPlugins makes its id from it); source, the HTTPRoute.
@@ -74,10 +69,32 @@ export function headerFilterPlugins(
       },
       plugin: kind.plugin,
       field: `spec.rules[${i}].filters[${j}]`,
-      config: withSortedKeys(config),
+      config,
     });
   });
   return out;
+}
+
+/**
+ * A modifier's edits in the transformers' header shape (set → replace + add, add → append,
+ * remove → remove), keys sorted: a plugin's config, or a backend's own edits (the proxy's
+ * backends[].requestHeaders, backendRefs[].filters).
+ */
+export function headerEdits(m: HeaderModifier) {
+  const pair = (h: { name: string; value: string }) => `${h.name}:${h.value}`;
+  return withSortedKeys({
+    ...(m.remove?.length && { remove: { headers: [...m.remove] } }),
+    ...(m.set?.length && { replace: { headers: m.set.map(pair) }, add: { headers: m.set.map(pair) } }),
+    ...(m.add?.length && { append: { headers: m.add.map(pair) } }),
+  });
+}
+
+/** A backendRef's own request header edits (its RequestHeaderModifier filter; the CRD allows one), or undefined. */
+export function backendHeaderEdits(filters: readonly HTTPRouteFilter[] | undefined) {
+  const f = (filters ?? []).find((x) => x.type === 'RequestHeaderModifier');
+  if (f === undefined || headerFilterProblem(f)) return undefined;
+  const edits = headerEdits(modifierOf(f)!);
+  return Object.keys(edits).length ? edits : undefined;
 }
 
 /** The instance's name: its id is plugin/<namespace>/<name>. */

@@ -35,11 +35,17 @@ import {
 import { GROUP } from '../api/common.ts';
 import { keyOf, type ResourceSet } from '../source/resource-set.ts';
 import { type Endpoint, readyEndpoints } from '../validate/endpoints.ts';
-import type { ModelPlugin, ModelRoute } from '../validate/model.ts';
+import type { HeaderEdits, ModelPlugin, ModelRoute } from '../validate/model.ts';
 import { serviceUrl } from '../validate/service-url.ts';
 import { condition, type RouteParentStatus, type RouteStatus } from './conditions.ts';
 import { admitsNamespace, type ModelListener, type TranslatedGateways } from './gateways.ts';
-import { HEADER_FILTERS, headerFilterPlugins, headerFilterProblem, pluginName } from './header-filters.ts';
+import {
+  backendHeaderEdits,
+  HEADER_FILTERS,
+  headerFilterPlugins,
+  headerFilterProblem,
+  pluginName,
+} from './header-filters.ts';
 import { grpcMatchesOf, grpcMatchProblem } from './grpc-matches.ts';
 import { intersectHostnames } from './hostnames.ts';
 import { INVALID_BACKEND, NO_BACKEND, redirectEntry, redirectProblem } from './redirects.ts';
@@ -199,6 +205,8 @@ interface Backend {
   url: string;
   endpoints: readonly Endpoint[] | undefined;
   weight: number;
+  /** Its own RequestHeaderModifier (backendRefs[].filters), as the proxy's backends[].requestHeaders. */
+  requestHeaders?: HeaderEdits;
 }
 
 /** A backendRef that does not resolve, beside valid ones: its share of the rule's requests answers 500. */
@@ -256,6 +264,7 @@ function resolvedRefs(
       return null;
     }
     const slices = set.endpointSlices?.get(keyOf(refNs, ref.name));
+    const edits = backendHeaderEdits(ref.filters);
     // gRPC is HTTP/2; an HTTPRoute's Service port may say it speaks h2c (appProtocol).
     const h2c = route.kind === 'GRPCRoute' || port?.appProtocol === 'kubernetes.io/h2c';
     return {
@@ -264,6 +273,7 @@ function resolvedRefs(
       url: serviceUrl(refNs, ref.name, ref.port ?? 0),
       endpoints: slices === undefined ? undefined : readyEndpoints(slices, port?.name ?? ''),
       weight: ref.weight ?? 1,
+      ...(edits && { requestHeaders: edits }),
     };
   };
   const backends = (route.spec.rules ?? []).map((rule, i): (Backend | InvalidShare)[] | null => {
@@ -305,8 +315,14 @@ function unsupportedIn(route: AnyRoute): string | undefined {
         return `${at}.filters: an ExtensionRef to ${f.extensionRef?.group}/${f.extensionRef?.kind} (sluice.dev/GatewayPlugin is served)`;
     }
     if ((rule.backendRefs ?? []).length > 16) return `${at}.backendRefs: more than 16 backends`;
-    if (rule.backendRefs?.some((b) => b.filters?.length))
-      return `${at}.backendRefs[].filters are not supported yet`;
+    for (const [j, b] of (rule.backendRefs ?? []).entries())
+      for (const [k, f] of (b.filters ?? []).entries()) {
+        const bf = `${at}.backendRefs[${j}].filters[${k}]`;
+        if (f.type !== 'RequestHeaderModifier')
+          return `${bf}: ${f.type} on a backendRef is not supported yet`;
+        const problem = headerFilterProblem(f);
+        if (problem) return `${bf}: ${problem}`;
+      }
     if (route.kind === 'GRPCRoute') {
       for (const [j, m] of (rule.matches ?? []).entries()) {
         const problem = grpcMatchProblem(m as GRPCRouteMatch);
@@ -389,10 +405,17 @@ function modelRoutes(
         ...(weighted.some((b) => b.protocol) && {
           protocols: new Map(weighted.flatMap((b) => (b.protocol ? [[b.url, b.protocol] as const] : []))),
         }),
-        // Two or more: the proxy spreads requests by weight (resolve-upstreams.ts).
-        ...(shares.length > 1 && {
+        // Two or more, or one with its own header edits: the proxy's weighted backends (resolve-upstreams.ts).
+        ...((shares.length > 1 || weighted.some((b) => b.requestHeaders)) && {
           backends: shares.map((b) =>
-            'invalid' in b ? b : { service: b.service, url: b.url, weight: b.weight },
+            'invalid' in b
+              ? b
+              : {
+                  service: b.service,
+                  url: b.url,
+                  weight: b.weight,
+                  ...(b.requestHeaders && { requestHeaders: b.requestHeaders }),
+                },
           ),
         }),
         listeners: group.listeners.sort(),

@@ -21,6 +21,11 @@ export interface ModelPlugin {
   config: Record<string, unknown>;
 }
 
+/** A weighted backend's own request header edits: the proxy entry's backends[].requestHeaders. */
+export type HeaderEdits = NonNullable<
+  NonNullable<Extract<Route['handler'], { type: 'proxy' }>['backends']>[number]['requestHeaders']
+>;
+
 export interface ModelRoute {
   ref: ObjectRef;
   source: SourceRef;
@@ -62,7 +67,7 @@ export interface ModelRoute {
    * `invalid` one (a backendRef that does not resolve) has its share answered 500.
    */
   backends?: readonly (
-    | { service: string; url: string; weight: number }
+    | { service: string; url: string; weight: number; requestHeaders?: HeaderEdits }
     | { invalid: true; weight: number }
   )[];
 }

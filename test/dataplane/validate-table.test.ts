@@ -53,6 +53,32 @@ describe('validateRouteTable, query matches', () => {
   });
 });
 
+describe("validateRouteTable, a backend's header edits", () => {
+  it("refuses a templated value: a backend's edits are literal", () => {
+    const table = snapshot(
+      [
+        {
+          ...route('edits', 'u', '/'),
+          handler: {
+            type: 'proxy',
+            backends: [
+              { upstream: 'u', weight: 1, requestHeaders: { add: { headers: ['X-A:{{ consumer.id }}'] } } },
+            ],
+          },
+        },
+      ],
+      [upstream('u', 'http://127.0.0.1:9')],
+    ).table;
+    expect(validateRouteTable(table)).toEqual([
+      {
+        id: 'route/test/edits/edits/0',
+        field: 'handler.backends[0].requestHeaders.add.headers[0]',
+        message: 'a backend header value is literal: "{{" is not allowed',
+      },
+    ]);
+  });
+});
+
 describe('validateRouteTable, Gateway listeners', () => {
   const cert = (id: string, hosts: string[]) => ({ id, hosts, cert: 'PEM', key: 'PEM' });
   const base = () =>

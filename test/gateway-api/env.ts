@@ -155,6 +155,51 @@ export async function expectRequest(
   return last;
 }
 
+/**
+ * The cases of upstream's HTTPRouteRequestHeaderModifier (set, add, remove, several at once,
+ * names in any case), which HTTPRouteBackendRequestHeaderModifier runs too, its filters written
+ * on the backendRef: the manifests of both give each case its own path to infra-backend-v1.
+ */
+export async function expectRequestHeaderModifier(urls: readonly string[]): Promise<void> {
+  const v1 = { namespace: INFRA, backend: 'infra-backend-v1' };
+  await expectRequest(
+    urls,
+    '/set',
+    { ...v1, headers: { 'X-Header-Set': 'set-overwrites-values' } },
+    { headers: { 'Some-Other-Header': 'val', 'X-Header-Set': 'some-other-value' } },
+  );
+  await expectRequest(urls, '/add', { ...v1, headers: { 'X-Header-Add': 'add-appends-values' } });
+  await expectRequest(
+    urls,
+    '/remove',
+    { ...v1, headers: { 'X-Header-Remove': null } },
+    { headers: { 'X-Header-Remove': 'val' } },
+  );
+  await expectRequest(
+    urls,
+    '/multiple',
+    {
+      ...v1,
+      headers: {
+        'X-Header-Set-1': 'header-set-1',
+        'X-Header-Set-2': 'header-set-2',
+        'X-Header-Add-1': 'header-add-1',
+        'X-Header-Remove-1': null,
+        'X-Header-Remove-2': null,
+      },
+    },
+    {
+      headers: { 'X-Header-Set-2': 'set-val-2', 'X-Header-Remove-1': 'val', 'X-Header-Remove-2': 'val' },
+    },
+  );
+  await expectRequest(
+    urls,
+    '/case-insensitivity',
+    { ...v1, headers: { 'X-Header-Set': 'header-set', 'X-Header-Remove': null } },
+    { headers: { 'x-header-set': 'original-val', 'x-header-remove': 'val' } },
+  );
+}
+
 interface Status {
   status?: {
     conditions?: { type: string; status: string; reason: string }[];

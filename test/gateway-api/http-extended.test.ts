@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { http1, type Reply, wsRoundTrip } from '../helpers/gateway-api/clients.ts';
 import { waitFor } from '../helpers/until.ts';
-import { type Env, expectRequest, INFRA, routeParent, startEnv } from './env.ts';
+import { type Env, expectRequest, expectRequestHeaderModifier, INFRA, routeParent, startEnv } from './env.ts';
 
 const RUN = process.env.KUBECONFIG !== undefined;
 let env: Env;
@@ -148,6 +148,30 @@ describe.skipIf(!RUN)('GATEWAY-HTTP extended', () => {
       );
     });
   }, 60_000);
+
+  it('HTTPRouteBackendRequestHeaderModifier', async () => {
+    const urls = await env.gatewayUrls(INFRA, 'same-namespace', 80);
+    await env.withManifest('httproute-request-header-modifier-backend', async () => {
+      await routeParent(env, INFRA, 'request-header-modifier', 'same-namespace');
+      await expectRequestHeaderModifier(urls);
+    });
+    // Two weighted backends, each setting its own name: a request carries only its own.
+    await env.withManifest('httproute-request-header-modifier-backend-weights', async () => {
+      await routeParent(env, INFRA, 'request-header-modifier-backend-weights', 'same-namespace');
+      await expectRequest(urls, '/', { namespace: INFRA });
+      const replies = (
+        await Promise.all(Array.from({ length: 10 }, () => Promise.all(urls.map((u) => http1(`${u}/`)))))
+      ).flat();
+      const byBackend = new Map<string, string[]>();
+      for (const r of replies) {
+        expect(r.status).toBe(200);
+        const backend = r.answer!.pod.replace(/-[0-9]+$/, '');
+        byBackend.set(backend, [...(byBackend.get(backend) ?? []), ...valuesOf(r, 'Backend')]);
+      }
+      expect([...byBackend.keys()].sort()).toEqual(['infra-backend-v1', 'infra-backend-v2']);
+      for (const [backend, seen] of byBackend) expect(new Set(seen)).toEqual(new Set([backend]));
+    });
+  }, 90_000);
 
   for (const [name, status, path] of [
     ['HTTPRoute303Redirect', 303, '/see-other'],

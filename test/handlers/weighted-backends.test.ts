@@ -57,6 +57,22 @@ beforeAll(async () => {
           { upstream: 'a', weight: 0 },
           { upstream: 'c', weight: 3 },
         ]),
+        weighted('edits', '/edits', [
+          {
+            upstream: 'a',
+            weight: 1,
+            requestHeaders: {
+              replace: { headers: ['X-Set:set-by-a'] },
+              add: { headers: ['X-Set:set-by-a', 'X-Backend:a'] },
+              append: { headers: ['X-Append:from-a'] },
+              remove: { headers: ['X-Remove'] },
+            },
+          },
+          { upstream: 'b', weight: 1 },
+        ]),
+        weighted('alone', '/alone', [
+          { upstream: 'c', weight: 1, requestHeaders: { add: { headers: ['X-Backend:c'] } } },
+        ]),
       ],
       [
         upstream('a', up.a.url),
@@ -72,6 +88,36 @@ beforeAll(async () => {
 afterAll(async () => {
   await dp?.close();
   for (const u of Object.values(up)) await u?.close();
+});
+
+describe("a backend's own request header edits", () => {
+  it("edit only the requests that backend gets, after the route's plugins, on a lone backend too", async () => {
+    const before = { a: up.a.seen.length, b: up.b.seen.length };
+    const headers = { 'x-set': 'client', 'x-append': 'client', 'x-remove': 'client' };
+    for (let i = 0; i < 10; i++)
+      await request(`${dp.proxyUrl}/edits/x`, { headers }).then((r) => r.body.dump());
+    const toA = up.a.seen.slice(before.a);
+    const toB = up.b.seen.slice(before.b);
+    expect(toA.length + toB.length).toBe(10);
+    expect(toA.length).toBeGreaterThan(0);
+    expect(toB.length).toBeGreaterThan(0);
+    for (const r of toA)
+      expect([
+        r.headers['x-set'],
+        r.headers['x-backend'],
+        r.headers['x-append'],
+        r.headers['x-remove'],
+      ]).toEqual(['set-by-a', 'a', 'client, from-a', undefined]);
+    for (const r of toB)
+      expect([
+        r.headers['x-set'],
+        r.headers['x-backend'],
+        r.headers['x-append'],
+        r.headers['x-remove'],
+      ]).toEqual(['client', undefined, 'client', 'client']);
+    await request(`${dp.proxyUrl}/alone`).then((r) => r.body.dump());
+    expect(up.c.seen.at(-1)?.headers['x-backend']).toBe('c');
+  });
 });
 
 const seen = () => ({ a: up.a.seen.length, b: up.b.seen.length, c: up.c.seen.length });

@@ -10,6 +10,8 @@
  */
 import type { BoundHandler, RuntimeDeps } from '../../pipeline/route.ts';
 import type { RequestContext } from '../../pipeline/context.ts';
+import { applyHeaderVerbs, compileHeaderVerbs, NO_SOURCES } from '../../pipeline/transform/headers.ts';
+import { template } from '../../config/template.ts';
 import { limitedStream } from '../../upstream/body.ts';
 import { type Body, callUpstream, type ResponseSink } from '../../upstream/call.ts';
 import { h2cRequestHeaders } from '../../upstream/h2c-headers.ts';
@@ -18,7 +20,7 @@ import type { UpstreamRuntime } from '../../upstream/pools.ts';
 import { ClientSink } from '../client-sink.ts';
 import { defineHandler, type HandlerDeps } from '../types.ts';
 import { canaryChooser } from './canary.ts';
-import { manifest, type WeightedBackend } from './manifest.ts';
+import { type HeaderEdits, manifest, type WeightedBackend } from './manifest.ts';
 import { tunnel } from './tunnel.ts';
 import { weightedChooser } from './weighted.ts';
 
@@ -48,9 +50,11 @@ function bindWeighted(
   deps: HandlerDeps,
 ): BoundHandler {
   const live = backends.filter((b) => b.weight > 0);
-  const bound = live.map((b) =>
-    b.upstream !== undefined ? bindTo(deps.upstream(b.upstream), rewritePath, deps) : answering(b.problem!),
-  );
+  const bound = live.map((b) => {
+    const h =
+      b.upstream !== undefined ? bindTo(deps.upstream(b.upstream), rewritePath, deps) : answering(b.problem!);
+    return b.requestHeaders ? editingHeaders(b.requestHeaders, h) : h;
+  });
   if (bound.length === 1) return bound[0];
   const choose = weightedChooser(live.map((b) => b.weight));
   return picking(() => bound[choose()]);
@@ -66,6 +70,27 @@ function answering(problem: NonNullable<WeightedBackend['problem']>): BoundHandl
     handle: (ctx) => call(ctx, new ClientSink(ctx)),
     call,
     upgrade: (ctx) => call(ctx, new ClientSink(ctx)),
+  };
+}
+
+/** A backend's own header edits (literal values), made on the request it is picked for. */
+function editingHeaders(edits: HeaderEdits, h: BoundHandler): BoundHandler {
+  const verbs = compileHeaderVerbs(edits, template);
+  if (verbs === null) return h;
+  const edit = (ctx: RequestContext) => void applyHeaderVerbs(verbs, ctx.headers, NO_SOURCES);
+  return {
+    handle: (ctx) => {
+      edit(ctx);
+      h.handle(ctx);
+    },
+    call: (ctx, sink) => {
+      edit(ctx);
+      h.call(ctx, sink);
+    },
+    upgrade: (ctx, socket, head) => {
+      edit(ctx);
+      h.upgrade!(ctx, socket, head);
+    },
   };
 }
 

@@ -6,6 +6,7 @@
 import { type Static, Type } from '@sinclair/typebox';
 import type { ConfigProblem } from '../../config/config-problem.ts';
 import { handlerManifest } from '../../config/manifest.ts';
+import { headerNames, headerValues, section } from '../../config/transform-schema.ts';
 
 /** A weighted canary: `weight` percent of the requests go to `upstream` instead of the handler's. */
 export const Canary = Type.Object(
@@ -30,6 +31,24 @@ export type Canary = Static<typeof Canary>;
 const MAX_BACKENDS = 16;
 const MAX_WEIGHT = 1_000_000;
 
+/**
+ * Request header edits for one backend only (Gateway API's backendRefs[].filters
+ * RequestHeaderModifier), in the request-transformer's shape and by its one definition of header
+ * verbs (pipeline/transform/headers.ts): remove, replace (when present), add (when absent),
+ * append. Values are literal ("{{" refused): they are applied when the backend is picked, after
+ * every plugin of the route.
+ */
+export const HeaderEdits = Type.Object(
+  {
+    remove: section({ headers: Type.Optional(headerNames('Headers removed.')) }, 'Removed.'),
+    replace: section({ headers: Type.Optional(headerValues('Replaced when present.')) }, 'Replaced.'),
+    add: section({ headers: Type.Optional(headerValues('Added when absent.')) }, 'Added.'),
+    append: section({ headers: Type.Optional(headerValues('Added next to any value.')) }, 'Appended.'),
+  },
+  { additionalProperties: false, minProperties: 1 },
+);
+export type HeaderEdits = Static<typeof HeaderEdits>;
+
 /** One of a route's weighted backends. */
 export const WeightedBackend = Type.Object(
   {
@@ -42,6 +61,8 @@ export const WeightedBackend = Type.Object(
     problem: Type.Optional(Type.Literal('SLC_ERR_BACKEND_INVALID')),
     /** Its share of the requests: its weight over the sum of the weights; 0: none. */
     weight: Type.Integer({ minimum: 0, maximum: MAX_WEIGHT }),
+    /** Header edits of the requests this backend gets (with an upstream only). */
+    requestHeaders: Type.Optional(HeaderEdits),
   },
   { additionalProperties: false },
 );
@@ -86,6 +107,14 @@ function checkProxy(h: ProxyHandler): ConfigProblem[] {
   h.backends.forEach((b, i) => {
     if ((b.upstream === undefined) === (b.problem === undefined))
       problems.push({ field: `backends[${i}]`, message: 'needs exactly one of upstream and problem' });
+    for (const verb of ['replace', 'add', 'append'] as const)
+      b.requestHeaders?.[verb]?.headers?.forEach((e, j) => {
+        if (e.includes('{{'))
+          problems.push({
+            field: `backends[${i}].requestHeaders.${verb}.headers[${j}]`,
+            message: 'a backend header value is literal: "{{" is not allowed',
+          });
+      });
   });
   return problems;
 }

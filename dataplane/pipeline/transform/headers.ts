@@ -10,6 +10,13 @@ import { splitPair } from '../../config/transform-schema.ts';
 
 type Headers = Record<string, string | string[]>;
 
+/** The sources of verbs whose values are all literal: rendering a literal never reads one. */
+export const NO_SOURCES: Sources = new Proxy({} as Sources, {
+  get() {
+    throw new Error('header verbs: a literal template read a source');
+  },
+});
+
 export interface HeaderVerbs {
   remove: string[];
   rename: [from: string, to: string][];

@@ -13,7 +13,7 @@ import type { RequestContext } from '../../pipeline/context.ts';
 import { finishRequest } from '../../pipeline/finish.ts';
 import { readBody } from '../../upstream/body.ts';
 import { BodyTooLargeError } from '../../upstream/errors.ts';
-import { applyHeaderVerbs, compileHeaderVerbs } from '../../pipeline/transform/headers.ts';
+import { applyHeaderVerbs, compileHeaderVerbs, NO_SOURCES } from '../../pipeline/transform/headers.ts';
 import {
   applyFieldVerbs,
   compileFieldVerbs,
@@ -29,13 +29,6 @@ import { captureParams, compilePathRewrite, renderPath } from '../../pipeline/tr
 import { applyQueryVerbs, compileQueryVerbs } from './query.ts';
 
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
-
-/** For configs without a {{ lookup }}: rendering a literal never reads a source. */
-const NO_SOURCES: Sources = new Proxy({} as Sources, {
-  get() {
-    throw new Error('request-transformer: a literal template read a source');
-  },
-});
 
 export default definePlugin(manifest, {
   metrics: [TRANSFORM_SKIPPED],
