@@ -103,6 +103,7 @@ export interface HTTPBackendRef {
 export interface HTTPRouteRule {
   name?: string;
   matches?: HTTPRouteMatch[];
+  timeouts?: { request?: string; backendRequest?: string };
   filters?: HTTPRouteFilter[];
   backendRefs?: HTTPBackendRef[];
 }

@@ -51,6 +51,7 @@ import { intersectHostnames } from './hostnames.ts';
 import { INVALID_BACKEND, NO_BACKEND, redirectEntry, redirectProblem } from './redirects.ts';
 import { referencePermitted } from './reference-grants.ts';
 import { urlRewriteEntry, urlRewriteProblem } from './url-rewrites.ts';
+import { timeoutsOf, timeoutsProblem } from './timeouts.ts';
 import { regexProblem } from '../../dataplane/config/regex.ts';
 
 export interface TranslatedRoutes {
@@ -315,6 +316,8 @@ function unsupportedIn(route: AnyRoute): string | undefined {
         return `${at}.filters: an ExtensionRef to ${f.extensionRef?.group}/${f.extensionRef?.kind} (sluice.dev/GatewayPlugin is served)`;
     }
     if ((rule.backendRefs ?? []).length > 16) return `${at}.backendRefs: more than 16 backends`;
+    const timeouts = route.kind === 'HTTPRoute' ? timeoutsProblem(rule as HTTPRouteRule) : undefined;
+    if (timeouts) return `${at}.${timeouts}`;
     for (const [j, b] of (rule.backendRefs ?? []).entries())
       for (const [k, f] of (b.filters ?? []).entries()) {
         const bf = `${at}.backendRefs[${j}].filters[${k}]`;
@@ -368,6 +371,7 @@ function modelRoutes(
     // A redirect answers by itself; a rule without a valid backend answers 500 (the spec's).
     const redirect = route.kind === 'HTTPRoute' ? redirectEntry(rule as HTTPRouteRule) : undefined;
     const rewrite = route.kind === 'HTTPRoute' ? urlRewriteEntry(rule as HTTPRouteRule) : undefined;
+    const timeouts = route.kind === 'HTTPRoute' ? timeoutsOf(rule as HTTPRouteRule) : undefined;
     const entry = redirect ?? (backends[i] === null ? INVALID_BACKEND : undefined);
     const shares = entry ? [] : backends[i]!;
     const weighted = shares.filter((b): b is Backend => !('invalid' in b));
@@ -397,7 +401,10 @@ function modelRoutes(
         ref: { kind: route.kind, namespace: ns, name },
         source: { kind: route.kind, namespace: ns, name, generation: route.metadata.generation ?? 0 },
         createdMs: Number.isNaN(created) ? undefined : created,
-        spec: { service: { name: backend.service, url: backend.url }, routes: rules },
+        spec: {
+          service: { name: backend.service, url: backend.url, ...(timeouts && { timeouts }) },
+          routes: rules,
+        },
         upstreamUrl: backend.url,
         handlers: rules.map(() => (entry ? { kind: entry.type, config: undefined, urls: [], entry } : null)),
         certificates: [],

@@ -173,6 +173,43 @@ describe.skipIf(!RUN)('GATEWAY-HTTP extended', () => {
     });
   }, 90_000);
 
+  it('HTTPRouteNamedRule', async () => {
+    await env.withManifest('httproute-named-rule', async () => {
+      await routeParent(env, INFRA, 'http-named-rules', 'same-namespace');
+      const urls = await env.gatewayUrls(INFRA, 'same-namespace', 80);
+      await expectRequest(urls, '/named', v(1));
+      await expectRequest(urls, '/unnamed', v(2));
+    });
+  }, 60_000);
+
+  // The echo waits ?delay= before answering: past the rule's timeout the gateway answers 504.
+  for (const [name, manifest, route, timed, disabled] of [
+    [
+      'HTTPRouteTimeoutRequest',
+      'httproute-timeout-request',
+      'request-timeout',
+      '/request-timeout',
+      '/disable-request-timeout',
+    ],
+    [
+      'HTTPRouteTimeoutBackendRequest',
+      'httproute-timeout-backend-request',
+      'backend-request-timeout',
+      '/backend-timeout',
+      '/disable-backend-timeout',
+    ],
+  ] as const)
+    it(name, async () => {
+      await env.withManifest(manifest, async () => {
+        await routeParent(env, INFRA, route, 'same-namespace');
+        const urls = await env.gatewayUrls(INFRA, 'same-namespace', 80);
+        await expectRequest(urls, timed, v(1));
+        await expectRequest(urls, `${timed}?delay=1s`, { status: 504 });
+        // "0s" turns the timeout off: a second's wait is answered.
+        await expectRequest(urls, `${disabled}?delay=1s`, { ...v(1), path: `${disabled}?delay=1s` });
+      });
+    }, 60_000);
+
   for (const [name, status, path] of [
     ['HTTPRoute303Redirect', 303, '/see-other'],
     ['HTTPRoute307Redirect', 307, '/temporary'],
