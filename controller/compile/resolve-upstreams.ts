@@ -88,6 +88,11 @@ export const resolveUpstreams: Pass = (state) => {
       ) as Route['handler'];
       return { ...d, handler: { entry, upstreams } };
     }
+    // Mirrors (an HTTPRoute rule's) are the last upstreams; their copies go beside the main call.
+    const mirrored = d.route.mirrors?.map((m, i) => ({
+      ...(m.fraction && { fraction: m.fraction }),
+      upstream: upstreams[upstreams.length - d.route.mirrors!.length + i].id,
+    }));
     if (d.route.backends) {
       // Upstreams are the valid backends', in order; an invalid one's share answers 500.
       let next = 0;
@@ -100,7 +105,12 @@ export const resolveUpstreams: Pass = (state) => {
               weight: b.weight,
             },
       );
-      return { ...d, handler: { entry: { backends, type: 'proxy' as const }, upstreams } };
+      const entry = { backends, ...(mirrored && { mirrors: mirrored }), type: 'proxy' as const };
+      return { ...d, handler: { entry, upstreams } };
+    }
+    if (mirrored) {
+      const entry = { mirrors: mirrored, type: 'proxy' as const, upstream: upstreams[0].id };
+      return { ...d, handler: { entry, upstreams } };
     }
     const [first, second] = upstreams;
     const canary = second && { upstream: second, weight: d.version!.backends[1].weight };
@@ -128,6 +138,14 @@ interface Wish {
 function wishesOf(d: Draft): Wish[] {
   const h = d.route.handlers[d.ruleIndex];
   if (h?.entry) return [];
+  // An HTTPRoute rule's mirrors come last (the draft's handler entry takes them from the end).
+  const mirrors = d.route.mirrors;
+  if (mirrors) return [...mainWishes(d), ...mirrors.map((m) => ({ url: m.url, service: m.service }))];
+  return mainWishes(d);
+}
+
+function mainWishes(d: Draft): Wish[] {
+  const h = d.route.handlers[d.ruleIndex];
   if (d.route.backends)
     return d.route.backends.flatMap((b) => ('invalid' in b ? [] : [{ url: b.url, service: b.service }]));
   if (h) return handlerManifest(h.kind)!.route!.upstreams(h.config, h.urls, d.route.upstreamUrl);

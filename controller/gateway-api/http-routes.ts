@@ -51,6 +51,7 @@ import { intersectHostnames } from './hostnames.ts';
 import { INVALID_BACKEND, NO_BACKEND, redirectEntry, redirectProblem } from './redirects.ts';
 import { referencePermitted } from './reference-grants.ts';
 import { urlRewriteEntry, urlRewriteProblem } from './url-rewrites.ts';
+import { mirrorProblem, mirrorRefs } from './mirrors.ts';
 import { timeoutsOf, timeoutsProblem } from './timeouts.ts';
 import { regexProblem } from '../../dataplane/config/regex.ts';
 
@@ -136,7 +137,7 @@ export function translateHttpRoutes(
     if (served.length === 0) continue;
     const filters = (route.spec.rules ?? []).map((rule, i) => headerFilterPlugins(route, rule.filters, i));
     for (const p of filters.flat()) made.set(`${p.ref.namespace}/${pluginName(p)}`, p);
-    routes.push(...modelRoutes(route, served, refs.backends, filters));
+    routes.push(...modelRoutes(route, served, refs, filters));
   }
   for (const { status: gs, listeners } of gateways.gateways.values())
     listeners.forEach((l, i) => {
@@ -210,6 +211,11 @@ interface Backend {
   requestHeaders?: HeaderEdits;
 }
 
+/** A RequestMirror's Service, resolved, and the share of the requests it gets a copy of. */
+interface Mirror extends Backend {
+  fraction?: { numerator: number; denominator: number };
+}
+
 /** A backendRef that does not resolve, beside valid ones: its share of the rule's requests answers 500. */
 interface InvalidShare {
   invalid: true;
@@ -226,7 +232,11 @@ function resolvedRefs(
   set: ResourceSet,
   route: AnyRoute,
   plugins: ReadonlyMap<string, ModelPlugin>,
-): { backends: ((Backend | InvalidShare)[] | null)[]; problem?: { reason: string; message: string } } {
+): {
+  backends: ((Backend | InvalidShare)[] | null)[];
+  mirrors: Mirror[][];
+  problem?: { reason: string; message: string };
+} {
   const ns = route.metadata.namespace!;
   let problem: { reason: string; message: string } | undefined;
   const note = (reason: string, message: string) => {
@@ -294,7 +304,16 @@ function resolvedRefs(
     });
     return shares.some((b) => !('invalid' in b)) ? shares : null;
   });
-  return { backends, ...(problem && { problem }) };
+  // A mirror that does not resolve is left out (ResolvedRefs says why); the rule serves on.
+  const mirrors = (route.spec.rules ?? []).map((rule, i) =>
+    route.kind !== 'HTTPRoute'
+      ? []
+      : mirrorRefs(rule as HTTPRouteRule, i).flatMap((m): Mirror[] => {
+          const b = resolve({ ...m.ref, weight: 1 }, m.at);
+          return b ? [{ ...b, ...(m.fraction && { fraction: m.fraction }) }] : [];
+        }),
+  );
+  return { backends, mirrors, ...(problem && { problem }) };
 }
 
 /** What the route asks for that Sluice does not serve yet; undefined when nothing. */
@@ -307,6 +326,9 @@ function unsupportedIn(route: AnyRoute): string | undefined {
         if (problem) return `${at}.filters[${j}]: ${problem}`;
       } else if (f.type === 'RequestRedirect' && route.kind === 'HTTPRoute') {
         const problem = redirectProblem(f);
+        if (problem) return `${at}.filters[${j}]: ${problem}`;
+      } else if (f.type === 'RequestMirror' && route.kind === 'HTTPRoute') {
+        const problem = mirrorProblem(f);
         if (problem) return `${at}.filters[${j}]: ${problem}`;
       } else if (f.type === 'URLRewrite' && route.kind === 'HTTPRoute') {
         const problem = urlRewriteProblem(f, rule as HTTPRouteRule);
@@ -350,9 +372,10 @@ function unsupportedIn(route: AnyRoute): string | undefined {
 function modelRoutes(
   route: AnyRoute,
   attachments: readonly Attachment[],
-  backends: readonly ((Backend | InvalidShare)[] | null)[],
+  refs: { backends: readonly ((Backend | InvalidShare)[] | null)[]; mirrors: readonly Mirror[][] },
   filters: readonly ModelPlugin[][],
 ): ModelRoute[] {
+  const { backends } = refs;
   const ns = route.metadata.namespace!;
   const name = route.metadata.name;
   const created = route.metadata.creationTimestamp
@@ -376,7 +399,10 @@ function modelRoutes(
     const shares = entry ? [] : backends[i]!;
     const weighted = shares.filter((b): b is Backend => !('invalid' in b));
     const backend = weighted[0] ?? NO_BACKEND;
-    const endpoints = new Map(weighted.flatMap((b) => (b.endpoints ? [[b.url, b.endpoints] as const] : [])));
+    // A rule answering by itself copies nothing.
+    const mirrors = entry ? [] : refs.mirrors[i];
+    const called = [...weighted, ...mirrors];
+    const endpoints = new Map(called.flatMap((b) => (b.endpoints ? [[b.url, b.endpoints] as const] : [])));
     [...groups.values()].forEach((group, g) => {
       const suffix = groups.size > 1 ? `-hosts-${g}` : '';
       const matches =
@@ -409,8 +435,15 @@ function modelRoutes(
         handlers: rules.map(() => (entry ? { kind: entry.type, config: undefined, urls: [], entry } : null)),
         certificates: [],
         ...(endpoints.size && { endpoints }),
-        ...(weighted.some((b) => b.protocol) && {
-          protocols: new Map(weighted.flatMap((b) => (b.protocol ? [[b.url, b.protocol] as const] : []))),
+        ...(called.some((b) => b.protocol) && {
+          protocols: new Map(called.flatMap((b) => (b.protocol ? [[b.url, b.protocol] as const] : []))),
+        }),
+        ...(mirrors.length && {
+          mirrors: mirrors.map((m) => ({
+            service: m.service,
+            url: m.url,
+            ...(m.fraction && { fraction: m.fraction }),
+          })),
         }),
         // Two or more, or one with its own header edits: the proxy's weighted backends (resolve-upstreams.ts).
         ...((shares.length > 1 || weighted.some((b) => b.requestHeaders)) && {

@@ -8,6 +8,7 @@ import { SERVICE_NAME_LABEL } from '../api/endpoint-slice.ts';
 import type { EndpointSlice, GatewayPlugin, GatewayRoute, Resource, Secret, Service } from '../api/index.ts';
 import type { ChangeType, KubeObject } from './informers.ts';
 import { backendRefsOf } from '../api/gateway-route.ts';
+import { mirrorBackendRefs } from '../gateway-api/mirrors.ts';
 import type { Gateway, GRPCRoute, HTTPRoute } from '../api/gateway-api.ts';
 import { gatewayServiceName } from '../gateway-api/gateways.ts';
 
@@ -106,7 +107,8 @@ export function referencedServices(routes: Iterable<GatewayRoute>): Set<string> 
 
 /**
  * What Gateway API objects name: the Secrets of Gateways' certificateRefs, the Services of
- * HTTPRoutes' backendRefs (in their namespaces, granted or not: the grant is checked by build),
+ * HTTPRoutes' backendRefs and RequestMirror backendRefs (in their namespaces, granted or not:
+ * the grant is checked by build),
  * and each Gateway's own Service (where its ports are kept, and its address read).
  */
 export function gatewayApiReferences(
@@ -126,7 +128,7 @@ export function gatewayApiReferences(
   for (const r of routes) {
     const ns = r.metadata.namespace ?? 'default';
     for (const rule of r.spec?.rules ?? [])
-      for (const b of rule.backendRefs ?? [])
+      for (const b of [...(rule.backendRefs ?? []), ...mirrorBackendRefs(rule)])
         if ((b.kind ?? 'Service') === 'Service' && (b.group ?? '') === '')
           services.add(`${b.namespace ?? ns}/${b.name}`);
   }

@@ -60,6 +60,12 @@ export interface ModelRoute {
   ruleIndex?: number;
   /** By backend URL: those spoken to in HTTP/2 with prior knowledge (GRPCRoute, appProtocol kubernetes.io/h2c). */
   protocols?: ReadonlyMap<string, 'h2c'>;
+  /** An HTTPRoute rule's RequestMirror filters that resolve: copies to these Services (the proxy's mirrors). */
+  mirrors?: readonly {
+    service: string;
+    url: string;
+    fraction?: { numerator: number; denominator: number };
+  }[];
   /** An HTTPRoute rule's URLRewrite: the table's `rewrite` of each of its entries. */
   rewrite?: Route['rewrite'];
   /**

@@ -75,7 +75,8 @@ export interface HandlerManifest<
    * (a redirect's ReplacePrefixMatch needs a Prefix match); checked at the data plane's door.
    */
   checks?: (handler: Static<S>, route: HandlerSite) => ConfigProblem[];
-  needs?: Pick<PluginNeeds, 'requestBody'>;
+  /** requestBody: true, or per entry (a proxy with mirrors reads bodies whole; one without streams them). */
+  needs?: { requestBody?: boolean | ((handler: Static<S>) => boolean) };
   /**
    * How a GatewayRoute rule asks for this kind; absent for proxy (what a rule without one gets)
    * and for the kinds only Gateway API rules compile to (redirect, respond).

@@ -127,18 +127,22 @@ function buildRoute(
     rewritePath,
     requestHooks: chain.requestHooks.length ? chain.requestHooks : null,
     responseHooks: chain.responseHooks.length ? chain.responseHooks : null,
-    bodyAt:
-      chain.bodyAt >= 0
-        ? chain.bodyAt
-        : HANDLERS.get(kind)!.manifest.needs?.requestBody
-          ? chain.requestHooks.length
-          : -1,
+    bodyAt: chain.bodyAt >= 0 ? chain.bodyAt : handlerNeedsBody(entry) ? chain.requestHooks.length : -1,
     handler: live.bind(entry, entry.handler, rewritePath),
     answersPreflight: chain.preflight,
     chain: [...chain.names, kind],
     logRate: logRate(entry.id, deps),
     deps,
   };
+}
+
+/** Whether the route's handler reads the request body whole (its manifest says so, for every entry or this one). */
+function handlerNeedsBody(entry: Route): boolean {
+  const needs = HANDLERS.get(entry.handler.type)!.manifest.needs?.requestBody as
+    | boolean
+    | ((h: Route['handler']) => boolean)
+    | undefined;
+  return typeof needs === 'function' ? needs(entry.handler) : needs === true;
 }
 
 /** A step of the route, not yet bound: one of its plugins, or a built-in step its entry asks for. */

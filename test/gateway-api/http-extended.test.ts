@@ -2,6 +2,7 @@
  * Gateway API conformance, GATEWAY-HTTP extended: our own tests of the upstream suite's (v1.6.1)
  * of the same names and intent (see http-routing.test.ts for how they run).
  */
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { http1, type Reply, wsRoundTrip } from '../helpers/gateway-api/clients.ts';
 import { waitFor } from '../helpers/until.ts';
@@ -209,6 +210,82 @@ describe.skipIf(!RUN)('GATEWAY-HTTP extended', () => {
         await expectRequest(urls, `${disabled}?delay=1s`, { ...v(1), path: `${disabled}?delay=1s` });
       });
     }, 60_000);
+
+  /** Requests `service` received whose path holds `marker` (a mirror's copies), once `n` have arrived. */
+  async function copiesOf(service: string, marker: string, n: number) {
+    return waitFor(
+      `${n} copies of ${marker} at ${service}`,
+      () => env.backends.requests(INFRA, service).filter((r) => r.path.includes(marker)),
+      (rs) => rs.length >= n,
+    );
+  }
+
+  /** A request answered by infra-backend-v1 whose copy reaches every mirror, modified as MODIFIED says when asked. */
+  async function expectMirrored(
+    urls: readonly string[],
+    path: string,
+    mirrors: readonly string[],
+    modified = false,
+  ) {
+    for (const [k, u] of urls.entries()) {
+      const marker = `${path}?copy=${randomUUID()}`;
+      await expectRequest([u], marker, v(1), modified ? MODIFIED : {});
+      for (const m of mirrors) {
+        const [copy] = await copiesOf(m, marker, 1);
+        expect(copy.path, `${m} through plane ${k}`).toBe(marker);
+        if (modified) expectModified([{ answer: copy } as Reply]);
+      }
+    }
+  }
+
+  it('HTTPRouteRequestMirror', async () => {
+    await env.withManifest('httproute-request-mirror', async () => {
+      await routeParent(env, INFRA, 'request-mirror', 'same-namespace');
+      const urls = await env.gatewayUrls(INFRA, 'same-namespace', 80);
+      await expectMirrored(urls, '/mirror', ['infra-backend-v2']);
+      await expectMirrored(urls, '/mirror-and-modify-headers', ['infra-backend-v2'], true);
+    });
+  }, 60_000);
+
+  it('HTTPRouteRequestMultipleMirrors', async () => {
+    await env.withManifest('httproute-request-multiple-mirrors', async () => {
+      await routeParent(env, INFRA, 'request-multiple-mirrors', 'same-namespace');
+      const urls = await env.gatewayUrls(INFRA, 'same-namespace', 80);
+      const both = ['infra-backend-v2', 'infra-backend-v3'];
+      await expectMirrored(urls, '/multi-mirror', both);
+      await expectMirrored(urls, '/multi-mirror-and-modify-request-headers', both, true);
+    });
+  }, 60_000);
+
+  it('HTTPRouteRequestPercentageMirror', async () => {
+    await env.withManifest('httproute-request-percentage-mirror', async () => {
+      await routeParent(env, INFRA, 'request-percentage-mirror', 'same-namespace');
+      const urls = await env.gatewayUrls(INFRA, 'same-namespace', 80);
+      await expectRequest(urls, '/percent-mirror', v(1)); // the route is served everywhere
+      // 40 requests over the two planes: each copies its share within a request (weighted.ts).
+      for (const [path, percent] of [
+        ['/percent-mirror', 20],
+        ['/percent-mirror-fraction', 50],
+        ['/percent-mirror-and-modify-headers', 35],
+      ] as const) {
+        const marker = `${path}?run=${randomUUID()}`;
+        for (let i = 0; i < 20; i++)
+          for (const u of urls) {
+            const r = await http1(`${u}${marker}`, path.endsWith('headers') ? MODIFIED : {});
+            expect(r.answer?.pod).toMatch(/^infra-backend-v1-/);
+          }
+        const want = (40 * percent) / 100;
+        const copies = await copiesOf('infra-backend-v2', marker, want - 2);
+        await new Promise((r) => setTimeout(r, 300)); // any late copy
+        const n = env.backends
+          .requests(INFRA, 'infra-backend-v2')
+          .filter((r) => r.path.includes(marker)).length;
+        expect(n, path).toBeGreaterThanOrEqual(want - 2);
+        expect(n, path).toBeLessThanOrEqual(want + 2);
+        if (path.endsWith('headers')) expectModified([{ answer: copies[0] } as Reply]);
+      }
+    });
+  }, 90_000);
 
   for (const [name, status, path] of [
     ['HTTPRoute303Redirect', 303, '/see-other'],

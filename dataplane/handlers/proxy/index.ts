@@ -20,21 +20,43 @@ import type { UpstreamRuntime } from '../../upstream/pools.ts';
 import { ClientSink } from '../client-sink.ts';
 import { defineHandler, type HandlerDeps } from '../types.ts';
 import { canaryChooser } from './canary.ts';
-import { type HeaderEdits, manifest, type WeightedBackend } from './manifest.ts';
+import { type HeaderEdits, manifest, type ProxyHandler, type WeightedBackend } from './manifest.ts';
+import { bindMirrors, MIRROR_METRICS, sendMirrors } from './mirror.ts';
 import { tunnel } from './tunnel.ts';
 import { weightedChooser } from './weighted.ts';
 
 export default defineHandler(manifest, {
+  metrics: [MIRROR_METRICS],
   create(deps) {
+    const mirrorCount = deps.metrics.of(MIRROR_METRICS);
+    const bindMain = (entry: ProxyHandler, rewritePath: PathRewrite | null): BoundHandler => {
+      if (entry.backends !== undefined) return bindWeighted(entry.backends, rewritePath, deps);
+      // The door let through exactly one of upstream and backends.
+      const main = bindTo(deps.upstream(entry.upstream!), rewritePath, deps);
+      if (entry.canary === undefined) return main;
+      const canary = bindTo(deps.upstream(entry.canary.upstream), rewritePath, deps);
+      const toCanary = canaryChooser(entry.canary);
+      return picking((ctx) => (toCanary(ctx) ? canary : main));
+    };
     return {
       bind(_route, entry, rewritePath) {
-        if (entry.backends !== undefined) return bindWeighted(entry.backends, rewritePath, deps);
-        // The door let through exactly one of upstream and backends.
-        const main = bindTo(deps.upstream(entry.upstream!), rewritePath, deps);
-        if (entry.canary === undefined) return main;
-        const canary = bindTo(deps.upstream(entry.canary.upstream), rewritePath, deps);
-        const toCanary = canaryChooser(entry.canary);
-        return picking((ctx) => (toCanary(ctx) ? canary : main));
+        const main = bindMain(entry, rewritePath);
+        if (entry.mirrors === undefined) return main;
+        // Routes without mirrors are bound to the main handler alone: their path pays nothing.
+        const mirrors = bindMirrors(entry.mirrors, deps.upstream);
+        const path = (ctx: RequestContext) => (up: UpstreamRuntime) =>
+          upstreamPath(ctx.path, ctx.query, rewritePath, up.basePath, ctx.upstreamPath);
+        return {
+          handle: (ctx) => {
+            sendMirrors(ctx, mirrors, path(ctx), mirrorCount);
+            main.handle(ctx);
+          },
+          call: (ctx, sink) => {
+            sendMirrors(ctx, mirrors, path(ctx), mirrorCount);
+            main.call(ctx, sink);
+          },
+          upgrade: (ctx, socket, head) => main.upgrade!(ctx, socket, head),
+        };
       },
     };
   },

@@ -27,6 +27,28 @@ export const Canary = Type.Object(
 );
 export type Canary = Static<typeof Canary>;
 
+/**
+ * A mirror: a copy of the route's requests (all, or `fraction` of them) goes to `upstream` too,
+ * its answer discarded (handlers/proxy/mirror.ts).
+ */
+export const Mirror = Type.Object(
+  {
+    upstream: Type.String({ minLength: 1 }),
+    /** The share of requests copied; absent: every one. */
+    fraction: Type.Optional(
+      Type.Object(
+        {
+          numerator: Type.Integer({ minimum: 0, maximum: 1_000_000 }),
+          denominator: Type.Integer({ minimum: 1, maximum: 1_000_000 }),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type Mirror = Static<typeof Mirror>;
+
 /** Gateway API's limits: at most 16 backendRefs, each weight at most 1,000,000. */
 const MAX_BACKENDS = 16;
 const MAX_WEIGHT = 1_000_000;
@@ -86,15 +108,23 @@ export const ProxyHandler = Type.Object(
     backends: Type.Optional(Type.Array(WeightedBackend, { minItems: 1, maxItems: MAX_BACKENDS })),
     /** Only beside `upstream`: a share of its requests goes to another upstream. */
     canary: Type.Optional(Canary),
+    /** Copies of the requests to other upstreams, answers discarded; the route then reads bodies whole. */
+    mirrors: Type.Optional(Type.Array(Mirror, { minItems: 1, maxItems: 16 })),
   },
   { additionalProperties: false },
 );
 export type ProxyHandler = Static<typeof ProxyHandler>;
 
 function checkProxy(h: ProxyHandler): ConfigProblem[] {
-  if (h.backends === undefined)
-    return h.upstream === undefined ? [{ field: '', message: 'needs upstream or backends' }] : [];
   const problems: ConfigProblem[] = [];
+  h.mirrors?.forEach((m, i) => {
+    if (m.fraction !== undefined && m.fraction.numerator > m.fraction.denominator)
+      problems.push({ field: `mirrors[${i}].fraction`, message: 'the numerator is above the denominator' });
+  });
+  if (h.backends === undefined) {
+    if (h.upstream === undefined) problems.push({ field: '', message: 'needs upstream or backends' });
+    return problems;
+  }
   if (h.upstream !== undefined)
     problems.push({ field: 'backends', message: 'upstream and backends exclude each other: give one' });
   if (h.canary !== undefined)
@@ -128,6 +158,9 @@ export const manifest = handlerManifest({
       b.upstream !== undefined ? [{ field: `backends[${i}].upstream`, id: b.upstream }] : [],
     ),
     ...(h.canary ? [{ field: 'canary.upstream', id: h.canary.upstream }] : []),
+    ...(h.mirrors ?? []).map((m, i) => ({ field: `mirrors[${i}].upstream`, id: m.upstream })),
   ],
+  // Every mirror and the main call send the same bytes: read once, within the body limit.
+  needs: { requestBody: (h) => h.mirrors !== undefined },
   checks: checkProxy,
 });
