@@ -11,8 +11,11 @@ import { CHART, find, helm, type Manifest, PRESETS, render, templateArgs } from 
 
 const podSpecs = (ms: Manifest[]) =>
   ms
-    .filter((m) => ['Deployment', 'StatefulSet'].includes(m.kind))
-    .map((m) => ({ name: `${m.kind}/${m.metadata.name}`, spec: m.spec.template.spec }));
+    .filter((m) => ['Deployment', 'StatefulSet', 'Pod'].includes(m.kind))
+    .map((m) => ({
+      name: `${m.kind}/${m.metadata.name}`,
+      spec: m.kind === 'Pod' ? m.spec : m.spec.template.spec,
+    }));
 const container = (ms: Manifest[], deployment: string) =>
   find(ms, 'Deployment', deployment).spec.template.spec.containers[0];
 const flag = (args: string[], name: string) => {
@@ -156,7 +159,7 @@ describe('rendered pods', () => {
         expect(spec.securityContext.runAsUser, where).toBeGreaterThan(0);
         expect(spec.hostNetwork ?? false, where).toBe(false);
         expect(
-          spec.volumes.every((v: object) => !('hostPath' in v)),
+          (spec.volumes ?? []).every((v: object) => !('hostPath' in v)),
           where,
         ).toBe(true);
         for (const c of [...spec.containers, ...(spec.initContainers ?? [])])

@@ -172,3 +172,40 @@ seccompProfile:
 {{- $out = merge (deepCopy (index . 2)) $out -}}
 {{- if $out }}{{ toYaml $out }}{{ end -}}
 {{- end -}}
+
+{{/* A component's ServiceAccount: serviceAccount.name, else <fullname>-<component>. Args: list $ "controller" */}}
+{{- define "sluice.serviceAccountName" -}}
+{{- $ctx := index . 0 -}}
+{{- $sa := (index $ctx.Values (index . 1)).serviceAccount -}}
+{{- default (printf "%s-%s" (include "sluice.fullname" $ctx) (index . 1)) $sa.name -}}
+{{- end -}}
+
+{{/*
+A component's topologySpreadConstraints, when its values give some: each entry without a
+labelSelector gets the component's pods. Args: list $ "dataplane"
+*/}}
+{{- define "sluice.topologySpreadConstraints" -}}
+{{- $ctx := index . 0 -}}
+{{- $component := index . 1 -}}
+{{- $selector := include "sluice.selector" (list $ctx $component) | fromYaml -}}
+{{- $out := list -}}
+{{- range (index $ctx.Values $component).topologySpreadConstraints -}}
+{{- $c := deepCopy . -}}
+{{- if not (hasKey $c "labelSelector") -}}
+{{- $_ := set $c "labelSelector" (dict "matchLabels" $selector) -}}
+{{- end -}}
+{{- $out = append $out $c -}}
+{{- end -}}
+{{- toYaml $out -}}
+{{- end -}}
+
+{{/* startupProbe of a component on /healthz of its port (liveness waits for it). Args: list $values-of-component $port */}}
+{{- define "sluice.startupProbe" -}}
+{{- $p := (index . 0).startupProbe -}}
+{{- if $p.enabled -}}
+startupProbe:
+  httpGet: { path: /healthz, port: {{ index . 1 }} }
+  periodSeconds: {{ $p.periodSeconds }}
+  failureThreshold: {{ $p.failureThreshold }}
+{{- end -}}
+{{- end -}}
