@@ -332,7 +332,7 @@ describe('admin token, Services, HTTPS, Redis', () => {
     });
   });
 
-  it('NetworkPolicy: the admin port admits only the controller (and the metrics scrapers given)', async () => {
+  it('NetworkPolicy: the admin port admits only the controller and the metrics scrapers (the monitoring namespace by default)', async () => {
     const np = find(await render(), 'NetworkPolicy', 'gw-sluice-dataplane').spec;
     const admin = np.ingress.filter((r: { ports: { port: string }[] }) =>
       r.ports.some((p) => p.port === 'admin'),
@@ -350,6 +350,10 @@ describe('admin token, Services, HTTPS, Redis', () => {
             },
           },
         ],
+        ports: [{ port: 'admin', protocol: 'TCP' }],
+      },
+      {
+        from: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } }],
         ports: [{ port: 'admin', protocol: 'TCP' }],
       },
     ]);

@@ -209,3 +209,20 @@ startupProbe:
   failureThreshold: {{ $p.failureThreshold }}
 {{- end -}}
 {{- end -}}
+
+{{/*
+The NetworkPolicy peers that may scrape the metrics ports: the pods of
+networkPolicy.metricsNamespace (narrowed to metricsPodLabels), then metricsFrom. A YAML list.
+*/}}
+{{- define "sluice.metricsPeers" -}}
+{{- $np := .Values.networkPolicy -}}
+{{- $peers := list -}}
+{{- if $np.metricsNamespace -}}
+{{- $peer := dict "namespaceSelector" (dict "matchLabels" (dict "kubernetes.io/metadata.name" $np.metricsNamespace)) -}}
+{{- with $np.metricsPodLabels -}}
+{{- $_ := set $peer "podSelector" (dict "matchLabels" .) -}}
+{{- end -}}
+{{- $peers = append $peers $peer -}}
+{{- end -}}
+{{- toYaml (concat $peers $np.metricsFrom) -}}
+{{- end -}}
