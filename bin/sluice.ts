@@ -17,6 +17,7 @@ const LOADERS: Record<string, () => Promise<Command>> = {
   dataplane: async () => (await import('./commands/dataplane.ts')).dataplane,
   controller: async () => (await import('./commands/controller.ts')).controller,
   migrate: async () => (await import('./commands/migrate.ts')).migrate,
+  crds: async () => (await import('./commands/crds.ts')).crds,
 };
 
 const help = async () => {

@@ -5,7 +5,10 @@
  * period, the admin token never in values, the Service, HTTPS and Redis wiring.
  * (test/chart/k8s/ applies them to an API server and runs what they describe.)
  */
-import { basename } from 'node:path';
+import { appendFileSync, cpSync, mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { basename, join } from 'node:path';
+import { parse } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import { CHART, find, helm, type Manifest, PRESETS, render, templateArgs } from './helm.ts';
 
@@ -60,6 +63,21 @@ describe('helm lint and template', () => {
     expect(find(small, 'StatefulSet', 'gw-sluice-redis').spec.replicas).toBe(1);
     expect(small.some((m) => m.kind === 'PodDisruptionBudget')).toBe(false);
     expect(find(kind, 'Service', 'gw-sluice').spec.ports[0]).toMatchObject({ nodePort: 30080, port: 80 });
+  });
+});
+
+describe('Kubernetes version', () => {
+  it('Chart.yaml declares no kubeVersion: helm 3.6.2 template without --kube-version assumes 1.20 and would refuse the chart', async () => {
+    expect(parse(readFileSync(join(CHART, 'Chart.yaml'), 'utf8')).kubeVersion).toBeUndefined();
+    const copy = join(mkdtempSync(join(tmpdir(), 'sluice-kv-')), 'sluice');
+    cpSync(CHART, copy, { recursive: true });
+    appendFileSync(join(copy, 'Chart.yaml'), 'kubeVersion: ">=1.28.0-0"\n');
+    const plain = await helm(['template', 'gw', copy]);
+    expect(plain.code).not.toBe(0);
+    expect(plain.stderr).toMatch(
+      /chart requires kubeVersion: >=1\.28\.0-0 which is incompatible with Kubernetes v1\.20/,
+    );
+    expect((await helm(['template', 'gw', copy, '--kube-version', '1.28.0'])).code).toBe(0);
   });
 });
 

@@ -19,6 +19,7 @@ import { ControllerMetrics } from '../../controller/metrics.ts';
 import { Metrics } from '../../dataplane/observability/metrics.ts';
 import { withPluginMetrics } from '../../dataplane/runtime/declared.ts';
 import { CHART, find, type Manifest, PRESETS, ROOT, render } from '../chart/helm.ts';
+import { anchorsOf, slug } from '../helpers/markdown.ts';
 
 const FILES = join(CHART, 'files');
 const dashboard = JSON.parse(readFileSync(join(FILES, 'dashboard.json'), 'utf8')) as {
@@ -29,16 +30,6 @@ interface Rules {
 }
 const alerts = parse(readFileSync(join(FILES, 'alerts.yaml'), 'utf8')) as Rules;
 const DEFAULT_RUNBOOKS = 'https://github.com/sluice-dev/sluice/blob/main/docs/runbooks.md';
-
-/** The anchor GitHub gives a Markdown heading: lower case, punctuation but - dropped, spaces to -. */
-const slug = (heading: string) =>
-  heading
-    .trim()
-    .toLowerCase()
-    .replace(/[^\p{L}\p{N}\- ]/gu, '')
-    .replace(/ /g, '-');
-const anchorsOf = (markdown: string) =>
-  new Set([...markdown.matchAll(/^#{1,6} (.+)$/gm)].map((m) => slug(m[1])));
 
 const rulesOf = (ms: Manifest[]) => find(ms, 'PrometheusRule', 'gw-sluice').spec as Rules;
 const alertsOf = (r: Rules) => r.groups.flatMap((g) => g.rules);
