@@ -169,11 +169,16 @@ describe('help', () => {
     expect((await sluice(['help', 'validate'])).stdout).toBe(texts.validate);
   });
 
-  it('sluice with no command prints the overview and exits 2', async () => {
+  it('sluice with no command prints the overview on stderr (a usage error) and exits 2; --help on stdout, 0', async () => {
     const r = await sluice([]);
     expect(r.code).toBe(2);
-    for (const cmd of COMMANDS) expect(r.stdout).toContain(`sluice ${cmd} `);
-    expect(r.stdout).toContain('sluice <command> --help');
+    expect(r.stdout).toBe('');
+    for (const cmd of COMMANDS) expect(r.stderr).toContain(`sluice ${cmd} `);
+    expect(r.stderr).toContain('sluice <command> --help');
+    const help = await sluice(['--help']);
+    expect(help.code).toBe(0);
+    expect(help.stderr).toBe('');
+    expect(help.stdout).toBe(r.stderr);
   });
 });
 
