@@ -69,7 +69,7 @@ describe('probes', () => {
     ]);
     for (const [, deployment, port] of COMPONENTS) {
       expect(container(defaults, deployment).startupProbe).toEqual({
-        httpGet: { path: '/healthz', port },
+        httpGet: { path: '/healthz', port, scheme: 'HTTP' },
         periodSeconds: 2,
         failureThreshold: 30,
       });

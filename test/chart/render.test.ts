@@ -248,8 +248,16 @@ describe('rendered pods', () => {
     expect(flag(pod.containers[0].args, '--drain-timeout-ms')).toBe('20000');
     expect(pod.containers[0].lifecycle.preStop.exec.command).toEqual(['sleep', '7']);
     expect(d.spec.strategy.rollingUpdate).toEqual({ maxSurge: 1, maxUnavailable: 0 });
-    expect(pod.containers[0].readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'admin' });
-    expect(pod.containers[0].livenessProbe.httpGet).toEqual({ path: '/healthz', port: 'admin' });
+    expect(pod.containers[0].readinessProbe.httpGet).toEqual({
+      path: '/readyz',
+      port: 'admin',
+      scheme: 'HTTP',
+    });
+    expect(pod.containers[0].livenessProbe.httpGet).toEqual({
+      path: '/healthz',
+      port: 'admin',
+      scheme: 'HTTP',
+    });
     expect(pod.volumes.find((v: { name: string }) => v.name === 'state').emptyDir).toBeDefined();
     expect(flag(pod.containers[0].args, '--state-dir')).toBe('/var/lib/sluice');
   });
