@@ -78,8 +78,10 @@ crds: deps
 	node scripts/gen-crds.ts
 
 ## docs: rewrite the README's layer table from test/architecture/layers.ts (the import-graph test's)
+## and docs/reference/ (CLI, metrics, CRD fields) from the code
 docs: deps
 	node scripts/gen-layer-table.ts
+	node scripts/gen-reference.ts
 
 ## bench: the shared peers harness (floor, nginx, plain sluice, the jwt+rate-limit+transformer chain;
 ## BENCH_BEFORE=DIR adds another checkout) with ratios to the floor; compile times; the idempotency

@@ -17,6 +17,7 @@ const LOADERS: Record<string, () => Promise<Command>> = {
   dataplane: async () => (await import('./commands/dataplane.ts')).dataplane,
   controller: async () => (await import('./commands/controller.ts')).controller,
   migrate: async () => (await import('./commands/migrate.ts')).migrate,
+  crds: async () => (await import('./commands/crds.ts')).crds,
 };
 
 const help = async () => {
@@ -38,7 +39,8 @@ const [first, ...rest] = process.argv.slice(2);
 const find = (name: string | undefined) =>
   name !== undefined && Object.hasOwn(LOADERS, name) ? LOADERS[name]() : undefined;
 if (first === undefined) {
-  process.stdout.write(await help());
+  // A usage error: the overview on stderr (stdout may be a pipe expecting output), status 2.
+  process.stderr.write(await help());
   process.exit(2);
 }
 if (first === '--help' || first === '-h' || first === 'help') {

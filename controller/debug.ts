@@ -7,26 +7,18 @@
  * (--admin-token, --admin-token-file or SLUICE_ADMIN_TOKEN), and an operator who may push
  * configuration may read it.
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { type AdminTokens, authorizedBy } from '../dataplane/config/admin-auth.ts';
 import { debugConfigText } from '../dataplane/config/debug-config.ts';
 import type { Snapshot } from '../dataplane/config/route-table.ts';
-
-const digest = (s: string) => createHash('sha256').update(s).digest();
 
 export function serveDebugConfig(
   req: IncomingMessage,
   res: ServerResponse,
-  token: string,
+  token: AdminTokens,
   snapshot: Snapshot | null,
 ): void {
-  const presented = req.headers.authorization;
-  // Digests of equal length, so the comparison takes the same time whatever was sent.
-  if (
-    token === '' ||
-    presented === undefined ||
-    !timingSafeEqual(digest(presented), digest(`Bearer ${token}`))
-  ) {
+  if (!authorizedBy(req.headers.authorization, token)) {
     res.writeHead(401, {
       'www-authenticate': 'Bearer realm="sluice-controller"',
       'content-type': 'text/plain',

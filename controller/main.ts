@@ -9,6 +9,7 @@ import { createServer, type Server } from 'node:http';
 import { hostname } from 'node:os';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
+import type { AdminTokens } from '../dataplane/config/admin-auth.ts';
 import { serveDebugConfig } from './debug.ts';
 import { LeaderElector } from './leader.ts';
 import { ControllerMetrics } from './metrics.ts';
@@ -22,7 +23,8 @@ export interface ControllerOptions {
   dataplaneService: string;
   adminPortName: string;
   adminScheme: 'http' | 'https';
-  adminToken: string;
+  /** The data planes' admin token, or the tokens valid now, newest first (a token file during a rotation). */
+  adminToken: AdminTokens;
   /** With adminScheme https: the CA of the pods' admin certificates, and the name they were issued for. */
   adminCaFile?: string;
   adminTlsServerName?: string;

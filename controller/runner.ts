@@ -7,6 +7,7 @@
  */
 import type { Logger } from 'pino';
 import type { GatewayPlugin, GatewayRoute, Secret, Service } from './api/index.ts';
+import type { AdminTokens } from '../dataplane/config/admin-auth.ts';
 import type { Snapshot } from '../dataplane/config/route-table.ts';
 import type { BuildResult } from './build.ts';
 import { type Clock, Holdoff, systemClock } from './holdoff.ts';
@@ -46,7 +47,7 @@ export interface RunnerOptions {
     scheme?: 'http' | 'https';
     tls?: { ca: string; serverName?: string };
   };
-  adminToken: string;
+  adminToken: AdminTokens;
   /** Where routes, plugins and the Secrets and Services they name are watched; null or absent: everywhere. */
   watchNamespaces?: WatchNamespaces;
   /**

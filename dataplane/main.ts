@@ -5,6 +5,7 @@
  */
 import { startTracing } from './observability/tracing.ts';
 import { randomBytes } from 'node:crypto';
+import { type AdminTokens, tokenList } from './config/admin-auth.ts';
 import { readFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { BlockList, isIP } from 'node:net';
@@ -50,8 +51,11 @@ export interface DataPlaneOptions {
   onListeners?: (states: ListenerState[]) => void;
   /** The environment read for OTEL_* (tracing starts only when it configures an OTLP endpoint); default process.env. */
   otelEnv?: NodeJS.ProcessEnv;
-  /** Bearer token for PUT /config; a random one is generated (and logged as generated, not shown) when empty. */
-  adminToken: string;
+  /**
+   * Bearer token for PUT /config (or the tokens valid now, newest first: a token file during a
+   * rotation); a random one is generated (and logged as generated, not shown) when empty.
+   */
+  adminToken: AdminTokens;
   trustedProxies: string[];
   maxBodyBytes: number;
   maxHeaderBytes: number;
@@ -347,11 +351,12 @@ export async function startAdmin(
   o: Pick<DataPlaneOptions, 'adminToken' | 'adminTls' | 'adminHost' | 'adminPort'>,
   log: Logger,
 ): Promise<{ server: FastifyInstance; url: string; token: string }> {
-  const token = o.adminToken || randomBytes(24).toString('base64url');
-  if (!o.adminToken)
-    log.info('no admin token given: generated one; PUT /config needs --admin-token to be usable');
+  const given = tokenList(o.adminToken).length > 0;
+  const tokens = given ? o.adminToken : randomBytes(24).toString('base64url');
+  if (!given) log.info('no admin token given: generated one; PUT /config needs --admin-token to be usable');
+  const token = tokenList(tokens)[0];
   const server = createAdminServer(state, {
-    token,
+    token: tokens,
     maxConfigBytes: CONFIG_MAX_BYTES,
     tls: o.adminTls && {
       cert: await readFile(o.adminTls.certFile, 'utf8'),

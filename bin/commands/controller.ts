@@ -3,6 +3,7 @@ import { createLogger } from '../../dataplane/observability/log.ts';
 import { startTracing } from '../../dataplane/observability/tracing.ts';
 import { type Command, failIn, intFlag, parseCommand } from '../lib/command.ts';
 import { ADMIN_TOKEN_FLAGS, adminToken, LOG_LEVEL_FLAG, logLevel, stopOnSignals } from '../lib/process.ts';
+import { tokenList } from '../../dataplane/config/admin-auth.ts';
 import { GATEWAY_SERVICE_TYPES, type GatewayServiceType } from '../../controller/status/gateway-services.ts';
 
 const flags = {
@@ -103,7 +104,7 @@ export const controller: Command<typeof flags> = {
     const scheme = values['admin-scheme'] ?? 'http';
     if (scheme !== 'http' && scheme !== 'https') failIn('controller', '--admin-scheme must be http or https');
     const token = adminToken('controller', values);
-    if (!token)
+    if (tokenList(token).length === 0)
       failIn(
         'controller',
         "needs the data planes' admin token (--admin-token, --admin-token-file or SLUICE_ADMIN_TOKEN)",

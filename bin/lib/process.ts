@@ -1,6 +1,7 @@
 /** The process-level bits every long-running command shares: stopping on signals, the admin token. */
-import { readFileSync } from 'node:fs';
 import type { Logger } from 'pino';
+import type { AdminTokens } from '../../dataplane/config/admin-auth.ts';
+import { AdminTokenFile } from './admin-token.ts';
 import { type Flags, failIn } from './command.ts';
 
 /**
@@ -38,17 +39,21 @@ export const ADMIN_TOKEN_FLAGS = {
   },
 } as const satisfies Flags;
 
-/** The admin token: --admin-token-file (trimmed), else --admin-token, else SLUICE_ADMIN_TOKEN, else ''. */
+/**
+ * The admin token: --admin-token-file (trimmed; re-read when the file changes, the old token
+ * valid for a grace period: admin-token.ts), else --admin-token, else SLUICE_ADMIN_TOKEN, else ''.
+ */
 export function adminToken(
   cmd: string,
   values: { 'admin-token'?: string; 'admin-token-file'?: string },
-): string {
+): AdminTokens {
   const file = values['admin-token-file'];
   if (!file) return values['admin-token'] ?? process.env.SLUICE_ADMIN_TOKEN ?? '';
   try {
-    return readFileSync(file, 'utf8').trim();
+    return new AdminTokenFile(file).tokens;
   } catch (err) {
-    failIn(cmd, `--admin-token-file ${file} cannot be read (${(err as NodeJS.ErrnoException).code})`, 1);
+    const why = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+    failIn(cmd, `--admin-token-file ${file} cannot be read (${why})`, 1);
   }
 }
 

@@ -13,6 +13,7 @@ import type { SpanContext } from '@opentelemetry/api';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { Agent, request } from 'undici';
 import type { Snapshot } from '../../dataplane/config/route-table.ts';
+import { type AdminTokens, tokenList } from '../../dataplane/config/admin-auth.ts';
 import { snapshotBody } from '../../dataplane/config/wire.ts';
 import type { TableError } from '../../dataplane/config/validate.ts';
 import { endPushSpan, startPushSpan } from '../tracing.ts';
@@ -45,7 +46,11 @@ export interface PodState {
 }
 
 export interface PublisherOptions {
-  token: string;
+  /**
+   * The admin token, or the tokens valid now, newest first: a push refused with 401 is sent
+   * again with the next one (during a rotation the pod may not have the new token yet).
+   */
+  token: AdminTokens;
   /** HTTPS to the pods: the CA that signed their admin certificate, and the name it was issued for (pods are dialled by IP). */
   tls?: { ca: string; serverName?: string };
   timeoutMs?: number;
@@ -299,18 +304,27 @@ export class Publisher {
     let result: 'applied' | 'unchanged' | 'rejected' | 'error' = 'error';
     let failure: Error | undefined;
     try {
-      const res = await request(url, {
-        method: 'PUT',
-        headers: {
-          authorization: `Bearer ${this.#o.token}`,
-          'content-type': 'application/json',
-          ...(gzipped ? { 'content-encoding': 'gzip' } : {}),
-        },
-        body: gzipped ? wanted.body : gunzipSync(wanted.body),
-        headersTimeout: this.#o.timeoutMs,
-        bodyTimeout: this.#o.timeoutMs,
-        dispatcher: this.#dispatcher,
-      });
+      const sent = gzipped ? wanted.body : gunzipSync(wanted.body);
+      const put = (token: string | undefined) =>
+        request(url, {
+          method: 'PUT',
+          headers: {
+            authorization: `Bearer ${token}`,
+            'content-type': 'application/json',
+            ...(gzipped ? { 'content-encoding': 'gzip' } : {}),
+          },
+          body: sent,
+          headersTimeout: this.#o.timeoutMs,
+          bodyTimeout: this.#o.timeoutMs,
+          dispatcher: this.#dispatcher,
+        });
+      const [newest, ...older] = tokenList(this.#o.token);
+      let res = await put(newest);
+      for (const token of older) {
+        if (res.statusCode !== 401) break;
+        await res.body.dump();
+        res = await put(token);
+      }
       status = res.statusCode;
       const seconds = Number(process.hrtime.bigint() - start) / 1e9;
       const body = (await res.body.json().catch(() => ({}))) as {

@@ -22,7 +22,8 @@ abstract class HotMetric<S> {
   readonly help: string;
   /** How prom-client's AggregatorRegistry merges workers' values. */
   readonly aggregator = 'sum';
-  readonly #labelNames: readonly string[];
+  /** As prom-client's metrics have them (docs/reference/metrics.md lists them). */
+  readonly labelNames: readonly string[];
   readonly #series = new Map<string, { labels: Labels; series: S }>();
   /**
    * Optimization: the series again, in one nested Map per label (values in labelNames order).
@@ -38,7 +39,7 @@ abstract class HotMetric<S> {
     this.help = o.help;
     if (o.labelNames.length < 1 || o.labelNames.length > 3)
       throw new Error(`${o.name}: a hot metric has one to three labels`);
-    this.#labelNames = o.labelNames;
+    this.labelNames = o.labelNames;
     for (const r of o.registers) r.registerMetric(this as never);
   }
 
@@ -48,7 +49,7 @@ abstract class HotMetric<S> {
 
   /** The series of these label values (in labelNames order; at most three labels). */
   series(a: string, b?: string, c?: string): S {
-    const depth = this.#labelNames.length;
+    const depth = this.labelNames.length;
     const l1 = this.#index.get(a);
     if (l1 !== undefined) {
       if (depth === 1) return l1 as S;
@@ -67,7 +68,7 @@ abstract class HotMetric<S> {
     let entry = this.#series.get(key);
     if (entry === undefined) {
       const labels: Labels = {};
-      this.#labelNames.forEach((n, i) => {
+      this.labelNames.forEach((n, i) => {
         labels[n] = values[i];
       });
       entry = { labels, series: this.create() };
@@ -97,7 +98,7 @@ abstract class HotMetric<S> {
       if (e.labels[label] !== from) continue;
       this.#series.delete(key);
       this.#index = new Map();
-      this.add(this.#lookup(this.#labelNames.map((n) => (n === label ? to : e.labels[n]))), e.series);
+      this.add(this.#lookup(this.labelNames.map((n) => (n === label ? to : e.labels[n]))), e.series);
     }
   }
 
@@ -204,6 +205,8 @@ export class HotHistogram extends HotMetric<HistogramSeries> {
 export class CountOf {
   readonly name: string;
   readonly help: string;
+  /** The histogram's. */
+  readonly labelNames: readonly string[];
   readonly type = 'counter';
   readonly aggregator = 'sum';
   readonly #of: HotHistogram;
@@ -212,6 +215,7 @@ export class CountOf {
     this.name = o.name;
     this.help = o.help;
     this.#of = o.of;
+    this.labelNames = o.of.labelNames;
     for (const r of o.registers) r.registerMetric(this as never);
   }
 

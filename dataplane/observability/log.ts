@@ -20,6 +20,9 @@ export function createLogger(level: string, destination?: pino.DestinationStream
       base: { service: 'sluice' },
       redact: { paths: REDACT, censor: '[redacted]' },
       timestamp: pino.stdTimeFunctions.isoTime,
+      // "level":"info", not pino's 30: log pipelines (Loki, Elasticsearch, Cloud Logging) and
+      // people read the label; nothing of ours parses the number.
+      formatters: { level: (label) => ({ level: label }) },
     },
     destination ?? pino.destination({ dest: 1, sync: false }),
   );

@@ -5,7 +5,7 @@
  * /metrics, DELETE /cache?prefix= (bearer token). A rejected snapshot answers 422 with errors naming route ids and
  * fields, and the running configuration stays.
  */
-import { timingSafeEqual, createHash } from 'node:crypto';
+import { type AdminTokens, authorizedBy } from '../config/admin-auth.ts';
 import { createGunzip } from 'node:zlib';
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import { debugConfigText } from '../config/debug-config.ts';
@@ -71,13 +71,12 @@ export function holderAdminState(
 }
 
 export interface AdminOptions {
-  token: string;
+  /** The bearer token, or the tokens valid now (config/admin-auth.ts). */
+  token: AdminTokens;
   maxConfigBytes: number;
   /** PEM certificate and key: the admin port speaks HTTPS (the controller checks it against its CA). */
   tls?: { cert: string; key: string };
 }
-
-const digest = (s: string) => createHash('sha256').update(s).digest();
 
 function unauthorized(reply: FastifyReply, what: string) {
   reply.header('www-authenticate', 'Bearer realm="sluice-admin"');
@@ -96,9 +95,7 @@ export function createAdminServer(state: AdminState, opts: AdminOptions): Fastif
     forceCloseConnections: true,
     ...(opts.tls ? { https: { cert: opts.tls.cert, key: opts.tls.key } } : {}),
   }) as unknown as FastifyInstance;
-  const want = digest(`Bearer ${opts.token}`);
-  const authorized = (header: string | undefined) =>
-    header !== undefined && timingSafeEqual(digest(header), want);
+  const authorized = (header: string | undefined) => authorizedBy(header, opts.token);
 
   // fastify's own JSON parser (prototype poisoning refused), remembering the text a snapshot came
   // as (config/wire.ts): its hash is checked on that text, and the last good snapshot is written

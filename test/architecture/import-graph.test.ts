@@ -22,45 +22,15 @@
  *
  * A wrong import fails here with the file, the import and the rule it breaks.
  */
-import { readdirSync, readFileSync } from 'node:fs';
-import { dirname, join, relative, resolve } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { type Edge, edgesOf, filesUnder, ROOT } from './imports.ts';
 import { type Place, placeOf } from './layers.ts';
-
-const ROOT = join(import.meta.dirname, '..', '..');
 
 const IMPURE =
   /^(node:(fs|fs\/promises|net|http|https|http2|child_process|dns|tls|os)|@kubernetes\/|ioredis|undici|pino)/;
 const IMPURE_CODE = /\bprocess\.env\b|\bDate\.now\(|\bnew Date\(|\bMath\.random\(|\bperformance\.now\(/;
-
-interface Edge {
-  from: string;
-  to: string;
-  /** The specifier as written. */
-  spec: string;
-  typeOnly: boolean;
-  dynamic: boolean;
-}
-
-function filesUnder(dir: string): string[] {
-  return readdirSync(join(ROOT, dir), { recursive: true, withFileTypes: true })
-    .filter((d) => d.isFile() && d.name.endsWith('.ts'))
-    .map((d) => relative(ROOT, join(d.parentPath, d.name)));
-}
-
-const STATIC = /^\s*(import|export)\s+(type\s+)?(?:[^'";]*?\sfrom\s+)?['"]([^'"]+)['"]/gm;
-const DYNAMIC = /\bimport\(\s*['"]([^'"]+)['"]\s*\)/g;
-
-function edgesOf(file: string, text: string): Edge[] {
-  const edges: Edge[] = [];
-  const to = (spec: string) =>
-    spec.startsWith('.') ? relative(ROOT, resolve(ROOT, dirname(file), spec)) : spec;
-  for (const m of text.matchAll(STATIC))
-    edges.push({ from: file, to: to(m[3]), spec: m[3], typeOnly: m[2] !== undefined, dynamic: false });
-  for (const m of text.matchAll(DYNAMIC))
-    edges.push({ from: file, to: to(m[1]), spec: m[1], typeOnly: false, dynamic: true });
-  return edges;
-}
 
 /** A file's place in LAYERS, for files of dataplane/ (the path as the graph holds it). */
 const place = (f: string): Place | undefined =>

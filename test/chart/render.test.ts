@@ -5,14 +5,20 @@
  * period, the admin token never in values, the Service, HTTPS and Redis wiring.
  * (test/chart/k8s/ applies them to an API server and runs what they describe.)
  */
-import { basename } from 'node:path';
+import { appendFileSync, cpSync, mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { basename, join } from 'node:path';
+import { parse } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import { CHART, find, helm, type Manifest, PRESETS, render, templateArgs } from './helm.ts';
 
 const podSpecs = (ms: Manifest[]) =>
   ms
-    .filter((m) => ['Deployment', 'StatefulSet'].includes(m.kind))
-    .map((m) => ({ name: `${m.kind}/${m.metadata.name}`, spec: m.spec.template.spec }));
+    .filter((m) => ['Deployment', 'StatefulSet', 'Pod'].includes(m.kind))
+    .map((m) => ({
+      name: `${m.kind}/${m.metadata.name}`,
+      spec: m.kind === 'Pod' ? m.spec : m.spec.template.spec,
+    }));
 const container = (ms: Manifest[], deployment: string) =>
   find(ms, 'Deployment', deployment).spec.template.spec.containers[0];
 const flag = (args: string[], name: string) => {
@@ -57,6 +63,21 @@ describe('helm lint and template', () => {
     expect(find(small, 'StatefulSet', 'gw-sluice-redis').spec.replicas).toBe(1);
     expect(small.some((m) => m.kind === 'PodDisruptionBudget')).toBe(false);
     expect(find(kind, 'Service', 'gw-sluice').spec.ports[0]).toMatchObject({ nodePort: 30080, port: 80 });
+  });
+});
+
+describe('Kubernetes version', () => {
+  it('Chart.yaml declares no kubeVersion: helm 3.6.2 template without --kube-version assumes 1.20 and would refuse the chart', async () => {
+    expect(parse(readFileSync(join(CHART, 'Chart.yaml'), 'utf8')).kubeVersion).toBeUndefined();
+    const copy = join(mkdtempSync(join(tmpdir(), 'sluice-kv-')), 'sluice');
+    cpSync(CHART, copy, { recursive: true });
+    appendFileSync(join(copy, 'Chart.yaml'), 'kubeVersion: ">=1.28.0-0"\n');
+    const plain = await helm(['template', 'gw', copy]);
+    expect(plain.code).not.toBe(0);
+    expect(plain.stderr).toMatch(
+      /chart requires kubeVersion: >=1\.28\.0-0 which is incompatible with Kubernetes v1\.20/,
+    );
+    expect((await helm(['template', 'gw', copy, '--kube-version', '1.28.0'])).code).toBe(0);
   });
 });
 
@@ -156,7 +177,7 @@ describe('rendered pods', () => {
         expect(spec.securityContext.runAsUser, where).toBeGreaterThan(0);
         expect(spec.hostNetwork ?? false, where).toBe(false);
         expect(
-          spec.volumes.every((v: object) => !('hostPath' in v)),
+          (spec.volumes ?? []).every((v: object) => !('hostPath' in v)),
           where,
         ).toBe(true);
         for (const c of [...spec.containers, ...(spec.initContainers ?? [])])
@@ -227,8 +248,16 @@ describe('rendered pods', () => {
     expect(flag(pod.containers[0].args, '--drain-timeout-ms')).toBe('20000');
     expect(pod.containers[0].lifecycle.preStop.exec.command).toEqual(['sleep', '7']);
     expect(d.spec.strategy.rollingUpdate).toEqual({ maxSurge: 1, maxUnavailable: 0 });
-    expect(pod.containers[0].readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'admin' });
-    expect(pod.containers[0].livenessProbe.httpGet).toEqual({ path: '/healthz', port: 'admin' });
+    expect(pod.containers[0].readinessProbe.httpGet).toEqual({
+      path: '/readyz',
+      port: 'admin',
+      scheme: 'HTTP',
+    });
+    expect(pod.containers[0].livenessProbe.httpGet).toEqual({
+      path: '/healthz',
+      port: 'admin',
+      scheme: 'HTTP',
+    });
     expect(pod.volumes.find((v: { name: string }) => v.name === 'state').emptyDir).toBeDefined();
     expect(flag(pod.containers[0].args, '--state-dir')).toBe('/var/lib/sluice');
   });
@@ -329,7 +358,7 @@ describe('admin token, Services, HTTPS, Redis', () => {
     });
   });
 
-  it('NetworkPolicy: the admin port admits only the controller (and the metrics scrapers given)', async () => {
+  it('NetworkPolicy: the admin port admits only the controller and the metrics scrapers (the monitoring namespace by default)', async () => {
     const np = find(await render(), 'NetworkPolicy', 'gw-sluice-dataplane').spec;
     const admin = np.ingress.filter((r: { ports: { port: string }[] }) =>
       r.ports.some((p) => p.port === 'admin'),
@@ -347,6 +376,10 @@ describe('admin token, Services, HTTPS, Redis', () => {
             },
           },
         ],
+        ports: [{ port: 'admin', protocol: 'TCP' }],
+      },
+      {
+        from: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } }],
         ports: [{ port: 'admin', protocol: 'TCP' }],
       },
     ]);

@@ -10,11 +10,11 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parse } from 'yaml';
+import { parse, parseAllDocuments } from 'yaml';
 
 const SLUICE = ['--disable-warning=ExperimentalWarning', 'bin/sluice.ts'];
 const VERSION = (JSON.parse(await readFile('package.json', 'utf8')) as { version: string }).version;
-const COMMANDS = ['run', 'validate', 'dataplane', 'controller', 'migrate'];
+const COMMANDS = ['run', 'validate', 'dataplane', 'controller', 'migrate', 'crds'];
 
 interface Result {
   code: number | null;
@@ -149,6 +149,7 @@ describe('help', () => {
         ['--file', '--write', 'FILE|DIR|-'],
         ['--output', '--watch', '--state-dir'],
       ],
+      crds: [['kubectl apply --server-side --force-conflicts -f -'], ['--file', '--state-dir']],
     };
     const texts: Record<string, string> = {};
     const helps = await Promise.all(COMMANDS.map((cmd) => sluice([cmd, '--help'])));
@@ -168,11 +169,36 @@ describe('help', () => {
     expect((await sluice(['help', 'validate'])).stdout).toBe(texts.validate);
   });
 
-  it('sluice with no command prints the overview and exits 2', async () => {
+  it('sluice with no command prints the overview on stderr (a usage error) and exits 2; --help on stdout, 0', async () => {
     const r = await sluice([]);
     expect(r.code).toBe(2);
-    for (const cmd of COMMANDS) expect(r.stdout).toContain(`sluice ${cmd} `);
-    expect(r.stdout).toContain('sluice <command> --help');
+    expect(r.stdout).toBe('');
+    for (const cmd of COMMANDS) expect(r.stderr).toContain(`sluice ${cmd} `);
+    expect(r.stderr).toContain('sluice <command> --help');
+    const help = await sluice(['--help']);
+    expect(help.code).toBe(0);
+    expect(help.stderr).toBe('');
+    expect(help.stdout).toBe(r.stderr);
+  });
+});
+
+describe('sluice crds', () => {
+  it("prints the CRDs of crds/ (the chart's crds/ hold the same), one YAML document each, exit 0", async () => {
+    const r = await sluice(['crds']);
+    expect(r.code).toBe(0);
+    expect(r.stderr).toBe('');
+    const files = ['sluice.dev_gatewayroutes.yaml', 'sluice.dev_gatewayplugins.yaml'];
+    for (const dir of ['crds', 'charts/sluice/crds']) {
+      const texts = await Promise.all(files.map((f) => readFile(join(dir, f), 'utf8')));
+      expect(r.stdout, dir).toBe(texts.join('---\n'));
+    }
+    const docs = parseAllDocuments(r.stdout).map(
+      (d) => d.toJS() as { kind: string; metadata: { name: string } },
+    );
+    expect(docs.map((d) => `${d.kind}/${d.metadata.name}`)).toEqual([
+      'CustomResourceDefinition/gatewayroutes.sluice.dev',
+      'CustomResourceDefinition/gatewayplugins.sluice.dev',
+    ]);
   });
 });
 

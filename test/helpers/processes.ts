@@ -16,6 +16,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { Agent, fetch as undiciFetch } from 'undici';
 import { afterAll } from 'vitest';
 import { freePort } from './servers.ts';
 
@@ -132,7 +133,13 @@ export async function launch(
   sluiceArgs: string[],
   readyUrl: string,
   dir: string | null,
-  opts: { what?: string; readyTimeoutMs?: number; env?: NodeJS.ProcessEnv } = {},
+  opts: {
+    what?: string;
+    readyTimeoutMs?: number;
+    env?: NodeJS.ProcessEnv;
+    /** An https readyUrl whose certificate is not checked, as the kubelet's HTTPS probes do. */
+    insecureTls?: boolean;
+  } = {},
 ): Promise<LaunchedProcess> {
   const what = opts.what ?? 'sluice';
   const args = sluiceArgs[0] === SLUICE[0] ? sluiceArgs : [...SLUICE, ...sluiceArgs];
@@ -194,6 +201,7 @@ export async function launch(
   running.add(proc);
 
   const until = Date.now() + (opts.readyTimeoutMs ?? 15_000);
+  const insecure = opts.insecureTls ? new Agent({ connect: { rejectUnauthorized: false } }) : undefined;
   let last = '';
   for (;;) {
     if (spawnError !== null || !alive(child)) {
@@ -204,9 +212,12 @@ export async function launch(
       );
     }
     try {
-      const r = await fetch(readyUrl, { signal: AbortSignal.timeout(1_000) });
+      const r = await undiciFetch(readyUrl, { signal: AbortSignal.timeout(1_000), dispatcher: insecure });
       last = `${r.status} ${await r.text()}`;
-      if (r.status === 200) return proc;
+      if (r.status === 200) {
+        await insecure?.close();
+        return proc;
+      }
     } catch (e) {
       last = String((e as Error).cause ?? e);
     }

@@ -131,7 +131,7 @@ describe('access log', () => {
     expect(r.status, r.body).toBe(200);
     const l = (await lineOf(id))!;
     expect(l).toMatchObject({
-      level: 30,
+      level: 'info',
       requestId: id,
       client: '127.0.0.1',
       method: 'POST',

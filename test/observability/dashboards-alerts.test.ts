@@ -5,25 +5,34 @@
  * renaming a metric fails here rather than blanking a panel. promtool runs when installed; CI
  * installs it and sets SLUICE_REQUIRE_PROMTOOL=1, so there a missing promtool fails the test.
  * The chart renders both (a ConfigMap labelled for the Grafana sidecar, a PrometheusRule) only
- * when their values switch them on.
+ * when their values switch them on; its rules pass promtool too, carry an absolute runbook_url
+ * that lands on a section of docs/runbooks.md, and in standalone mode read no metric only the
+ * controller exports (such an alert would always fire there).
  */
 import { spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { parse } from 'yaml';
+import { parse, stringify } from 'yaml';
 import { ControllerMetrics } from '../../controller/metrics.ts';
 import { Metrics } from '../../dataplane/observability/metrics.ts';
 import { withPluginMetrics } from '../../dataplane/runtime/declared.ts';
-import { CHART, find, render } from '../chart/helm.ts';
+import { CHART, find, type Manifest, PRESETS, ROOT, render } from '../chart/helm.ts';
+import { anchorsOf, slug } from '../helpers/markdown.ts';
 
 const FILES = join(CHART, 'files');
 const dashboard = JSON.parse(readFileSync(join(FILES, 'dashboard.json'), 'utf8')) as {
   panels: { type: string; title: string; targets?: { expr: string }[] }[];
 };
-const alerts = parse(readFileSync(join(FILES, 'alerts.yaml'), 'utf8')) as {
-  groups: { rules: { alert: string; expr: string }[] }[];
-};
+interface Rules {
+  groups: { name: string; rules: { alert: string; expr: string; annotations: Record<string, string> }[] }[];
+}
+const alerts = parse(readFileSync(join(FILES, 'alerts.yaml'), 'utf8')) as Rules;
+const DEFAULT_RUNBOOKS = 'https://github.com/sluice-dev/sluice/blob/main/docs/runbooks.md';
+
+const rulesOf = (ms: Manifest[]) => find(ms, 'PrometheusRule', 'gw-sluice').spec as Rules;
+const alertsOf = (r: Rules) => r.groups.flatMap((g) => g.rules);
 
 /** Every series name the two registries can expose (histograms as _bucket, _sum and _count). */
 async function exportedNames(): Promise<Set<string>> {
@@ -45,8 +54,8 @@ async function exportedNames(): Promise<Set<string>> {
 const metricsIn = (expr: string) =>
   [...expr.matchAll(/\b(?:sluice|process|nodejs)_[a-z0-9_]+\b/g)].map((m) => m[0]);
 
-function promtool(args: string[]) {
-  const run = spawnSync('promtool', args, { cwd: FILES, encoding: 'utf8' });
+function promtool(args: string[], cwd = FILES) {
+  const run = spawnSync('promtool', args, { cwd, encoding: 'utf8' });
   if ((run.error as NodeJS.ErrnoException | undefined)?.code === 'ENOENT') {
     if (process.env.SLUICE_REQUIRE_PROMTOOL === '1') throw new Error('promtool is not installed');
     console.warn('promtool is not installed: not run (Debian: apt-get install prometheus)');
@@ -74,10 +83,27 @@ describe('alerts', () => {
     expect(run.status, run.stdout + run.stderr).toBe(0);
   });
 
-  it('have a runbook in the README under their name', () => {
-    const readme = readFileSync(join(CHART, '..', '..', 'README.md'), 'utf8');
-    for (const g of alerts.groups)
-      for (const r of g.rules) expect(readme, r.alert).toContain(`#### ${r.alert}`);
+  it('each has an absolute runbook_url: a section of a page of the repository that exists', () => {
+    const anchors = new Map<string, Set<string>>();
+    for (const r of alertsOf(alerts)) {
+      const url = new URL(r.annotations.runbook_url);
+      expect(url.protocol, r.alert).toBe('https:');
+      expect(`${url.origin}${url.pathname}`, r.alert).toBe(DEFAULT_RUNBOOKS);
+      // .../blob/main/<path>: the path in this repository.
+      const file = join(ROOT, url.pathname.replace(/^\/[^/]+\/[^/]+\/blob\/[^/]+\//, ''));
+      expect(existsSync(file), file).toBe(true);
+      if (!anchors.has(file)) anchors.set(file, anchorsOf(readFileSync(file, 'utf8')));
+      expect(anchors.get(file), r.alert).toContain(url.hash.slice(1));
+      expect(url.hash, r.alert).toBe(`#${r.alert.toLowerCase()}`);
+    }
+    expect(anchors.size).toBe(1);
+  });
+
+  it('the anchor check can fail: a heading that is not there is not found', () => {
+    const page = anchorsOf(readFileSync(join(ROOT, 'docs', 'runbooks.md'), 'utf8'));
+    expect(page.has('sluicehigherrorratio')).toBe(true);
+    expect(page.has('sluicehigherrorratios')).toBe(false);
+    expect(slug('Alerts and runbooks (v2)')).toBe('alerts-and-runbooks-v2');
   });
 });
 
@@ -119,5 +145,59 @@ describe('the chart', () => {
     expect(JSON.parse(cm.data['sluice.json'])).toEqual(dashboard);
     const rule = find(on, 'PrometheusRule', 'gw-sluice');
     expect(rule.spec).toEqual(alerts);
+  });
+
+  it('runbook_url: metrics.prometheusRule.runbookBaseURL + # + the alert, absolute', async () => {
+    const ms = await render({
+      values: {
+        metrics: { prometheusRule: { enabled: true, runbookBaseURL: 'https://wiki.example.com/sre/sluice' } },
+      },
+    });
+    const rules = alertsOf(rulesOf(ms));
+    expect(rules.length).toBe(alertsOf(alerts).length);
+    for (const r of rules)
+      expect(r.annotations.runbook_url).toBe(`https://wiki.example.com/sre/sluice#${r.alert.toLowerCase()}`);
+  });
+
+  it('the rendered rules pass promtool check rules, with the standalone preset too', async () => {
+    for (const [name, files, count] of [
+      ['defaults', [], alertsOf(alerts).length],
+      ['standalone', [PRESETS[0]], 4],
+    ] as const) {
+      const rules = rulesOf(
+        await render({ files: [...files], set: { 'metrics.prometheusRule.enabled': 'true' } }),
+      );
+      const dir = mkdtempSync(join(tmpdir(), 'sluice-rules-'));
+      writeFileSync(join(dir, 'rules.yaml'), stringify(rules));
+      const run = promtool(['check', 'rules', 'rules.yaml'], dir);
+      if (run === null) return;
+      expect(run.status, `${name}: ${run.stdout}${run.stderr}`).toBe(0);
+      expect(run.stdout, name).toContain(`SUCCESS: ${count} rules found`);
+    }
+  });
+
+  it('standalone: no alert reads a metric only the controller exports (it would always fire); with a controller they are there', async () => {
+    const names = async (registry: { getMetricsAsJSON(): Promise<{ name: string }[]> }) =>
+      new Set((await registry.getMetricsAsJSON()).map((m) => m.name));
+    const dataplane = await names(withPluginMetrics(new Metrics({ analyticsConsumers: 1 })).registry);
+    const controllerOnly = [...(await names(new ControllerMetrics().registry))].filter(
+      (n) => !dataplane.has(n),
+    );
+    expect(controllerOnly).toContain('sluice_controller_leader');
+    const needsController = (r: Rules) =>
+      alertsOf(r)
+        .filter((a) => metricsIn(a.expr).some((m) => controllerOnly.includes(m)))
+        .map((a) => a.alert);
+    const on = { 'metrics.prometheusRule.enabled': 'true' };
+    const [standalone, production] = await Promise.all([
+      render({ files: [PRESETS[0]], set: on }),
+      render({ files: [PRESETS[2]], set: on }),
+    ]);
+    expect(needsController(rulesOf(standalone))).toEqual([]);
+    expect(alertsOf(rulesOf(standalone)).map((a) => a.alert)).toContain('SluiceHighErrorRatio');
+    expect(needsController(rulesOf(production)).sort()).toEqual([
+      'SluiceConfigNotProgrammed',
+      'SluiceControllerNotLeading',
+    ]);
   });
 });

@@ -162,13 +162,97 @@ seccompProfile:
 {{- end }}
 {{- end -}}
 
-{{/* Pod annotations: prometheus.io/* for the metrics port (metrics.podAnnotations), then the extra ones. Args: list $ $port $extra */}}
+{{/* Pod annotations: prometheus.io/* for the metrics port (metrics.podAnnotations), then the extra ones. Args: list $ $port $extra [$scheme] */}}
 {{- define "sluice.podAnnotations" -}}
 {{- $ctx := index . 0 -}}
 {{- $out := dict -}}
 {{- if $ctx.Values.metrics.podAnnotations -}}
 {{- $out = dict "prometheus.io/scrape" "true" "prometheus.io/port" (toString (index . 1)) "prometheus.io/path" "/metrics" -}}
+{{- if gt (len .) 3 -}}{{- if eq (index . 3) "https" -}}
+{{- $_ := set $out "prometheus.io/scheme" "https" -}}
+{{- end -}}{{- end -}}
 {{- end -}}
 {{- $out = merge (deepCopy (index . 2)) $out -}}
 {{- if $out }}{{ toYaml $out }}{{ end -}}
+{{- end -}}
+
+{{/* A component's ServiceAccount: serviceAccount.name, else <fullname>-<component>. Args: list $ "controller" */}}
+{{- define "sluice.serviceAccountName" -}}
+{{- $ctx := index . 0 -}}
+{{- $sa := (index $ctx.Values (index . 1)).serviceAccount -}}
+{{- default (printf "%s-%s" (include "sluice.fullname" $ctx) (index . 1)) $sa.name -}}
+{{- end -}}
+
+{{/*
+A component's topologySpreadConstraints, when its values give some: each entry without a
+labelSelector gets the component's pods. Args: list $ "dataplane"
+*/}}
+{{- define "sluice.topologySpreadConstraints" -}}
+{{- $ctx := index . 0 -}}
+{{- $component := index . 1 -}}
+{{- $selector := include "sluice.selector" (list $ctx $component) | fromYaml -}}
+{{- $out := list -}}
+{{- range (index $ctx.Values $component).topologySpreadConstraints -}}
+{{- $c := deepCopy . -}}
+{{- if not (hasKey $c "labelSelector") -}}
+{{- $_ := set $c "labelSelector" (dict "matchLabels" $selector) -}}
+{{- end -}}
+{{- $out = append $out $c -}}
+{{- end -}}
+{{- toYaml $out -}}
+{{- end -}}
+
+{{/* startupProbe of a component on /healthz of its port (liveness waits for it). Args: list $values-of-component $port $scheme */}}
+{{- define "sluice.startupProbe" -}}
+{{- $p := (index . 0).startupProbe -}}
+{{- if $p.enabled -}}
+startupProbe:
+  httpGet: { path: /healthz, port: {{ index . 1 }}, scheme: {{ index . 2 }} }
+  periodSeconds: {{ $p.periodSeconds }}
+  failureThreshold: {{ $p.failureThreshold }}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The NetworkPolicy peers that may scrape the metrics ports: the pods of
+networkPolicy.metricsNamespace (narrowed to metricsPodLabels), then metricsFrom. A YAML list.
+*/}}
+{{- define "sluice.metricsPeers" -}}
+{{- $np := .Values.networkPolicy -}}
+{{- $peers := list -}}
+{{- if $np.metricsNamespace -}}
+{{- $peer := dict "namespaceSelector" (dict "matchLabels" (dict "kubernetes.io/metadata.name" $np.metricsNamespace)) -}}
+{{- with $np.metricsPodLabels -}}
+{{- $_ := set $peer "podSelector" (dict "matchLabels" .) -}}
+{{- end -}}
+{{- $peers = append $peers $peer -}}
+{{- end -}}
+{{- toYaml (concat $peers $np.metricsFrom) -}}
+{{- end -}}
+
+{{/* Admin TLS: the Secret with tls.crt, tls.key and ca.crt ("" when off), and the name the certificate is for. */}}
+{{- define "sluice.adminTlsSecret" -}}
+{{- $t := .Values.admin.tls -}}
+{{- if $t.enabled -}}
+{{- if eq $t.source "existingSecret" -}}
+{{- required "admin.tls.existingSecret: name the Secret (tls.crt, tls.key, ca.crt) when admin.tls.source is existingSecret" $t.existingSecret -}}
+{{- else -}}
+{{- printf "%s-admin-tls" (include "sluice.fullname" .) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The scrape endpoint's TLS for the data plane's admin port (ServiceMonitor, PodMonitor): the chart's CA, the certificate's name. */}}
+{{- define "sluice.adminScrapeTls" -}}
+{{- with include "sluice.adminTlsSecret" . -}}
+scheme: https
+tlsConfig:
+  ca:
+    secret: { name: {{ . }}, key: ca.crt }
+  serverName: {{ include "sluice.adminServerName" $ | quote }}
+{{- end -}}
+{{- end -}}
+
+{{- define "sluice.adminServerName" -}}
+{{- default (printf "%s-admin.%s.svc" (include "sluice.fullname" .) .Release.Namespace) .Values.admin.tls.serverName -}}
 {{- end -}}

@@ -2,8 +2,10 @@
  * Every preset's rendered manifests (and the defaults with every optional part switched on)
  * are accepted by the API server with strict field validation: `kubectl apply
  * --dry-run=server --validate=strict`, the chart's CRDs applied first (as helm does) and the
- * Prometheus Operator's ServiceMonitor CRD (fixtures/servicemonitor-crd.yaml) for the presets
- * that turn it on. An unknown or mistyped field anywhere fails here.
+ * Prometheus Operator's ServiceMonitor and PodMonitor CRDs (fixtures/) for the presets
+ * that turn them on. An unknown or mistyped field anywhere fails here. "operator values": every
+ * value a platform team adds around the chart's own (extra env, volumes, ServiceAccounts,
+ * scheduling, PodMonitors, extraObjects).
  */
 import { randomBytes } from 'node:crypto';
 import { basename, join } from 'node:path';
@@ -15,19 +17,21 @@ const NS = `sluice-chart-dry-${randomBytes(3).toString('hex')}`;
 
 beforeAll(async () => {
   await ok(['apply', '--server-side', '--force-conflicts', '-f', join(CHART, 'crds')]);
-  await ok([
-    'apply',
-    '--server-side',
-    '--force-conflicts',
-    '-f',
-    join(import.meta.dirname, '../fixtures/servicemonitor-crd.yaml'),
-  ]);
+  for (const crd of ['servicemonitor-crd.yaml', 'podmonitor-crd.yaml'])
+    await ok([
+      'apply',
+      '--server-side',
+      '--force-conflicts',
+      '-f',
+      join(import.meta.dirname, '../fixtures', crd),
+    ]);
   await ok([
     'wait',
     '--for=condition=Established',
     '--timeout=30s',
     'crd/gatewayroutes.sluice.dev',
     'crd/servicemonitors.monitoring.coreos.com',
+    'crd/podmonitors.monitoring.coreos.com',
   ]);
   await ok(['create', 'namespace', NS]);
 }, 60_000);
@@ -41,15 +45,49 @@ const everything = {
   'dataplane.trustedProxies[0]': '10.0.0.0/8',
 };
 
+const perComponent = {
+  serviceAccount: { annotations: { 'eks.amazonaws.com/role-arn': 'arn:aws:iam::1:role/x' } },
+  extraEnv: [
+    { name: 'OTEL_EXPORTER_OTLP_ENDPOINT', value: 'http://otel:4318' },
+    { name: 'FROM_SECRET', valueFrom: { secretKeyRef: { name: 's', key: 'k', optional: true } } },
+  ],
+  envFrom: [{ configMapRef: { name: 'otel' } }, { prefix: 'X_', secretRef: { name: 'otel' } }],
+  extraVolumes: [{ name: 'ca', configMap: { name: 'corp-ca' } }],
+  extraVolumeMounts: [{ name: 'ca', mountPath: '/etc/ssl/corp', readOnly: true }],
+  startupProbe: { periodSeconds: 3, failureThreshold: 20 },
+  podLabels: { team: 'edge' },
+  podAnnotations: { 'example.com/owner': 'edge' },
+  topologySpreadConstraints: [
+    { maxSkew: 1, topologyKey: 'topology.kubernetes.io/zone', whenUnsatisfiable: 'DoNotSchedule' },
+  ],
+  priorityClassName: 'system-cluster-critical',
+};
+const operatorValues = {
+  controller: perComponent,
+  dataplane: perComponent,
+  metrics: { podMonitor: { enabled: true, labels: { release: 'kps' } } },
+  extraObjects: [
+    {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: '{{ .Release.Name }}-extra' },
+      data: { a: 'b' },
+    },
+  ],
+  tests: { path: '/healthz', host: 'api.example.com', expectStatus: 200 },
+};
+
 it.each<[string, string | null]>([
   ['defaults', null],
   ['everything on', 'everything'],
+  ['operator values', 'operator'],
   ...PRESETS.map((p): [string, string] => [basename(p), p]),
 ])('%s: kubectl apply --dry-run=server --validate=strict accepts every manifest', async (_name, preset) => {
   const yaml = await renderText({
     namespace: NS,
-    files: preset && preset !== 'everything' ? [preset] : [],
+    files: preset && preset !== 'everything' && preset !== 'operator' ? [preset] : [],
     set: preset === 'everything' ? everything : {},
+    values: preset === 'operator' ? operatorValues : undefined,
   });
   const r = await kubectl(['apply', '--dry-run=server', '--validate=strict', '-n', NS, '-f', '-'], yaml);
   expect(r.stderr).toBe('');

@@ -22,8 +22,8 @@ interface Container {
   env?: { name: string; value?: string; valueFrom?: { secretKeyRef?: { name: string; key: string } } }[];
   ports?: { name: string; containerPort: number }[];
   volumeMounts?: { name: string; mountPath: string }[];
-  readinessProbe?: { httpGet: { path: string; port: string } };
-  livenessProbe?: { httpGet: { path: string; port: string } };
+  readinessProbe?: { httpGet: { path: string; port: string; scheme?: 'HTTP' | 'HTTPS' } };
+  livenessProbe?: { httpGet: { path: string; port: string; scheme?: 'HTTP' | 'HTTPS' } };
 }
 
 interface Volume {
@@ -136,10 +136,16 @@ export async function startLocalPod(
   const url = (port: string, path = '') => `http://127.0.0.1:${ports[port]}${path}`;
   const probe = c[waitFor]?.httpGet;
   if (!probe) throw new Error(`${name}: no ${waitFor}`);
-  const process = await launch(args, url(probe.port, probe.path), dir, {
+  // An HTTPS probe (the admin port with TLS) is made as the kubelet makes it: no certificate check.
+  const https = probe.scheme === 'HTTPS';
+  const probeUrl = https
+    ? url(probe.port, probe.path).replace(/^http:/, 'https:')
+    : url(probe.port, probe.path);
+  const process = await launch(args, probeUrl, dir, {
     what: name,
     readyTimeoutMs: opts.readyTimeoutMs ?? 30_000,
     env: { ...env, ...opts.env },
+    insecureTls: https,
   });
   return { name, process, ports, url, args, env };
 }

@@ -1,0 +1,68 @@
+/**
+ * --admin-token-file, re-read when the file changes: a mounted Secret is updated by the kubelet
+ * swapping the ..data symlink of the volume to a new directory, so the path keeps its name and
+ * points at a new file. Each use stats the path (a few microseconds: admin requests and pushes
+ * are a handful a second) and reads it again when its inode, size or mtime differ. The old
+ * token stays valid for a grace period after the new one is seen: the kubelet updates each pod
+ * (controller and data planes) at its own moment, up to a minute or two apart, and in between
+ * one end holds the new token and the other the old one. The data plane accepts both; the
+ * controller sends the new one and, refused, the old one. A rotation so drops no push.
+ */
+import { readFileSync, statSync } from 'node:fs';
+
+/** How long the previous token stays valid once the new one is read (the kubelet's sync period and cache TTL, with room). */
+export const ADMIN_TOKEN_GRACE_MS = 5 * 60_000;
+
+export class AdminTokenFile {
+  #current: string;
+  #previous: string | null = null;
+  #previousUntil = 0;
+  #stamp: string;
+  readonly file: string;
+  readonly #o: { graceMs?: number; now?: () => number };
+
+  /** Reads the file once (throws when it cannot, or it is empty: a start-up error). */
+  constructor(file: string, o: { graceMs?: number; now?: () => number } = {}) {
+    this.file = file;
+    this.#o = o;
+    this.#stamp = this.#stat() ?? '';
+    this.#current = readFileSync(file, 'utf8').trim();
+    if (!this.#current) throw new Error(`${file} is empty`);
+  }
+
+  /** The tokens valid now, newest first. */
+  readonly tokens = (): readonly string[] => {
+    this.#refresh();
+    const now = (this.#o.now ?? Date.now)();
+    return this.#previous !== null && now < this.#previousUntil
+      ? [this.#current, this.#previous]
+      : [this.#current];
+  };
+
+  #stat(): string | null {
+    try {
+      const s = statSync(this.file);
+      return `${s.ino}:${s.size}:${s.mtimeMs}`;
+    } catch {
+      return null;
+    }
+  }
+
+  #refresh(): void {
+    const stamp = this.#stat();
+    // Missing for an instant (a swap by hand, not the kubelet's) or unchanged: keep what we hold.
+    if (stamp === null || stamp === this.#stamp) return;
+    let text: string;
+    try {
+      text = readFileSync(this.file, 'utf8').trim();
+    } catch {
+      return;
+    }
+    if (!text) return;
+    this.#stamp = stamp;
+    if (text === this.#current) return;
+    this.#previous = this.#current;
+    this.#previousUntil = (this.#o.now ?? Date.now)() + (this.#o.graceMs ?? ADMIN_TOKEN_GRACE_MS);
+    this.#current = text;
+  }
+}
