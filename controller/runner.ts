@@ -272,6 +272,7 @@ export class Runner {
       status: result.status,
       diagnostics: result.diagnostics,
       gatewayApi: result.gatewayApi,
+      ingress: result.ingress,
     };
     this.#o.log.info({ hash, routes, problems: result.diagnostics.length }, 'built');
     this.publisher.publish(result.snapshot, built);

@@ -53,6 +53,11 @@ export interface ModelRoute {
    * for Gateway API's precedence, which takes rules in list order (compile/precedence.ts).
    */
   ruleIndex?: number;
+  /**
+   * Where its one match was written, when its object is not a GatewayRoute's shape (an Ingress
+   * path: "spec.rules[0].http.paths[1]"), for the diagnostics of compile (a conflict).
+   */
+  field?: string;
   /** By backend URL: those spoken to in HTTP/2 with prior knowledge (GRPCRoute, appProtocol kubernetes.io/h2c). */
   protocols?: ReadonlyMap<string, 'h2c'>;
   /**

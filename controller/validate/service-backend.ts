@@ -27,6 +27,8 @@ export function resolveServiceBackend(
   namespace: string,
   name: string,
   port: { number?: number; name?: string },
+  /** How the back end is spoken to (an Ingress's backend-protocol HTTPS): the URL's scheme. */
+  scheme: 'http' | 'https' = 'http',
 ): ServiceBackend | string {
   const service = set.services?.get(keyOf(namespace, name));
   if (set.services !== null && service === undefined) return `Service ${namespace}/${name} not found`;
@@ -44,7 +46,7 @@ export function resolveServiceBackend(
   return {
     ...(servicePort?.appProtocol === 'kubernetes.io/h2c' && { protocol: 'h2c' as const }),
     service: name,
-    url: serviceUrl(namespace, name, number),
+    url: serviceUrl(namespace, name, number, scheme),
     endpoints: slices === undefined ? undefined : readyEndpoints(slices, servicePort?.name ?? ''),
   };
 }
