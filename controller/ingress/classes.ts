@@ -15,6 +15,7 @@ import {
   DEFAULT_CLASS_ANNOTATION,
   INGRESS_CONTROLLER,
   type Ingress,
+  type IngressClass,
   LEGACY_CLASS_ANNOTATION,
 } from '../api/ingress.ts';
 import type { ResourceSet } from '../source/resource-set.ts';
@@ -23,17 +24,24 @@ export const DEFAULT_INGRESS_CLASS = 'sluice';
 
 /** The Ingresses of Sluice's classes, by "namespace/name" in key order. */
 export function ingressesOf(set: ResourceSet, className: string): Map<string, Ingress> {
+  const ours = isSluices(set.ingressClasses.values(), className);
+  return new Map([...set.ingresses].filter(([, ing]) => ours(ing)));
+}
+
+/** Whether an Ingress is of Sluice's classes, given the IngressClasses there are. */
+export function isSluices(
+  ingressClasses: Iterable<IngressClass>,
+  className: string,
+): (ing: Ingress) => boolean {
   const classes = new Set([className]);
   let isDefault = false;
-  for (const [name, c] of set.ingressClasses) {
+  for (const c of ingressClasses) {
     if (c.spec?.controller !== INGRESS_CONTROLLER) continue;
-    classes.add(name);
+    classes.add(c.metadata.name);
     if (c.metadata.annotations?.[DEFAULT_CLASS_ANNOTATION] === 'true') isDefault = true;
   }
-  const out = new Map<string, Ingress>();
-  for (const [key, ing] of set.ingresses) {
+  return (ing) => {
     const named = ing.spec?.ingressClassName ?? ing.metadata.annotations?.[LEGACY_CLASS_ANNOTATION];
-    if (named === undefined ? isDefault : classes.has(named)) out.set(key, ing);
-  }
-  return out;
+    return named === undefined ? isDefault : classes.has(named);
+  };
 }
