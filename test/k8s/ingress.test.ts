@@ -87,6 +87,9 @@ afterAll(async () => {
   await Promise.all((planes ?? []).map((p) => p.close()));
   await Promise.all(echoes.map((e) => e.close()));
   pki?.remove();
+  // kapi leaves a deleted namespace's objects in place: a controller watching every namespace in
+  // a later test would serve these Ingresses (the default backend takes every request).
+  await kubectl(['delete', 'ingress', '--all', '-n', NS]);
   await kubectl(['delete', 'namespace', NS, '--wait=false']);
 });
 
