@@ -39,6 +39,8 @@ export interface IngressEffects {
     maxAge?: number;
   };
   backendProtocol: 'HTTP' | 'HTTPS' | 'GRPC' | 'GRPCS';
+  /** Prefix and ImplementationSpecific paths are regular expressions. */
+  useRegex: boolean;
 }
 
 export function defaultEffects(): IngressEffects {
@@ -49,6 +51,7 @@ export function defaultEffects(): IngressEffects {
     rateLimit: {},
     cors: { enabled: false },
     backendProtocol: 'HTTP',
+    useRegex: false,
   };
 }
 
@@ -115,6 +118,17 @@ const redirect =
 
 /** The table. Order matters only where one annotation refines another (a code after its redirect). */
 export const ANNOTATIONS: readonly Annotation<unknown>[] = [
+  annotation({
+    name: 'use-regex',
+    parse: bool,
+    apply: (e, v) => {
+      e.useRegex = v;
+    },
+    effect:
+      "true: the Ingress's Prefix and ImplementationSpecific paths are regular expressions, matched case-insensitively from the start of the path (nginx's location ~*); Exact paths stay exact",
+    differs:
+      "it applies to this Ingress's paths only (ingress-nginx makes every path of the host a regex, across Ingresses); a pattern that could backtrack catastrophically is refused",
+  }),
   annotation({
     name: 'ssl-redirect',
     parse: bool,

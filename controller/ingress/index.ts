@@ -8,7 +8,10 @@
  *   - Exact: the path exactly; Prefix: element-wise, "/foo" matches /foo and /foo/bar, not
  *     /foobar, and a trailing "/" is ignored (the Ingress spec's table);
  *   - ImplementationSpecific: as ingress-nginx reads it without use-regex, a prefix; Sluice's is
- *     element-wise (nginx's `location /foo` would also take /foobar).
+ *     element-wise (nginx's `location /foo` would also take /foobar);
+ *   - with use-regex, Prefix and ImplementationSpecific paths are regular expressions
+ *     (dataplane/config/path-regex.ts: case-insensitive, anchored at the start, as nginx's
+ *     `location ~*`), ranked after Exact paths and before Prefix ones, the longer first.
  * spec.defaultBackend is a Prefix "/" route without host: it ranks after every rule (shortest
  * path, no host), so it takes what no rule matches. spec.tls certificates are served on the data
  * plane's TLS port (--https-port) by SNI, like a GatewayRoute's spec.tls. Backends are Services
@@ -22,6 +25,7 @@
  * does not resolve, an annotation not honoured or not readable (annotations.ts).
  */
 import { normalizeRoutePath, ROUTE_PATH_PATTERN } from '../../dataplane/config/path-grammar.ts';
+import { pathRegexProblem } from '../../dataplane/config/path-regex.ts';
 import type { Route } from '../../dataplane/config/route-table.ts';
 import type { RouteRule, RouteTls } from '../api/gateway-route.ts';
 import type { Ingress, IngressBackend, PathType } from '../api/ingress.ts';
@@ -101,7 +105,7 @@ function translateIngress(
     field: string,
     ruleName: string,
     path: string,
-    pathType: 'Exact' | 'Prefix',
+    pathType: 'Exact' | 'Prefix' | 'RegularExpression',
     host: string | undefined,
     answer: { backend: ServiceBackend } | { entry: Route['handler'] },
     withPlugins: boolean,
@@ -114,7 +118,7 @@ function translateIngress(
     const rule: RouteRule = {
       name: ruleName,
       paths: [path],
-      pathType,
+      ...(pathType !== 'RegularExpression' && { pathType }),
       ...(host !== undefined && { hosts: [host] }),
       ...(redirectHttp && { httpsRedirect: true }),
       ...(withPlugins && plugins.length && { plugins: plugins.map((p) => ({ name: p.ref.name })) }),
@@ -135,6 +139,7 @@ function translateIngress(
         routes: [rule],
       },
       upstreamUrl: backend.url,
+      ...(pathType === 'RegularExpression' && { regex: true as const }),
       field,
       handlers: [entry ? { kind: entry.type, config: undefined, urls: [], entry } : null],
       // On one route of the Ingress (compile collects them by Secret; once is enough).
@@ -173,20 +178,13 @@ function translateIngress(
     (rule.http?.paths ?? []).forEach((p, j) => {
       const at = `spec.rules[${i}].http.paths[${j}]`;
       const path = p.path || '/';
-      const bad = pathProblem(path, p.pathType);
+      const type = p.pathType === 'Exact' ? 'Exact' : effects.useRegex ? 'RegularExpression' : 'Prefix';
+      const bad = type === 'RegularExpression' ? pathRegexProblem(path) : pathProblem(path, p.pathType);
       if (bad) {
         problem(`${at}.path`, 'PathNotServed', `${JSON.stringify(path)} ${bad}: the path is left out`);
         return;
       }
-      add(
-        `${at}.path`,
-        `rule-${i}-path-${j}`,
-        path,
-        p.pathType === 'Exact' ? 'Exact' : 'Prefix',
-        host,
-        answerOf(p.backend, `${at}.backend`),
-        true,
-      );
+      add(`${at}.path`, `rule-${i}-path-${j}`, path, type, host, answerOf(p.backend, `${at}.backend`), true);
     });
   });
   if (spec.defaultBackend)
@@ -224,7 +222,7 @@ function translateIngress(
 function pathProblem(path: string, type: PathType | undefined): string | undefined {
   if (!new RegExp(ROUTE_PATH_PATTERN).test(path))
     return type === 'ImplementationSpecific' || type === undefined
-      ? 'holds characters a path cannot (a regular expression? use-regex is not served yet)'
+      ? 'holds characters a path cannot (a regular expression needs nginx.ingress.kubernetes.io/use-regex: "true")'
       : 'holds characters a path cannot';
   const n = normalizeRoutePath(path);
   return typeof n === 'string' ? undefined : n.error;

@@ -53,6 +53,8 @@ export interface ModelRoute {
    * for Gateway API's precedence, which takes rules in list order (compile/precedence.ts).
    */
   ruleIndex?: number;
+  /** Its paths are regular expressions (dataplane/config/path-regex.ts): an Ingress's under use-regex. */
+  regex?: true;
   /**
    * Where its one match was written, when its object is not a GatewayRoute's shape (an Ingress
    * path: "spec.rules[0].http.paths[1]"), for the diagnostics of compile (a conflict).
