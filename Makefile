@@ -77,7 +77,8 @@ golden: deps
 crds: deps
 	node scripts/gen-crds.ts
 
-## docs: rewrite the README's layer table from test/architecture/layers.ts (the import-graph test's)
+## docs: rewrite the README's generated tables: layers (test/architecture/layers.ts, the import-graph test's)
+## and ingress-nginx annotations (controller/ingress/annotations.ts, the controller's)
 docs: deps
 	node scripts/gen-layer-table.ts
 
