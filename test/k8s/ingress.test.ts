@@ -328,4 +328,86 @@ spec:
       /sluice_controller_ingress_annotations_not_honoured\{annotation="nginx.ingress.kubernetes.io\/proxy-body-size",reason="AnnotationNotHonoured"\} 1/,
     );
   });
+
+  it('honours ingress-nginx annotations: use-regex, app-root, permanent-redirect, limit-rps, enable-cors; a bad value is reported, the rest serves', async () => {
+    await apply(`
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata:
+  name: nginx-style
+  annotations:
+    nginx.ingress.kubernetes.io/use-regex: "true"
+    nginx.ingress.kubernetes.io/app-root: /app
+    nginx.ingress.kubernetes.io/limit-rps: "2"
+    nginx.ingress.kubernetes.io/enable-cors: "true"
+    nginx.ingress.kubernetes.io/cors-allow-origin: https://app.example.test
+    nginx.ingress.kubernetes.io/proxy-read-timeout: soon
+spec:
+  ingressClassName: sluice
+  rules:
+    - host: nginx.example.test
+      http:
+        paths:
+          - { path: "/v[0-9]+/users", pathType: ImplementationSpecific, backend: { service: { name: web, port: { number: 80 } } } }
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata:
+  name: moved
+  annotations:
+    nginx.ingress.kubernetes.io/permanent-redirect: https://new.example.test/landing
+spec:
+  ingressClassName: sluice
+  rules:
+    - host: moved.example.test
+      http: { paths: [{ path: /, pathType: Prefix, backend: { service: { name: web, port: { number: 80 } } } }] }
+`);
+    const host = { headers: { host: 'nginx.example.test' } };
+    // use-regex: case-insensitive, from the start of the path.
+    await expectRequest(proxies(), '/V2/users/7', { namespace: NS, backend: 'web' }, host);
+    await expectRequest(proxies(), '/vx/users', { namespace: NS, backend: 'fallback' }, host);
+    const [root] = await expectRequest(proxies(), '/', { status: 302 }, host);
+    expect(root.headers.location).toBe('http://nginx.example.test/app');
+    const [moved] = await expectRequest(
+      proxies(),
+      '/old?q=1',
+      { status: 301 },
+      { headers: { host: 'moved.example.test' } },
+    );
+    expect(moved.headers.location).toBe('https://new.example.test/landing?q=1');
+    // enable-cors: a preflight from the allowed origin is answered for it.
+    const preflight = await http1(`${planes[0].proxyUrl}/v1/users`, {
+      method: 'OPTIONS',
+      headers: {
+        host: 'nginx.example.test',
+        origin: 'https://app.example.test',
+        'access-control-request-method': 'PUT',
+      },
+    });
+    expect(preflight.headers['access-control-allow-origin']).toBe('https://app.example.test');
+    // limit-rps 2 per process: after a quiet second (the requests above counted too), five in a
+    // row span at most two one-second windows: some pass, some get 429 with Retry-After.
+    await new Promise((r) => setTimeout(r, 1_100));
+    const burst: Awaited<ReturnType<typeof http1>>[] = [];
+    for (let i = 0; i < 5; i++) burst.push(await http1(`${planes[1].proxyUrl}/v1/users`, host));
+    const statuses = burst.map((r) => r.status);
+    expect(statuses.filter((s) => s === 200).length, String(statuses)).toBeGreaterThan(0);
+    expect(statuses.filter((s) => s === 429).length, String(statuses)).toBeGreaterThan(0);
+    expect(burst.find((r) => r.status === 429)?.headers['retry-after']).toBeDefined();
+    // The unreadable proxy-read-timeout is reported, naming it and its value; the rest served above.
+    await waitFor(
+      'an InvalidAnnotation Event on nginx-style',
+      async () =>
+        (
+          JSON.parse(await ok(['get', 'events', '-n', NS, '-o', 'json'])) as {
+            items: { reason: string; message: string; involvedObject: { name: string } }[];
+          }
+        ).items.filter((e) => e.involvedObject.name === 'nginx-style' && e.reason === 'InvalidAnnotation'),
+      (items) =>
+        items.length === 1 &&
+        items[0].message.includes(
+          'nginx.ingress.kubernetes.io/proxy-read-timeout: "soon" must be whole seconds',
+        ),
+    );
+  });
 });
