@@ -41,6 +41,8 @@ export interface IngressEffects {
   backendProtocol: 'HTTP' | 'HTTPS' | 'GRPC' | 'GRPCS';
   /** Prefix and ImplementationSpecific paths are regular expressions. */
   useRegex: boolean;
+  /** X-Forwarded-Prefix sent to the back end. */
+  forwardedPrefix?: string;
 }
 
 export function defaultEffects(): IngressEffects {
@@ -288,6 +290,17 @@ export const ANNOTATIONS: readonly Annotation<unknown>[] = [
     effect: 'cors maxAge, seconds',
     differs:
       'at most 86400, the default too (ingress-nginx: 1728000; browsers keep a preflight answer a day at most)',
+  }),
+  annotation({
+    name: 'x-forwarded-prefix',
+    parse: (v) =>
+      v.includes('{{') || /[\r\n]/.test(v) || v === ''
+        ? { invalid: 'must be a plain header value (no "{{", no line breaks)' }
+        : v,
+    apply: (e, v) => {
+      e.forwardedPrefix = v;
+    },
+    effect: 'X-Forwarded-Prefix: the value, on every request to the back end (a request-transformer)',
   }),
   annotation({
     name: 'backend-protocol',

@@ -55,7 +55,7 @@ export interface IngressReport {
 
 export interface IngressResult {
   routes: ModelRoute[];
-  /** Plugin instances the annotations make (cors, rate-limiting), by "namespace/name". */
+  /** Plugin instances the annotations make (cors, rate-limiting, request-transformer), by "namespace/name". */
   plugins: Map<string, ModelPlugin>;
   /** Sluice's Ingresses by "namespace/name", in key order. */
   ingresses: Map<string, IngressReport>;
@@ -287,7 +287,8 @@ function redirectEntry(r: NonNullable<IngressEffects['redirect']>): Route['handl
 }
 
 /**
- * The plugin instances an Ingress's annotations make, named ingress.<name>.<plugin> (a
+ * The plugin instances an Ingress's annotations make (cors, rate-limiting, a request-transformer
+ * for X-Forwarded-Prefix), named ingress.<name>.<plugin> (a
  * GatewayPlugin name holds no dot, so none shares it). A config the plugin refuses (a cors origin
  * it cannot read) is reported naming the annotations, and that plugin left out.
  */
@@ -295,7 +296,11 @@ function pluginsOf(ing: Ingress, e: IngressEffects, problems: IngressProblem[]):
   const ns = ing.metadata.namespace!;
   const name = ing.metadata.name;
   const out: ModelPlugin[] = [];
-  const make = (plugin: 'cors' | 'rate-limiting', config: Record<string, unknown>, annotations: string) => {
+  const make = (
+    plugin: 'cors' | 'rate-limiting' | 'request-transformer',
+    config: Record<string, unknown>,
+    annotations: string,
+  ) => {
     const wrong = pluginConfigProblems(plugin, config);
     if (wrong.length) {
       problems.push({
@@ -344,6 +349,11 @@ function pluginsOf(ing: Ingress, e: IngressEffects, problems: IngressProblem[]):
   }
   if (e.rateLimit.second !== undefined || e.rateLimit.minute !== undefined)
     make('rate-limiting', { ...e.rateLimit, limitBy: 'ip' }, 'limit-rps, limit-rpm');
+  if (e.forwardedPrefix !== undefined) {
+    // Set, as nginx's proxy_set_header: replaced when the client sent one, added when not.
+    const headers = [`X-Forwarded-Prefix:${e.forwardedPrefix}`];
+    make('request-transformer', { add: { headers }, replace: { headers } }, 'x-forwarded-prefix');
+  }
   return out;
 }
 
