@@ -7,6 +7,7 @@ import type { Condition } from './api/common.ts';
 import { compile } from './compile/index.ts';
 import { type GatewayApiResult, translateGatewayApi } from './gateway-api/index.ts';
 import type { PortRange } from './gateway-api/ports.ts';
+import { type IngressReport, translateIngresses } from './ingress/index.ts';
 import { snapshotOf } from './snapshot/snapshot.ts';
 import { type ResourceSet, refKey, refOf } from './source/resource-set.ts';
 import type { Snapshot } from '../dataplane/config/route-table.ts';
@@ -33,16 +34,35 @@ export interface BuildResult {
   diagnostics: Diagnostic[];
   /** The status of the Gateway API objects Sluice serves, and the Service each Gateway needs. */
   gatewayApi: Pick<GatewayApiResult, 'status' | 'services'>;
+  /**
+   * Sluice's Ingresses by "namespace/name" (key order), each with what of it is not served: what
+   * the translation found and compile's diagnostics of it (a conflict), for Warning Events.
+   */
+  ingress: ReadonlyMap<string, IngressReport>;
 }
 
-export function build(resources: ResourceSet, opts: { gatewayPorts?: PortRange } = {}): BuildResult {
+export interface BuildOptions {
+  gatewayPorts?: PortRange;
+  /** Serve Sluice's Ingresses (default true) of this class name (default sluice). */
+  ingress?: boolean;
+  ingressClass?: string;
+}
+
+export function build(resources: ResourceSet, opts: BuildOptions = {}): BuildResult {
   const validated = validate(resources);
-  // Gateway API objects join the same model: one compile serves both (controller/gateway-api/).
+  // Gateway API objects and Ingresses join the same model: one compile serves them all
+  // (controller/gateway-api/, controller/ingress/), with one precedence.
   const gw = translateGatewayApi(resources, validated.model.plugins, opts.gatewayPorts);
+  const ing =
+    opts.ingress === false
+      ? { routes: [], plugins: new Map(), ingresses: new Map<string, IngressReport>() }
+      : translateIngresses(resources, { className: opts.ingressClass });
+  const plugins = gw.plugins.size || ing.plugins.size;
+  const more = [...gw.routes, ...ing.routes];
   const compiled = compile({
     ...validated.model,
-    ...(gw.plugins.size && { plugins: new Map([...validated.model.plugins, ...gw.plugins]) }),
-    routes: gw.routes.length ? [...validated.model.routes, ...gw.routes] : validated.model.routes,
+    ...(plugins && { plugins: new Map([...validated.model.plugins, ...gw.plugins, ...ing.plugins]) }),
+    routes: more.length ? [...validated.model.routes, ...more] : validated.model.routes,
     ...(gw.listeners.length && { gateway: { listeners: gw.listeners, certificates: gw.certificates } }),
   });
   const diagnostics = byObject([...validated.diagnostics, ...compiled.diagnostics]);
@@ -70,7 +90,32 @@ export function build(resources: ResourceSet, opts: { gatewayPorts?: PortRange }
     status,
     diagnostics,
     gatewayApi: { status: gw.status, services: gw.services },
+    ingress: ingressReports(ing.ingresses, found),
   };
+}
+
+/** The translation's reports, with compile's diagnostics of each Ingress (a conflict) added. */
+function ingressReports(
+  reports: ReadonlyMap<string, IngressReport>,
+  found: ReadonlyMap<string, Diagnostic[]>,
+): ReadonlyMap<string, IngressReport> {
+  const out = new Map<string, IngressReport>();
+  for (const [key, r] of reports) {
+    const compiled = found.get(`Ingress/${key}`) ?? [];
+    out.set(
+      key,
+      compiled.length
+        ? {
+            ...r,
+            problems: [
+              ...r.problems,
+              ...compiled.map((d) => ({ field: d.field, reason: d.reason, message: d.message })),
+            ],
+          }
+        : r,
+    );
+  }
+  return out;
 }
 
 /** "GatewayPlugin/ns/name" → how many GatewayRoutes name it, at any scope (each route once). */

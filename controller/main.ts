@@ -47,6 +47,14 @@ export interface ControllerOptions {
    */
   gatewayApi?: boolean;
   gatewayPorts?: PortRange;
+  /**
+   * Ingress: serve networking.k8s.io/v1 Ingresses of class `ingressClass` (default sluice) and of
+   * IngressClasses of sluice.dev/ingress-controller (default true); their status.loadBalancer is
+   * the address of `publishService` ("namespace/name"; absent: not written).
+   */
+  ingress?: boolean;
+  ingressClass?: string;
+  publishService?: string;
   /** Each Gateway's Service: its selector (the data-plane pods' labels) and type (default ClusterIP). */
   gatewayServiceSelector?: Record<string, string>;
   gatewayServiceType?: GatewayServiceType;
@@ -85,6 +93,9 @@ export async function startController(o: ControllerOptions): Promise<Controller>
     watchNamespaces: o.watchNamespaces?.length ? o.watchNamespaces : null,
     gatewayApi: o.gatewayApi ?? true,
     gatewayPorts: o.gatewayPorts,
+    ingress: o.ingress ?? true,
+    ingressClass: o.ingressClass,
+    publishService: o.publishService ?? null,
     gatewayServiceSelector: o.gatewayServiceSelector,
     gatewayServiceType: o.gatewayServiceType,
     informer: o.informer,

@@ -71,6 +71,15 @@ export class ControllerMetrics {
     labelNames: ['verb', 'result'] as const,
     registers: [this.registry],
   });
+  readonly ingressAnnotations = new Gauge({
+    name: 'sluice_controller_ingress_annotations_not_honoured',
+    help:
+      "Sluice's Ingresses carrying an ingress-nginx annotation it does not act on, by annotation and reason: " +
+      'AnnotationNotHonoured, SnippetNotExecuted (a *-snippet: never run), InvalidAnnotation (a value that cannot be read). ' +
+      'Each also gets a Warning Event on the Ingress.',
+    labelNames: ['annotation', 'reason'] as const,
+    registers: [this.registry],
+  });
   readonly watchErrors = new Counter({
     name: 'sluice_controller_watch_errors_total',
     help: 'List or watch failures (retried with backoff), by resource.',

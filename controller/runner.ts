@@ -27,6 +27,11 @@ import {
 } from './source/relevance.ts';
 import { resourceSetFrom } from './source/resource-set.ts';
 import { GatewayApiSource } from './source/gateway-api-source.ts';
+import { IngressSource } from './source/ingress-source.ts';
+import { DEFAULT_INGRESS_CLASS } from './ingress/classes.ts';
+import type { IngressReport } from './ingress/index.ts';
+import { EventRecorder } from './status/events.ts';
+import { IngressWriter } from './status/ingress-writer.ts';
 import type { PortRange } from './gateway-api/ports.ts';
 import { Watched, type WatchNamespaces } from './source/watched.ts';
 import { GatewayApiWriter } from './status/gateway-api-writer.ts';
@@ -61,6 +66,12 @@ export interface RunnerOptions {
   resyncMs?: number;
   /** Serve Gateway API objects once their CRDs exist (controller/source/gateway-api-source.ts). */
   gatewayApi?: boolean;
+  /** Serve Ingresses of Sluice's classes (controller/ingress/); default true. */
+  ingress?: boolean;
+  /** --ingress-class (default sluice). */
+  ingressClass?: string;
+  /** "namespace/name" of the Service whose address Ingresses' status.loadBalancer shows; absent: none written. */
+  publishService?: string | null;
   /** Data-plane ports for Gateway listeners. */
   gatewayPorts?: PortRange;
   /** The data-plane pods' labels: the selector of each Gateway's Service (none: no selector). */
@@ -96,6 +107,9 @@ export class Runner {
   readonly #gatewayApi: GatewayApiSource | null;
   /** Their status and the Gateways' Services (leader only); null when turned off. */
   readonly #gatewayWriter: GatewayApiWriter | null;
+  /** Ingress inputs and the leader's writes for them; null when turned off. */
+  readonly #ingress: IngressSource | null;
+  readonly #ingressWriter: IngressWriter | null;
   readonly #status: StatusWriter;
   readonly #holdoff: Holdoff;
   readonly #ledger = new GenerationLedger();
@@ -147,6 +161,7 @@ export class Runner {
     });
     this.#services = watched('services', (t, obj) => {
       this.#gatewayWriter?.serviceObserved(t, obj);
+      this.#ingressWriter?.serviceObserved(obj);
       if (isReferenced(this.#refs.services, obj)) changed();
     });
     this.#serviceSlices = watched('endpointslices', (_t, obj) => {
@@ -157,6 +172,29 @@ export class Runner {
         ? new GatewayApiSource(o.kube, o.watchNamespaces ?? null, changed, informerOptions)
         : null;
     this.#gatewayWriter = this.#gatewayApi && this.#gatewayApiWriter(this.#gatewayApi);
+    this.#ingress =
+      o.ingress === false
+        ? null
+        : new IngressSource(
+            o.kube,
+            o.watchNamespaces ?? null,
+            o.ingressClass ?? DEFAULT_INGRESS_CLASS,
+            changed,
+            informerOptions,
+          );
+    this.#ingressWriter =
+      this.#ingress &&
+      new IngressWriter({
+        kube: o.kube,
+        source: this.#ingress,
+        services: this.#services.cache,
+        publishService: o.publishService ?? null,
+        events: new EventRecorder(o.kube),
+        onStatusWrite: (ok, key, status) => {
+          m.statusWrites.labels(ok ? 'ok' : 'error').inc();
+          o.log.debug({ object: key, ok, status }, 'status written');
+        },
+      });
     const { namespace, service, portName, scheme } = o.dataplane;
     this.#slices = new Informer<EndpointSlice>(
       o.kube,
@@ -197,6 +235,7 @@ export class Runner {
       this.#serviceSlices,
       this.#slices,
       ...(this.#gatewayApi ? [this.#gatewayApi] : []),
+      ...(this.#ingress ? [this.#ingress] : []),
     ];
   }
 
@@ -213,6 +252,7 @@ export class Runner {
     this.publisher.stop();
     this.#status.setActive(false);
     this.#gatewayWriter?.setActive(false);
+    this.#ingressWriter?.setActive(false);
   }
 
   /** Leader only: push and write status. */
@@ -221,6 +261,7 @@ export class Runner {
     this.publisher.setActive(leading);
     this.#status.setActive(leading);
     this.#gatewayWriter?.setActive(leading);
+    this.#ingressWriter?.setActive(leading);
     if (leading) this.#updateStatus();
   }
 
@@ -236,8 +277,11 @@ export class Runner {
   #rebuild(changedAt: number): void {
     const m = this.#o.metrics;
     this.#refs = withReferences(
-      referencesOf(this.#plugins.cache.values(), this.#routes.cache.values()),
-      this.#gatewayApi?.references(),
+      withReferences(
+        referencesOf(this.#plugins.cache.values(), this.#routes.cache.values()),
+        this.#gatewayApi?.references(),
+      ),
+      this.#ingress?.references(),
     );
     const objects = relevantObjects(
       {
@@ -252,15 +296,20 @@ export class Runner {
     // Whether every Gateway is in this build (a Gateway's Service goes only when it is not).
     const gatewayApiListed = this.#gatewayApi?.listed ?? false;
     if (this.#gatewayApi) objects.push(...this.#gatewayApi.objects());
+    if (this.#ingress) objects.push(...this.#ingress.objects());
     const started = process.hrtime.bigint();
     const { result, built } = tracedBuild(resourceSetFrom(objects, { withServices: true }), {
       gatewayPorts: this.#o.gatewayPorts,
+      ingress: this.#ingress !== null,
+      ingressClass: this.#o.ingressClass,
     });
     m.buildSeconds.observe(Number(process.hrtime.bigint() - started) / 1e9);
     m.builds.labels(result.diagnostics.length ? 'with_errors' : 'ok').inc();
     const { hash } = result.snapshot;
     this.#ledger.record({ hash, status: result.status });
     this.#gatewayWriter?.built(hash, result.gatewayApi, gatewayApiListed);
+    this.#ingressWriter?.built(result.ingress);
+    countAnnotations(m, result.ingress);
     if (this.#last?.hash !== hash) {
       m.snapshotInfo.reset();
       m.snapshotInfo.labels(hash).set(1);
@@ -273,6 +322,7 @@ export class Runner {
       status: result.status,
       diagnostics: result.diagnostics,
       gatewayApi: result.gatewayApi,
+      ingress: result.ingress,
     };
     this.#o.log.info({ hash, routes, problems: result.diagnostics.length }, 'built');
     this.publisher.publish(result.snapshot, built);
@@ -348,6 +398,13 @@ export class Runner {
     const informer = kind === 'GatewayRoute' ? this.#routes : kind === 'GatewayPlugin' ? this.#plugins : null;
     return informer?.cache.get(`${ns}/${name}`);
   }
+}
+
+/** The not-honoured annotations of Sluice's Ingresses, counted per annotation and reason. */
+function countAnnotations(m: ControllerMetrics, reports: ReadonlyMap<string, IngressReport>): void {
+  m.ingressAnnotations.reset();
+  for (const r of reports.values())
+    for (const p of r.problems) if (p.annotation) m.ingressAnnotations.labels(p.annotation, p.reason).inc();
 }
 
 /** Both sets of references in one (the Gateway API's added to the GatewayRoutes' and plugins'). */

@@ -61,6 +61,23 @@ const flags = {
     arg: 'on|off',
     help: 'serve Gateway API Gateways of sluice.dev/gateway-controller classes once the CRDs exist (default on)',
   },
+  ingress: {
+    type: 'string',
+    arg: 'on|off',
+    help: 'serve networking.k8s.io/v1 Ingresses of the class below (default on)',
+  },
+  'ingress-class': {
+    type: 'string',
+    arg: 'NAME',
+    help:
+      'the Ingresses served: ingressClassName (or the legacy kubernetes.io/ingress.class annotation) NAME\n' +
+      '(default sluice), or an IngressClass whose spec.controller is sluice.dev/ingress-controller',
+  },
+  'publish-service': {
+    type: 'string',
+    arg: 'NS/NAME',
+    help: "the data plane's Service: its address goes into the Ingresses' status.loadBalancer (default: none written)",
+  },
   'gateway-ports': {
     type: 'string',
     arg: 'FIRST-LAST',
@@ -84,7 +101,7 @@ export const controller: Command<typeof flags> = {
   summary: 'the Kubernetes controller: watch, build, push to data-plane pods',
   usage: 'sluice controller --dataplane-service NS/NAME --admin-token-file FILE [flags]',
   about: [
-    'Watches GatewayRoute, GatewayPlugin, Secret and Service objects (in every namespace, or those',
+    'Watches GatewayRoute, GatewayPlugin, Ingress, Secret and Service objects (in every namespace, or those',
     'of --watch-namespaces), builds one snapshot, pushes it',
     "by hash to every data-plane pod and writes the objects' status (Accepted, ResolvedRefs,",
     'Programmed). Every replica watches and builds; the holder of the Lease pushes and writes.',
@@ -123,6 +140,17 @@ export const controller: Command<typeof flags> = {
       );
     const gatewayApi = values['gateway-api'] ?? 'on';
     if (gatewayApi !== 'on' && gatewayApi !== 'off') failIn('controller', '--gateway-api must be on or off');
+    const ingress = values.ingress ?? 'on';
+    if (ingress !== 'on' && ingress !== 'off') failIn('controller', '--ingress must be on or off');
+    const ingressClass = values['ingress-class'];
+    if (ingressClass !== undefined && !/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(ingressClass))
+      failIn('controller', `--ingress-class: ${JSON.stringify(ingressClass)} is not an IngressClass name`);
+    const publishService = values['publish-service'];
+    if (
+      publishService !== undefined &&
+      !/^[a-z0-9]([-a-z0-9]*[a-z0-9])?\/[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(publishService)
+    )
+      failIn('controller', '--publish-service must be NAMESPACE/NAME');
     const gatewayPorts = portRange(values['gateway-ports'] ?? '20000-20999');
     const gatewayServiceSelector = labels(values['gateway-service-selector'] ?? '');
     const gatewayServiceType = values['gateway-service-type'] ?? 'ClusterIP';
@@ -158,6 +186,9 @@ export const controller: Command<typeof flags> = {
       resyncMs: 1000 * Math.max(1, intFlag('controller', values['resync-seconds'], 'resync-seconds', 10)),
       gatewayApi: gatewayApi === 'on',
       gatewayPorts,
+      ingress: ingress === 'on',
+      ...(ingressClass !== undefined && { ingressClass }),
+      ...(publishService !== undefined && { publishService }),
       gatewayServiceSelector,
       gatewayServiceType: gatewayServiceType as GatewayServiceType,
     }).catch((err: Error) => failIn('controller', err.message, 1));

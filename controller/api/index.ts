@@ -1,6 +1,7 @@
 import type { EndpointSlice } from './endpoint-slice.ts';
 import type { GatewayPlugin } from './gateway-plugin.ts';
 import type { GatewayRoute } from './gateway-route.ts';
+import type { Ingress, IngressClass } from './ingress.ts';
 import type { Secret } from './secret.ts';
 import type { Service } from './service.ts';
 import type {
@@ -15,6 +16,7 @@ import type {
 export type { EndpointSlice } from './endpoint-slice.ts';
 export type { GatewayPlugin } from './gateway-plugin.ts';
 export type { GatewayRoute } from './gateway-route.ts';
+export type { Ingress, IngressClass } from './ingress.ts';
 export type { Secret } from './secret.ts';
 export type { Service } from './service.ts';
 export type {
@@ -39,4 +41,6 @@ export type Resource =
   | HTTPRoute
   | GRPCRoute
   | ReferenceGrant
-  | Namespace;
+  | Namespace
+  | Ingress
+  | IngressClass;

@@ -70,6 +70,7 @@ export type Pass = (state: CompileState) => CompileState;
 /** "spec.routes[1].paths[0]": where a draft's match was written (a version's path prefix: there). */
 export function pathField(d: Draft): string {
   if (d.ownPath) return d.ownPath.field;
+  if (d.route.field !== undefined) return d.route.field;
   if (d.selector === 'path') return `spec.versions[${d.version!.index}].path`;
   return `spec.routes[${d.ruleIndex}].paths[${d.matchIndex}]`;
 }

@@ -27,7 +27,7 @@ export const expandMatches: Pass = (state) => {
           name,
           createdMs: route.createdMs,
           ...(route.ruleIndex !== undefined && { gatewayApiRule: route.ruleIndex }),
-          match: matchOf(rule, path),
+          match: matchOf(rule, path, route.regex === true),
           stripPrefix: rule.stripPrefix ?? false,
           httpsRedirect: rule.httpsRedirect ?? false,
           ...(rule.websocket && { websocket: webSocketSettings(rule.websocket) }),
@@ -47,7 +47,7 @@ function webSocketSettings(ws: NonNullable<RouteRule['websocket']>): NonNullable
   };
 }
 
-function matchOf(rule: RouteRule, path: string): RouteMatch {
+function matchOf(rule: RouteRule, path: string, regex: boolean): RouteMatch {
   const headers =
     rule.headers?.length &&
     setOf([...new Set(rule.headers.map((h) => `${h.name.toLowerCase()}\n${h.value}`))]).map((k) => {
@@ -65,7 +65,9 @@ function matchOf(rule: RouteRule, path: string): RouteMatch {
     ...(headers && { headers }),
     ...(rule.hosts?.length && { hosts: setOf(rule.hosts.map((h) => h.toLowerCase())) }),
     ...(rule.methods?.length && { methods: setOf(rule.methods.map((m) => m.toUpperCase())) }),
-    path: { type: rule.pathType ?? 'Prefix', value: path },
+    path: regex
+      ? { type: 'RegularExpression', value: path }
+      : { type: rule.pathType ?? 'Prefix', value: path },
     ...(query.length && { query }),
   };
 }

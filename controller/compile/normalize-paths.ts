@@ -15,6 +15,11 @@ export const normalizePaths: Pass = (state) => {
   const errors: Diagnostic[] = [];
   const drafts: Draft[] = [];
   for (const d of state.drafts) {
+    // A regular expression is matched against the normalized request path as it is.
+    if (d.match.path.type === 'RegularExpression') {
+      drafts.push(d);
+      continue;
+    }
     const value = normalizeRoutePath(d.match.path.value);
     if (typeof value === 'string')
       drafts.push({ ...d, match: { ...d.match, path: { ...d.match.path, value } } });

@@ -1,7 +1,8 @@
 /**
  * Pass 5: the table in precedence order; the data plane takes the first route that matches.
  * The comparator's rules, most important first (the first that differs decides):
- *   1. Exact before Prefix: an exact path is the most specific statement there is.
+ *   1. Exact before Prefix: an exact path is the most specific statement there is (a regular
+ *      expression, from an Ingress under ingress-nginx's use-regex, between them).
  *   2. Longer path first: /api/v2 is more specific than /api.
  *   3. Routes with hosts before those without (any host).
  *   4. More header matches first (a media-type parameter match counts as one).
@@ -18,7 +19,9 @@
  */
 import type { Pass, Ranked } from './draft.ts';
 
-const PATH_TYPE_RANK = { Exact: 0, Prefix: 1 } as const;
+// A regular expression (an Ingress path under use-regex) between the two, as nginx takes its
+// regex locations before its prefix ones; the longer first among them, as ingress-nginx orders them.
+const PATH_TYPE_RANK = { Exact: 0, RegularExpression: 1, Prefix: 2 } as const;
 
 export function comparePrecedence(a: Ranked, b: Ranked): number {
   const [a4, a5] = matchKeys(a);

@@ -34,9 +34,9 @@ import {
 } from '../api/gateway-api.ts';
 import { GROUP } from '../api/common.ts';
 import { keyOf, type ResourceSet } from '../source/resource-set.ts';
-import { type Endpoint, readyEndpoints } from '../validate/endpoints.ts';
+import type { Endpoint } from '../validate/endpoints.ts';
 import type { HeaderEdits, ModelPlugin, ModelRoute } from '../validate/model.ts';
-import { serviceUrl } from '../validate/service-url.ts';
+import { resolveServiceBackend } from '../validate/service-backend.ts';
 import { condition, type RouteParentStatus, type RouteStatus } from './conditions.ts';
 import { admitsNamespace, type ModelListener, type TranslatedGateways } from './gateways.ts';
 import {
@@ -263,26 +263,17 @@ function resolvedRefs(
       );
       return null;
     }
-    const service = set.services?.get(keyOf(refNs, ref.name));
-    const port = service?.spec?.ports?.find((p) => p.port === ref.port);
-    if (set.services !== null && (service === undefined || port === undefined)) {
-      note(
-        'BackendNotFound',
-        service === undefined
-          ? `${at}: Service ${refNs}/${ref.name} not found`
-          : `${at}: Service ${refNs}/${ref.name} has no port ${ref.port}`,
-      );
+    const backend = resolveServiceBackend(set, refNs, ref.name, { number: ref.port });
+    if (typeof backend === 'string') {
+      note('BackendNotFound', `${at}: ${backend}`);
       return null;
     }
-    const slices = set.endpointSlices?.get(keyOf(refNs, ref.name));
     const edits = backendHeaderEdits(ref.filters);
     // gRPC is HTTP/2; an HTTPRoute's Service port may say it speaks h2c (appProtocol).
-    const h2c = route.kind === 'GRPCRoute' || port?.appProtocol === 'kubernetes.io/h2c';
+    const h2c = route.kind === 'GRPCRoute' || backend.protocol === 'h2c';
     return {
+      ...backend,
       ...(h2c && { protocol: 'h2c' as const }),
-      service: ref.name,
-      url: serviceUrl(refNs, ref.name, ref.port ?? 0),
-      endpoints: slices === undefined ? undefined : readyEndpoints(slices, port?.name ?? ''),
       weight: ref.weight ?? 1,
       ...(edits && { requestHeaders: edits }),
     };

@@ -22,8 +22,11 @@ export interface ApiAccess {
   verbs: readonly Verb[];
   scope: Scope;
   why: string;
-  /** Needed only while serving the Gateway API (--gateway-api, the chart's gatewayAPI.enabled). */
-  feature?: 'gateway-api';
+  /**
+   * Needed only while serving the Gateway API (--gateway-api, the chart's gatewayAPI.enabled), or
+   * Ingresses (--ingress, on by default; the chart always grants it).
+   */
+  feature?: 'gateway-api' | 'ingress';
 }
 
 export const API_ACCESS = [
@@ -206,6 +209,33 @@ export const API_ACCESS = [
     scope: 'watched namespaces',
     why: "each Gateway's own Service (its address), owned by the Gateway, labelled with its name (leader only)",
     feature: 'gateway-api',
+  },
+  {
+    group: 'networking.k8s.io',
+    version: 'v1',
+    resource: 'ingresses',
+    verbs: ['list', 'watch'],
+    scope: 'watched namespaces',
+    why: "the Ingresses of Sluice's classes, compiled with the GatewayRoutes",
+    feature: 'ingress',
+  },
+  {
+    group: 'networking.k8s.io',
+    version: 'v1',
+    resource: 'ingresses/status',
+    verbs: ['patch'],
+    scope: 'watched namespaces',
+    why: 'status.loadBalancer of those Ingresses: the address of --publish-service (leader only)',
+    feature: 'ingress',
+  },
+  {
+    group: 'networking.k8s.io',
+    version: 'v1',
+    resource: 'ingressclasses',
+    verbs: ['list', 'watch'],
+    scope: 'cluster',
+    why: 'the IngressClasses whose controller is sluice.dev/ingress-controller, and which is the default',
+    feature: 'ingress',
   },
   {
     group: 'coordination.k8s.io',

@@ -13,6 +13,8 @@ import type {
   GatewayRoute,
   GRPCRoute,
   HTTPRoute,
+  Ingress,
+  IngressClass,
   Namespace,
   ReferenceGrant,
   Resource,
@@ -48,6 +50,10 @@ export interface ResourceSet {
   readonly referenceGrants: ReadonlyMap<string, ReferenceGrant>;
   /** Namespaces by name (their labels), known where the Gateway API is served. */
   readonly namespaces: ReadonlyMap<string, Namespace>;
+  /** networking.k8s.io/v1 Ingresses (all of them: controller/ingress/ picks Sluice's by class). */
+  readonly ingresses: ReadonlyMap<string, Ingress>;
+  /** IngressClasses by name (cluster-scoped). */
+  readonly ingressClasses: ReadonlyMap<string, IngressClass>;
 }
 
 /** Where objects without metadata.namespace go, as with `kubectl apply` in the default context. */
@@ -89,10 +95,13 @@ export function resourceSetFrom(
   const grpcRoutes = new Map<string, GRPCRoute>();
   const referenceGrants = new Map<string, ReferenceGrant>();
   const namespaces = new Map<string, Namespace>();
+  const ingresses = new Map<string, Ingress>();
+  const ingressClasses = new Map<string, IngressClass>();
   for (const raw of objects) {
-    if (raw.kind === 'GatewayClass' || raw.kind === 'Namespace') {
+    if (raw.kind === 'GatewayClass' || raw.kind === 'Namespace' || raw.kind === 'IngressClass') {
       // Cluster-scoped: by name.
       if (raw.kind === 'GatewayClass') gatewayClasses.set(raw.metadata.name, raw);
+      else if (raw.kind === 'IngressClass') ingressClasses.set(raw.metadata.name, raw);
       else namespaces.set(raw.metadata.name, raw);
       continue;
     }
@@ -107,6 +116,7 @@ export function resourceSetFrom(
     else if (obj.kind === 'HTTPRoute') httpRoutes.set(key, obj);
     else if (obj.kind === 'GRPCRoute') grpcRoutes.set(key, obj);
     else if (obj.kind === 'ReferenceGrant') referenceGrants.set(key, obj);
+    else if (obj.kind === 'Ingress') ingresses.set(key, obj);
   }
   return Object.freeze({
     routes: sorted(routes),
@@ -120,6 +130,8 @@ export function resourceSetFrom(
     grpcRoutes: sorted(grpcRoutes),
     referenceGrants: sorted(referenceGrants),
     namespaces: sorted(namespaces),
+    ingresses: sorted(ingresses),
+    ingressClasses: sorted(ingressClasses),
   });
 }
 

@@ -21,6 +21,8 @@ export interface Transition {
 }
 
 export interface InvolvedObject {
+  /** Default sluice.dev/v1alpha1 (GatewayRoutes and GatewayPlugins). */
+  apiVersion?: string;
   kind: string;
   namespace: string;
   name: string;
@@ -64,17 +66,30 @@ export class EventRecorder {
 
   /** Records the Events for these transitions of one object (the dropped ones are spam). */
   record(object: InvolvedObject, list: Transition[]): Promise<unknown> {
-    return Promise.all(list.map((t) => this.#one(object, t).catch(() => {})));
+    return Promise.all(
+      list.map((t) =>
+        this.#one(object, eventType(t), t.reason, `${t.type}=${t.status}: ${t.message}`).catch(() => {}),
+      ),
+    );
   }
 
-  async #one(object: InvolvedObject, t: Transition): Promise<void> {
+  /** A Warning Event on an object that has no conditions to carry a fault (an Ingress). */
+  warning(object: InvolvedObject, reason: string, message: string): Promise<void> {
+    return this.#one(object, 'Warning', reason, message).catch(() => {});
+  }
+
+  async #one(
+    object: InvolvedObject,
+    type: 'Normal' | 'Warning',
+    reason: string,
+    text: string,
+  ): Promise<void> {
     const now = this.#now();
     const ms = now.getTime();
-    const type = eventType(t);
-    const message = `${t.type}=${t.status}: ${t.message}`.slice(0, 1024);
+    const message = text.slice(0, 1024);
     const objectKey = `${object.kind}/${object.namespace}/${object.name}`;
     if (!this.#take(objectKey, ms)) return;
-    const key = `${objectKey}\n${type}\n${t.reason}\n${message}`;
+    const key = `${objectKey}\n${type}\n${reason}\n${message}`;
     const seen = this.#recent.get(key);
     if (seen && ms - seen.at < SIMILAR_WINDOW_MS) {
       seen.count++;
@@ -96,13 +111,13 @@ export class EventRecorder {
       // "<object>.<hex time>", as client-go's event recorder names them.
       metadata: { name, namespace: object.namespace },
       involvedObject: {
-        apiVersion: 'sluice.dev/v1alpha1',
+        apiVersion: object.apiVersion ?? 'sluice.dev/v1alpha1',
         kind: object.kind,
         namespace: object.namespace,
         name: object.name,
         ...(object.uid ? { uid: object.uid } : {}),
       },
-      reason: t.reason,
+      reason,
       message,
       type,
       firstTimestamp: now.toISOString(),

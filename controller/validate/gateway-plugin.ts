@@ -48,6 +48,14 @@ const checkConfig = new Map<string, { schema: TypeCheck<TSchema>; checks?: (c: u
   ]),
 );
 
+/** What is wrong with a plugin's config made by the controller (an Ingress annotation's), in words. */
+export function pluginConfigProblems(plugin: string, config: unknown): string[] {
+  const { schema, checks } = checkConfig.get(plugin)!;
+  const errors = schemaErrors(schema, config, []);
+  if (errors.length) return errors.map((e) => (e.field ? `${e.field}: ${e.message}` : e.message));
+  return (checks?.(config) ?? []).map((e) => (e.field ? `${e.field}: ${e.message}` : e.message));
+}
+
 export function validatePlugin(obj: GatewayPlugin): { plugin?: ModelPlugin; diagnostics: Diagnostic[] } {
   const ref = refOf(obj);
   const { meta, diagnostics } = checkMetadata(ref, obj.metadata);

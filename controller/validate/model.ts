@@ -58,6 +58,13 @@ export interface ModelRoute {
    * for Gateway API's precedence, which takes rules in list order (compile/precedence.ts).
    */
   ruleIndex?: number;
+  /** Its paths are regular expressions (dataplane/config/path-regex.ts): an Ingress's under use-regex. */
+  regex?: true;
+  /**
+   * Where its one match was written, when its object is not a GatewayRoute's shape (an Ingress
+   * path: "spec.rules[0].http.paths[1]"), for the diagnostics of compile (a conflict).
+   */
+  field?: string;
   /** By backend URL: those spoken to in HTTP/2 with prior knowledge (GRPCRoute, appProtocol kubernetes.io/h2c). */
   protocols?: ReadonlyMap<string, 'h2c'>;
   /** An HTTPRoute rule's RequestMirror filters that resolve: copies to these Services (the proxy's mirrors). */

@@ -89,7 +89,7 @@ export interface HandlerManifest<
  * rather than taken from route-table.ts, which imports the catalog (the contract has no cycles).
  */
 export interface HandlerSite {
-  match: { path: { type: 'Exact' | 'Prefix'; value: string } };
+  match: { path: { type: 'Exact' | 'Prefix' | 'RegularExpression'; value: string } };
 }
 
 /**

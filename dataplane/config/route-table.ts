@@ -13,14 +13,28 @@ import { ROUTE_PATH_PATTERN } from './path-grammar.ts';
 
 export const TABLE_VERSION = 1;
 
-export const PathMatch = Type.Object(
-  {
-    type: Type.Union([Type.Literal('Exact'), Type.Literal('Prefix')]),
-    /** Normalized: starts with "/", no dot segments, no "//", no trailing "/" except the root; pchar only, no ";" or "*". */
-    value: Type.String({ minLength: 1, maxLength: 1024, pattern: ROUTE_PATH_PATTERN }),
-  },
-  { additionalProperties: false },
-);
+export const PathMatch = Type.Union([
+  Type.Object(
+    {
+      type: Type.Union([Type.Literal('Exact'), Type.Literal('Prefix')]),
+      /** Normalized: starts with "/", no dot segments, no "//", no trailing "/" except the root; pchar only, no ";" or "*". */
+      value: Type.String({ minLength: 1, maxLength: 1024, pattern: ROUTE_PATH_PATTERN }),
+    },
+    { additionalProperties: false },
+  ),
+  Type.Object(
+    {
+      /**
+       * A regular expression (path-regex.ts: case-insensitive, anchored at the path's start), as
+       * an Ingress path under ingress-nginx's use-regex. Checked at the door: it compiles and
+       * cannot backtrack catastrophically. Ranks after Exact and before Prefix paths.
+       */
+      type: Type.Literal('RegularExpression'),
+      value: Type.String({ minLength: 1, maxLength: 1024 }),
+    },
+    { additionalProperties: false },
+  ),
+]);
 
 /** One query parameter a request must carry (RouteMatch.query). */
 export const QueryMatch = Type.Object(

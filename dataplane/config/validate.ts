@@ -3,6 +3,7 @@
  * a table is only run when this returns no errors; each error names the route (or upstream)
  * id and the field, so the controller can put it on the object that caused it.
  */
+import { pathRegexProblem } from './path-regex.ts';
 import { TypeCompiler } from '@sinclair/typebox/compiler';
 import { HANDLER_MANIFESTS, PLUGIN_MANIFESTS } from './catalog.ts';
 import { RouteTable, Snapshot } from './route-table.ts';
@@ -180,6 +181,10 @@ function checkShaped(t: RouteTable): TableError[] {
       const problem = q.type === 'RegularExpression' ? regexProblem(q.value) : undefined;
       if (problem) errors.push({ id: r.id, field: `match.query[${j}].value`, message: problem });
     });
+    if (r.match.path.type === 'RegularExpression') {
+      const problem = pathRegexProblem(r.match.path.value);
+      if (problem) errors.push({ id: r.id, field: 'match.path.value', message: problem });
+    }
     r.listeners?.forEach((l, j) => {
       if (!listenerIds.has(l))
         errors.push({ id: r.id, field: `listeners[${j}]`, message: `unknown listener ${l}` });

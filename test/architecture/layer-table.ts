@@ -12,7 +12,11 @@ export const END = '<!-- end of layer table -->';
 /** The table as markdown, lowest layer first, columns padded as the README's other tables are. */
 export function layerTable(layers: readonly Layer[]): string {
   const rows = layers.map((l, i) => [String(i), l.parts.map((p) => `\`${p}\``).join(', '), l.holds]);
-  const head = ['layer', 'under `dataplane/`', 'holds'];
+  return markdownTable(['layer', 'under `dataplane/`', 'holds'], rows);
+}
+
+/** A markdown table with its columns padded, as biome formats the README's tables. */
+export function markdownTable(head: string[], rows: string[][]): string {
   const width = head.map((h, c) => Math.max(h.length, ...rows.map((r) => r[c].length)));
   const line = (cells: string[]) => `| ${cells.map((s, c) => s.padEnd(width[c])).join(' | ')} |`;
   return [line(head), line(width.map((w) => '-'.repeat(w))), ...rows.map(line)].join('\n');
@@ -20,8 +24,13 @@ export function layerTable(layers: readonly Layer[]): string {
 
 /** `readme` with the text between the markers replaced by `table`; throws when a marker is missing. */
 export function withLayerTable(readme: string, table: string): string {
-  const from = readme.indexOf(BEGIN);
-  const to = readme.indexOf(END);
-  if (from < 0 || to < from) throw new Error(`README.md has no "${BEGIN}" … "${END}" pair`);
-  return `${readme.slice(0, from + BEGIN.length)}\n${table}\n${readme.slice(to)}`;
+  return withSection(readme, BEGIN, END, table);
+}
+
+/** `readme` with the text between two marker lines replaced (every generated README section). */
+export function withSection(readme: string, begin: string, end: string, text: string): string {
+  const from = readme.indexOf(begin);
+  const to = readme.indexOf(end);
+  if (from < 0 || to < from) throw new Error(`README.md has no "${begin}" … "${end}" pair`);
+  return `${readme.slice(0, from + begin.length)}\n${text}\n${readme.slice(to)}`;
 }

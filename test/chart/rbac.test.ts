@@ -50,7 +50,8 @@ function grants(ms: Manifest[], subject = SA): string[] {
 
 /**
  * What API_ACCESS says the controller needs, given the watched namespaces ([]: all) and whether
- * it serves the Gateway API (the chart's gatewayAPI.enabled, on by default).
+ * it serves the Gateway API (the chart's gatewayAPI.enabled, on by default). Ingresses are
+ * served by default and the chart always grants their access.
  */
 function needed(watched: string[], gatewayApi = true): string[] {
   const where = (a: ApiAccess) =>
@@ -63,7 +64,9 @@ function needed(watched: string[], gatewayApi = true): string[] {
         : [RELEASE_NS];
   // A resource may be declared for two scopes (EndpointSlices: the watched namespaces and the
   // data plane's): granted once where they meet, and not again in a namespace a "*" grant covers.
-  const declared = (API_ACCESS as readonly ApiAccess[]).filter((a) => gatewayApi || a.feature === undefined);
+  const declared = (API_ACCESS as readonly ApiAccess[]).filter(
+    (a) => gatewayApi || a.feature !== 'gateway-api',
+  );
   const all = new Set(
     declared.flatMap((a) =>
       where(a).flatMap((ns) => a.verbs.map((v) => `${ns} ${a.group}/${a.resource} ${v}`)),
@@ -73,11 +76,16 @@ function needed(watched: string[], gatewayApi = true): string[] {
 }
 
 describe('the controller RBAC is exactly api-access.ts', () => {
-  it('default: the release namespace only, all in Roles but the cluster-scoped Gateway API reads', async () => {
+  it('default: the release namespace only, all in Roles but the cluster-scoped Gateway API and IngressClass reads', async () => {
     const ms = await render();
     expect(grants(ms)).toEqual(needed([RELEASE_NS]));
     expect(ms.filter((m) => m.kind.startsWith('Cluster')).map((m) => `${m.kind}/${m.metadata.name}`)).toEqual(
-      ['ClusterRole/gw-sluice-sluice-gateway-api', 'ClusterRoleBinding/gw-sluice-sluice-gateway-api'],
+      [
+        'ClusterRole/gw-sluice-sluice-ingress',
+        'ClusterRole/gw-sluice-sluice-gateway-api',
+        'ClusterRoleBinding/gw-sluice-sluice-ingress',
+        'ClusterRoleBinding/gw-sluice-sluice-gateway-api',
+      ],
     );
     expect(grants(ms).filter((g) => g.startsWith('* '))).toEqual([
       '* /namespaces list',
@@ -87,13 +95,25 @@ describe('the controller RBAC is exactly api-access.ts', () => {
       '* gateway.networking.k8s.io/gatewayclasses list',
       '* gateway.networking.k8s.io/gatewayclasses watch',
       '* gateway.networking.k8s.io/gatewayclasses/status patch',
+      '* networking.k8s.io/ingressclasses list',
+      '* networking.k8s.io/ingressclasses watch',
+    ]);
+    // Ingresses and their status in the watched namespaces, IngressClasses cluster-wide.
+    expect(grants(ms).filter((g) => g.includes('networking.k8s.io/ingress'))).toEqual([
+      '* networking.k8s.io/ingressclasses list',
+      '* networking.k8s.io/ingressclasses watch',
+      'sluice networking.k8s.io/ingresses list',
+      'sluice networking.k8s.io/ingresses watch',
+      'sluice networking.k8s.io/ingresses/status patch',
     ]);
   });
 
-  it('gatewayAPI.enabled false: none of the Gateway API access, no ClusterRole, no Service writes', async () => {
+  it('gatewayAPI.enabled false: none of the Gateway API access, no ClusterRole but IngressClass reads, no Service writes', async () => {
     const ms = await render({ values: { gatewayAPI: { enabled: false } } });
     expect(grants(ms)).toEqual(needed([RELEASE_NS], false));
-    expect(ms.filter((m) => m.kind.startsWith('Cluster'))).toEqual([]);
+    expect(ms.filter((m) => m.kind.startsWith('Cluster')).map((m) => `${m.kind}/${m.metadata.name}`)).toEqual(
+      ['ClusterRole/gw-sluice-sluice-ingress', 'ClusterRoleBinding/gw-sluice-sluice-ingress'],
+    );
     expect(grants(ms).filter((g) => /gateway\.networking|\/services (create|update|delete)/.test(g))).toEqual(
       [],
     );
@@ -104,7 +124,9 @@ describe('the controller RBAC is exactly api-access.ts', () => {
     expect(grants(ms)).toEqual(needed(['shop', 'payments']));
     expect(
       grants(ms).filter(
-        (g) => g.startsWith('* ') && !/gatewayclasses|customresourcedefinitions|\/namespaces /.test(g),
+        (g) =>
+          g.startsWith('* ') &&
+          !/gatewayclasses|ingressclasses|customresourcedefinitions|\/namespaces /.test(g),
       ),
     ).toEqual([]);
     const secrets = grants(ms).filter((g) => g.includes('/secrets '));

@@ -198,3 +198,25 @@ describe('validateRouteTable, upstream protocol', () => {
     ]);
   });
 });
+
+describe('validateRouteTable, regular-expression paths', () => {
+  const withPath = (value: string) => {
+    const table = snapshot([route('a', 'u', '/a')], [upstream('u', 'http://127.0.0.1:9')]).table;
+    table.routes[0].match.path = { type: 'RegularExpression', value };
+    return table;
+  };
+
+  it('accepts a pattern that compiles and cannot backtrack catastrophically', () => {
+    expect(validateRouteTable(withPath('/api/v[0-9]+/(users|teams)'))).toEqual([]);
+  });
+
+  it('refuses one that does not compile, does not start with "/", or could backtrack catastrophically', () => {
+    const problem = (value: string) => validateRouteTable(withPath(value)).map((e) => [e.field, e.message]);
+    expect(problem('/api/(')[0][0]).toBe('match.path.value');
+    expect(problem('/api/(')[0][1]).toMatch(/^is not a valid regular expression/);
+    expect(problem('api')).toEqual([['match.path.value', 'must start with "/"']]);
+    expect(problem('/(a+)+$')).toEqual([
+      ['match.path.value', 'could backtrack catastrophically (nested or repeated quantifiers); rewrite it'],
+    ]);
+  });
+});

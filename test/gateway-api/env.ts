@@ -12,7 +12,7 @@ import { expect } from 'vitest';
 import { type Controller, type ControllerOptions, startController } from '../../controller/main.ts';
 import { gatewayServiceName } from '../../controller/gateway-api/gateways.ts';
 import type { DataPlane } from '../../dataplane/main.ts';
-import { dataplaneAdminObjects } from '../helpers/controller-on-kapi.ts';
+import { startDataPlanesIn } from '../helpers/controller-on-kapi.ts';
 import { type Backends, startConformanceBackends } from '../helpers/gateway-api/backends.ts';
 import { http1, type Reply, type RequestOptions } from '../helpers/gateway-api/clients.ts';
 import { installGatewayApiCrds } from '../helpers/gateway-api/crds.ts';
@@ -22,7 +22,6 @@ import {
   type Placeholders,
 } from '../helpers/gateway-api/manifests.ts';
 import { kubectl, ok } from '../helpers/kubectl.ts';
-import { freePort, startTestDataPlane } from '../helpers/servers.ts';
 import { waitFor } from '../helpers/until.ts';
 
 export const PLANES = ['127.0.1.1', '127.0.1.2'] as const;
@@ -54,10 +53,7 @@ export async function startEnv(extra: Partial<ControllerOptions> = {}): Promise<
   await ok(['create', 'namespace', system]);
   await applyGatewayClass(placeholders);
   const backends = await startConformanceBackends(placeholders);
-  const adminPort = await freePort();
-  const planes: DataPlane[] = [];
-  for (const host of PLANES) planes.push(await startTestDataPlane({ host, adminHost: host, adminPort }));
-  await ok(['apply', '-n', system, '-f', '-'], dataplaneAdminObjects(adminPort, [...PLANES]));
+  const planes = await startDataPlanesIn(system, PLANES);
   const controller = await startController({
     log: pino({ level: 'silent' }),
     dataplaneService: `${system}/sluice-admin`,

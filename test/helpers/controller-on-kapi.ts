@@ -5,7 +5,9 @@
  */
 import pino from 'pino';
 import { type Controller, type ControllerOptions, startController } from '../../controller/main.ts';
+import type { DataPlane, DataPlaneOptions } from '../../dataplane/main.ts';
 import { ok } from './kubectl.ts';
+import { freePort, startTestDataPlane } from './servers.ts';
 
 /** The data planes' admin Service and its EndpointSlice (one endpoint per address), as YAML. */
 export function dataplaneAdminObjects(
@@ -29,6 +31,25 @@ addressType: IPv4
 ports: [{ name: admin, port: ${adminPort} }]
 endpoints: [${endpoints.join(', ')}]
 `;
+}
+
+/**
+ * Data planes of this process, one on each loopback address (pods' IPs: 127/8 all reaches lo),
+ * with the same admin port, as pods have, and the admin Service and EndpointSlice in `ns` a
+ * controller finds them by (dataplaneAdminObjects). Tests that run at the same time use
+ * addresses of their own (the Gateway API suite 127.0.1.x, the Ingress tests 127.0.2.x).
+ */
+export async function startDataPlanesIn(
+  ns: string,
+  addresses: readonly string[],
+  more: Partial<DataPlaneOptions> = {},
+): Promise<DataPlane[]> {
+  const adminPort = await freePort();
+  const planes: DataPlane[] = [];
+  for (const host of addresses)
+    planes.push(await startTestDataPlane({ host, adminHost: host, adminPort, ...more }));
+  await ok(['apply', '-n', ns, '-f', '-'], dataplaneAdminObjects(adminPort, addresses));
+  return planes;
 }
 
 /** Sluice's CRDs applied and established, and a fresh namespace. */

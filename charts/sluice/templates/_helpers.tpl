@@ -143,6 +143,13 @@ seccompProfile:
 - apiGroups: [""]
   resources: [events]
   verbs: [create, patch]
+# Ingresses (networking.k8s.io/v1) of Sluice's classes, and their status.loadBalancer (the leader).
+- apiGroups: [networking.k8s.io]
+  resources: [ingresses]
+  verbs: [list, watch]
+- apiGroups: [networking.k8s.io]
+  resources: [ingresses/status]
+  verbs: [patch]
 {{- if .Values.gatewayAPI.enabled }}
 # Gateway API: the Gateways, HTTPRoutes and ReferenceGrants of the watched namespaces, their
 # status (written by the leader; an HTTPRoute's with update, so that the parents other

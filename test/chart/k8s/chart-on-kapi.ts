@@ -236,6 +236,15 @@ endpoints: [{ addresses: ["127.0.0.1"], conditions: { ready: false }, targetRef:
  * of the chart was used (an unused grant is a privilege too many, or a test too few).
  */
 /**
+ * Grants of the chart no test on kapi can make the controller use: kapi serves no IngressClass
+ * API (the controller's list gets 404, so it never watches), and the chart passes no
+ * --publish-service (so no Ingress status is written; test/k8s/ingress.test.ts writes it
+ * without the chart's RBAC).
+ */
+export const UNUSABLE_ON_KAPI =
+  /networking\.k8s\.io\/ingressclasses watch$|networking\.k8s\.io\/ingresses\/status patch$/;
+
+/**
  * Waits (bounded) until the controller has used every grant it uses in steady operation: the
  * Lease's update comes with the leader's first renewal, which a fast test can finish before.
  */
@@ -243,7 +252,7 @@ export async function steadyGrantsUsed(inst: ChartInstall, timeoutMs = 10_000): 
   const until = Date.now() + timeoutMs;
   for (;;) {
     const { granted, used } = inst.grants();
-    if (granted.every((g) => used.includes(g)) || Date.now() > until) return;
+    if (granted.every((g) => used.includes(g) || UNUSABLE_ON_KAPI.test(g)) || Date.now() > until) return;
     await new Promise((r) => setTimeout(r, 100));
   }
 }
@@ -266,7 +275,7 @@ export function assertLeastPrivilege(inst: ChartInstall): void {
     'requests allowed by something else than the chart',
   ).toEqual([]);
   expect(
-    granted.filter((g) => !used.includes(g)),
+    granted.filter((g) => !used.includes(g) && !UNUSABLE_ON_KAPI.test(g)),
     'grants of the chart the controller never used',
   ).toEqual([]);
   console.log(

@@ -1,0 +1,372 @@
+/**
+ * The ingress-nginx annotations (nginx.ingress.kubernetes.io/*) Sluice honours, declared once:
+ * name → parser → effect, with ingress-nginx's meaning (its annotation reference) and where
+ * Sluice differs, `differs` says how (the docs' migration table is this table). Pure.
+ *
+ * Every other annotation of that prefix is reported, never silently ignored: an Event on the
+ * Ingress names it, and a metric counts it (controller/status/ingress-writer.ts); a `*-snippet`
+ * annotation is reported as never executed (Sluice runs no configuration text from objects). A
+ * value that does not parse is reported naming the annotation and the value, and only that
+ * annotation is left out: the Ingress's rules keep serving.
+ */
+
+export const NGINX_PREFIX = 'nginx.ingress.kubernetes.io/';
+
+/** What an Ingress's honoured annotations ask of its routes (defaults as ingress-nginx's). */
+export interface IngressEffects {
+  /** HTTP → HTTPS (308) for hosts with TLS in the Ingress (ingress-nginx's default: true). */
+  sslRedirect: boolean;
+  /** HTTP → HTTPS (308) for every rule, TLS or not. */
+  forceSslRedirect: boolean;
+  /** Every request answered with a redirect to this URL. */
+  redirect?: { url: URL; statusCode: 301 | 302 | 307 | 308 };
+  /** Requests for "/" redirected (302) to this path. */
+  appRoot?: string;
+  /** Upstream timeouts, as GatewayRoute durations. */
+  timeouts: { connect?: string; response?: string; idle?: string };
+  /** Tries in all (the first and the retries). */
+  tries?: number;
+  /** rate-limiting, per client IP. */
+  rateLimit: { second?: number; minute?: number };
+  /** cors, when enable-cors is true. */
+  cors: {
+    enabled: boolean;
+    origins?: string[];
+    methods?: string[];
+    headers?: string[];
+    expose?: string[];
+    credentials?: boolean;
+    maxAge?: number;
+  };
+  backendProtocol: 'HTTP' | 'HTTPS' | 'GRPC' | 'GRPCS';
+  /** Prefix and ImplementationSpecific paths are regular expressions. */
+  useRegex: boolean;
+  /** X-Forwarded-Prefix sent to the back end. */
+  forwardedPrefix?: string;
+}
+
+export function defaultEffects(): IngressEffects {
+  return {
+    sslRedirect: true,
+    forceSslRedirect: false,
+    timeouts: {},
+    rateLimit: {},
+    cors: { enabled: false },
+    backendProtocol: 'HTTP',
+    useRegex: false,
+  };
+}
+
+/** A value that cannot be read, and why. */
+interface Invalid {
+  invalid: string;
+}
+
+interface Annotation<T> {
+  /** After the prefix. */
+  name: string;
+  parse(value: string): T | Invalid;
+  apply(effects: IngressEffects, value: T): void;
+  /** What it does in Sluice (one line: the docs' table). */
+  effect: string;
+  /** Where Sluice's behaviour differs from ingress-nginx's. */
+  differs?: string;
+}
+
+const annotation = <T>(a: Annotation<T>): Annotation<unknown> => a as Annotation<unknown>;
+
+const bool = (v: string): boolean | Invalid =>
+  v === 'true' ? true : v === 'false' ? false : { invalid: 'must be "true" or "false"' };
+
+const integer =
+  (min: number, max: number) =>
+  (v: string): number | Invalid => {
+    const n = /^\d{1,10}$/.test(v.trim()) ? Number(v.trim()) : Number.NaN;
+    return Number.isInteger(n) && n >= min && n <= max
+      ? n
+      : { invalid: `must be a whole number from ${min} to ${max}` };
+  };
+
+/** ingress-nginx's proxy timeouts: whole seconds. */
+const seconds = (v: string): string | Invalid => {
+  const n = integer(1, 3600)(v);
+  return typeof n === 'number' ? `${n}s` : { invalid: 'must be whole seconds from 1 to 3600' };
+};
+
+const absoluteUrl = (v: string): URL | Invalid => {
+  try {
+    const url = new URL(v.trim());
+    if (url.protocol === 'http:' || url.protocol === 'https:') return url;
+  } catch {}
+  return { invalid: 'must be an absolute http:// or https:// URL' };
+};
+
+const path = (v: string): string | Invalid =>
+  /^\/[A-Za-z0-9\-._~!$&'()+,=:@/%]*$/.test(v.trim())
+    ? v.trim()
+    : { invalid: 'must be a path starting with "/"' };
+
+const list = (v: string): string[] =>
+  v
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+
+const redirect =
+  (statusCode: 301 | 302) =>
+  (e: IngressEffects, url: URL): void => {
+    e.redirect = { url, statusCode: e.redirect?.statusCode ?? statusCode };
+  };
+
+/** The table. Order matters only where one annotation refines another (a code after its redirect). */
+export const ANNOTATIONS: readonly Annotation<unknown>[] = [
+  annotation({
+    name: 'use-regex',
+    parse: bool,
+    apply: (e, v) => {
+      e.useRegex = v;
+    },
+    effect:
+      "true: the Ingress's Prefix and ImplementationSpecific paths are regular expressions, matched case-insensitively from the start of the path (nginx's location ~*); Exact paths stay exact",
+    differs:
+      "it applies to this Ingress's paths only (ingress-nginx makes every path of the host a regex, across Ingresses); a pattern that could backtrack catastrophically is refused",
+  }),
+  annotation({
+    name: 'ssl-redirect',
+    parse: bool,
+    apply: (e, v) => {
+      e.sslRedirect = v;
+    },
+    effect:
+      "true (default): plain-HTTP requests for a host in spec.tls get 308 to https (the route's httpsRedirect)",
+  }),
+  annotation({
+    name: 'force-ssl-redirect',
+    parse: bool,
+    apply: (e, v) => {
+      e.forceSslRedirect = v;
+    },
+    effect: 'true: every plain-HTTP request gets 308 to https, TLS in the Ingress or not',
+  }),
+  annotation({
+    name: 'permanent-redirect',
+    parse: absoluteUrl,
+    apply: redirect(301),
+    effect: 'every request answered 301 (or permanent-redirect-code) with Location: the URL',
+    differs: "the request's query is kept on the Location (nginx's `return` drops it)",
+  }),
+  annotation({
+    name: 'permanent-redirect-code',
+    parse: (v) => {
+      const n = integer(300, 308)(v);
+      return n === 301 || n === 302 || n === 307 || n === 308
+        ? n
+        : { invalid: 'must be 301, 302, 307 or 308' };
+    },
+    apply: (e, v) => {
+      if (e.redirect) e.redirect.statusCode = v as 301 | 302 | 307 | 308;
+    },
+    effect: "the status of permanent-redirect's answer",
+  }),
+  annotation({
+    name: 'temporal-redirect',
+    parse: absoluteUrl,
+    apply: (e, url) => {
+      // ingress-nginx: a permanent redirect, when both are set, wins.
+      if (e.redirect === undefined) e.redirect = { url, statusCode: 302 };
+    },
+    effect: 'every request answered 302 with Location: the URL',
+    differs: "the request's query is kept on the Location",
+  }),
+  annotation({
+    name: 'app-root',
+    parse: path,
+    apply: (e, v) => {
+      e.appRoot = v;
+    },
+    effect: 'a request for "/" is answered 302 to this path, on each host of the Ingress',
+  }),
+  annotation({
+    name: 'proxy-connect-timeout',
+    parse: seconds,
+    apply: (e, v) => {
+      e.timeouts.connect = v;
+    },
+    effect: 'timeouts.connect of the back end',
+  }),
+  annotation({
+    name: 'proxy-read-timeout',
+    parse: seconds,
+    apply: (e, v) => {
+      e.timeouts.response = v;
+      e.timeouts.idle = v;
+    },
+    effect:
+      'timeouts.response and timeouts.idle: the wait for the response headers and between two chunks of its body',
+  }),
+  annotation({
+    name: 'proxy-next-upstream-tries',
+    parse: integer(1, 11),
+    apply: (e, v) => {
+      e.tries = v;
+    },
+    effect: 'tries in all: N-1 retries of idempotent requests on connection failures and 502/503/504',
+    differs:
+      'without it no request is retried (ingress-nginx tries 3 times on error and timeout); 0 (unlimited) is refused',
+  }),
+  annotation({
+    name: 'limit-rps',
+    parse: integer(1, 1_000_000_000),
+    apply: (e, v) => {
+      e.rateLimit.second = v;
+    },
+    effect: 'rate-limiting by client IP: N requests a second, per data-plane process; over it 429',
+    differs: 'fixed windows without burst (limit-burst-multiplier is not read); 429, not 503',
+  }),
+  annotation({
+    name: 'limit-rpm',
+    parse: integer(1, 1_000_000_000),
+    apply: (e, v) => {
+      e.rateLimit.minute = v;
+    },
+    effect: 'rate-limiting by client IP: N requests a minute, per data-plane process; over it 429',
+    differs: 'fixed windows without burst; 429, not 503',
+  }),
+  annotation({
+    name: 'enable-cors',
+    parse: bool,
+    apply: (e, v) => {
+      e.cors.enabled = v;
+    },
+    effect: "true: the cors plugin, with the cors-* annotations (ingress-nginx's defaults otherwise)",
+    differs: 'with the origin "*" credentials are not allowed (browsers refuse that pair anyway)',
+  }),
+  annotation({
+    name: 'cors-allow-origin',
+    parse: list,
+    apply: (e, v) => {
+      e.cors.origins = v;
+    },
+    effect: 'cors origins (comma-separated; default "*")',
+  }),
+  annotation({
+    name: 'cors-allow-methods',
+    parse: (v) => list(v).map((m) => m.toUpperCase()),
+    apply: (e, v) => {
+      e.cors.methods = v;
+    },
+    effect: 'cors methods',
+  }),
+  annotation({
+    name: 'cors-allow-headers',
+    parse: list,
+    apply: (e, v) => {
+      e.cors.headers = v;
+    },
+    effect: 'cors allowHeaders',
+  }),
+  annotation({
+    name: 'cors-expose-headers',
+    parse: list,
+    apply: (e, v) => {
+      e.cors.expose = v;
+    },
+    effect: 'cors exposeHeaders',
+  }),
+  annotation({
+    name: 'cors-allow-credentials',
+    parse: bool,
+    apply: (e, v) => {
+      e.cors.credentials = v;
+    },
+    effect: 'cors credentials (default true)',
+  }),
+  annotation({
+    name: 'cors-max-age',
+    parse: integer(0, 86_400 * 365),
+    apply: (e, v) => {
+      e.cors.maxAge = v;
+    },
+    effect: 'cors maxAge, seconds',
+    differs:
+      'at most 86400, the default too (ingress-nginx: 1728000; browsers keep a preflight answer a day at most)',
+  }),
+  annotation({
+    name: 'x-forwarded-prefix',
+    parse: (v) =>
+      v.includes('{{') || /[\r\n]/.test(v) || v === ''
+        ? { invalid: 'must be a plain header value (no "{{", no line breaks)' }
+        : v,
+    apply: (e, v) => {
+      e.forwardedPrefix = v;
+    },
+    effect: 'X-Forwarded-Prefix: the value, on every request to the back end (a request-transformer)',
+  }),
+  annotation({
+    name: 'backend-protocol',
+    parse: (v) => {
+      const p = v.trim().toUpperCase();
+      return p === 'HTTP' || p === 'HTTPS' || p === 'GRPC' || p === 'GRPCS'
+        ? p
+        : { invalid: 'must be HTTP, HTTPS, GRPC or GRPCS' };
+    },
+    apply: (e, v) => {
+      e.backendProtocol = v as IngressEffects['backendProtocol'];
+    },
+    effect: 'HTTP: HTTP/1.1; GRPC: HTTP/2 in cleartext (h2c); HTTPS, GRPCS: TLS (h2 by ALPN)',
+    differs: "over TLS the back end's certificate is verified (ingress-nginx does not by default)",
+  }),
+];
+
+const BY_NAME = new Map(ANNOTATIONS.map((a) => [a.name, a]));
+/** Table order first (a code after its redirect), then the rest by name. */
+const rank = (name: string) => {
+  const i = ANNOTATIONS.findIndex((a) => a.name === name);
+  return i < 0 ? ANNOTATIONS.length : i;
+};
+
+/** A reported annotation: not honoured, a snippet (never executed), or a value that cannot be read. */
+export interface AnnotationProblem {
+  annotation: string;
+  reason: 'AnnotationNotHonoured' | 'SnippetNotExecuted' | 'InvalidAnnotation';
+  message: string;
+}
+
+/** The effects of an Ingress's annotations, and what of them is reported. */
+export function readAnnotations(annotations: Readonly<Record<string, string>> | undefined): {
+  effects: IngressEffects;
+  problems: AnnotationProblem[];
+} {
+  const effects = defaultEffects();
+  const problems: AnnotationProblem[] = [];
+  const given = Object.entries(annotations ?? {})
+    .filter(([k]) => k.startsWith(NGINX_PREFIX))
+    .map(([k, v]) => ({ key: k, name: k.slice(NGINX_PREFIX.length), value: v }));
+  given.sort((a, b) => rank(a.name) - rank(b.name) || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  for (const { key, name, value } of given) {
+    const a = BY_NAME.get(name);
+    if (a === undefined) {
+      problems.push(
+        name.endsWith('-snippet')
+          ? {
+              annotation: key,
+              reason: 'SnippetNotExecuted',
+              message: `${key} is never executed: Sluice runs no configuration text from objects`,
+            }
+          : { annotation: key, reason: 'AnnotationNotHonoured', message: `${key} is not honoured by Sluice` },
+      );
+      continue;
+    }
+    const parsed = a.parse(value);
+    if (parsed !== null && typeof parsed === 'object' && 'invalid' in parsed) {
+      problems.push({
+        annotation: key,
+        reason: 'InvalidAnnotation',
+        message: `${key}: ${JSON.stringify(value)} ${(parsed as Invalid).invalid}; the annotation is left out`,
+      });
+      continue;
+    }
+    a.apply(effects, parsed);
+  }
+  return { effects, problems };
+}

@@ -1,0 +1,362 @@
+/**
+ * networking.k8s.io/v1 Ingresses → ModelRoutes (the model GatewayRoutes become: one compile
+ * serves both, with the same precedence and conflict rules). Pure.
+ *
+ * Which Ingresses: classes.ts. Each path of each rule becomes one ModelRoute (its backend is its
+ * service), matched on the rule's host (exact, or "*.suffix" for exactly one label, as the
+ * Ingress spec says and the data plane matches routes off Gateway listeners) and its path:
+ *   - Exact: the path exactly; Prefix: element-wise, "/foo" matches /foo and /foo/bar, not
+ *     /foobar, and a trailing "/" is ignored (the Ingress spec's table);
+ *   - ImplementationSpecific: as ingress-nginx reads it without use-regex, a prefix; Sluice's is
+ *     element-wise (nginx's `location /foo` would also take /foobar);
+ *   - with use-regex, Prefix and ImplementationSpecific paths are regular expressions
+ *     (dataplane/config/path-regex.ts: case-insensitive, anchored at the start, as nginx's
+ *     `location ~*`), ranked after Exact paths and before Prefix ones, the longer first.
+ * spec.defaultBackend is a Prefix "/" route without host: it ranks after every rule (shortest
+ * path, no host), so it takes what no rule matches. spec.tls certificates are served on the data
+ * plane's TLS port (--https-port) by SNI, like a GatewayRoute's spec.tls. Backends are Services
+ * resolved through their EndpointSlices (validate/service-backend.ts, the Gateway API's one
+ * definition), the port by number or name.
+ *
+ * What cannot be served is reported on the Ingress (Warning Events: status/ingress-writer.ts)
+ * and left out alone, the rest of the Ingress keeps serving: a path the data plane cannot match
+ * (a regular expression), a backend that does not resolve (the path answers 500
+ * SLC_ERR_BACKEND_INVALID rather than falling through to another route), a TLS entry whose Secret
+ * does not resolve, an annotation not honoured or not readable (annotations.ts).
+ */
+import { normalizeRoutePath, ROUTE_PATH_PATTERN } from '../../dataplane/config/path-grammar.ts';
+import { pathRegexProblem } from '../../dataplane/config/path-regex.ts';
+import type { Route } from '../../dataplane/config/route-table.ts';
+import type { RouteRule, RouteTls } from '../api/gateway-route.ts';
+import type { Ingress, IngressBackend, PathType } from '../api/ingress.ts';
+import { INVALID_BACKEND, NO_BACKEND } from '../gateway-api/redirects.ts';
+import type { ObjectRef, ResourceSet } from '../source/resource-set.ts';
+import { pluginConfigProblems } from '../validate/gateway-plugin.ts';
+import type { ModelPlugin, ModelRoute } from '../validate/model.ts';
+import { resolveServiceBackend, type ServiceBackend } from '../validate/service-backend.ts';
+import { type ModelCertificate, resolveTlsRefs } from '../validate/tls-refs.ts';
+import { type IngressEffects, NGINX_PREFIX, readAnnotations } from './annotations.ts';
+import { DEFAULT_INGRESS_CLASS, ingressesOf } from './classes.ts';
+
+/** One thing about an Ingress that is not served as written: a Warning Event. */
+export interface IngressProblem {
+  /** Where: "spec.rules[0].http.paths[1].backend.service", "metadata.annotations[...]". */
+  field: string;
+  reason: string;
+  message: string;
+  /** The annotation it is about (the metric's label). */
+  annotation?: string;
+}
+
+export interface IngressReport {
+  generation: number;
+  problems: IngressProblem[];
+}
+
+export interface IngressResult {
+  routes: ModelRoute[];
+  /** Plugin instances the annotations make (cors, rate-limiting, request-transformer), by "namespace/name". */
+  plugins: Map<string, ModelPlugin>;
+  /** Sluice's Ingresses by "namespace/name", in key order. */
+  ingresses: Map<string, IngressReport>;
+}
+
+export interface IngressOptions {
+  /** --ingress-class (default sluice). */
+  className?: string;
+}
+
+export function translateIngresses(set: ResourceSet, opts: IngressOptions = {}): IngressResult {
+  const out: IngressResult = { routes: [], plugins: new Map(), ingresses: new Map() };
+  for (const [key, ing] of ingressesOf(set, opts.className ?? DEFAULT_INGRESS_CLASS)) {
+    const { routes, plugins, problems } = translateIngress(set, ing);
+    out.routes.push(...routes);
+    for (const p of plugins) out.plugins.set(`${p.ref.namespace}/${p.ref.name}`, p);
+    out.ingresses.set(key, { generation: ing.metadata.generation ?? 0, problems });
+  }
+  return out;
+}
+
+function translateIngress(
+  set: ResourceSet,
+  ing: Ingress,
+): { routes: ModelRoute[]; plugins: ModelPlugin[]; problems: IngressProblem[] } {
+  const ns = ing.metadata.namespace!;
+  const name = ing.metadata.name;
+  const ref: ObjectRef = { kind: 'Ingress', namespace: ns, name };
+  const source = { kind: 'Ingress', namespace: ns, name, generation: ing.metadata.generation ?? 0 };
+  const created = ing.metadata.creationTimestamp ? Date.parse(ing.metadata.creationTimestamp) : Number.NaN;
+  const spec = ing.spec ?? {};
+  const problems: IngressProblem[] = [];
+  const problem = (field: string, reason: string, message: string) =>
+    problems.push({ field, reason, message });
+
+  const read = readAnnotations(ing.metadata.annotations);
+  const effects = read.effects;
+  for (const p of read.problems) problems.push({ field: `metadata.annotations[${p.annotation}]`, ...p });
+  const plugins = pluginsOf(ing, effects, problems);
+
+  const ruleHosts = [...new Set((spec.rules ?? []).flatMap((r) => (r.host ? [r.host.toLowerCase()] : [])))];
+  const certificates = certificatesOf(set, ing, ruleHosts, problem);
+  const tlsHosts = certificates.flatMap((c) => c.hosts);
+
+  const routes: ModelRoute[] = [];
+  const add = (
+    field: string,
+    ruleName: string,
+    path: string,
+    pathType: 'Exact' | 'Prefix' | 'RegularExpression',
+    host: string | undefined,
+    answer: { backend: ServiceBackend } | { entry: Route['handler'] },
+    withPlugins: boolean,
+  ) => {
+    const backend: ServiceBackend = 'backend' in answer ? answer.backend : NO_BACKEND;
+    const entry = 'entry' in answer ? answer.entry : undefined;
+    const redirectHttp =
+      effects.forceSslRedirect ||
+      (effects.sslRedirect && host !== undefined && tlsHosts.some((t) => hostCovers(t, host)));
+    const rule: RouteRule = {
+      name: ruleName,
+      paths: [path],
+      ...(pathType !== 'RegularExpression' && { pathType }),
+      ...(host !== undefined && { hosts: [host] }),
+      ...(redirectHttp && { httpsRedirect: true }),
+      ...(withPlugins && plugins.length && { plugins: plugins.map((p) => ({ name: p.ref.name })) }),
+    };
+    const protocol = backend.protocol ?? (effects.backendProtocol === 'GRPC' ? 'h2c' : undefined);
+    routes.push({
+      ref,
+      source,
+      createdMs: Number.isNaN(created) ? undefined : created,
+      spec: {
+        service: {
+          name: backend.service,
+          url: backend.url,
+          ...(Object.keys(effects.timeouts).length && { timeouts: { ...effects.timeouts } }),
+          ...(effects.tries !== undefined &&
+            effects.tries > 1 && { retries: { attempts: effects.tries - 1 } }),
+        },
+        routes: [rule],
+      },
+      upstreamUrl: backend.url,
+      ...(pathType === 'RegularExpression' && { regex: true as const }),
+      field,
+      handlers: [entry ? { kind: entry.type, config: undefined, urls: [], entry } : null],
+      // On one route of the Ingress (compile collects them by Secret; once is enough).
+      certificates: routes.length === 0 ? certificates : [],
+      ...(backend.endpoints && { endpoints: new Map([[backend.url, backend.endpoints]]) }),
+      ...(protocol && { protocols: new Map([[backend.url, protocol]]) }),
+    });
+  };
+
+  const scheme =
+    effects.backendProtocol === 'HTTPS' || effects.backendProtocol === 'GRPCS' ? 'https' : 'http';
+  const answerOf = (
+    b: IngressBackend | undefined,
+    at: string,
+  ): { backend: ServiceBackend } | { entry: Route['handler'] } => {
+    if (effects.redirect) return { entry: redirectEntry(effects.redirect) };
+    if (b?.service === undefined) {
+      const kind = b?.resource ? `${b.resource.apiGroup ?? ''}/${b.resource.kind}` : 'an empty';
+      problem(
+        `${at}.resource`,
+        'BackendNotServed',
+        `${kind} backend is not served (a Service is): its requests get 500`,
+      );
+      return { entry: INVALID_BACKEND };
+    }
+    const resolved = resolveServiceBackend(set, ns, b.service.name, b.service.port ?? {}, scheme);
+    if (typeof resolved === 'string') {
+      problem(`${at}.service`, 'BackendNotFound', `${resolved}: its requests get 500`);
+      return { entry: INVALID_BACKEND };
+    }
+    return { backend: resolved };
+  };
+
+  (spec.rules ?? []).forEach((rule, i) => {
+    const host = rule.host?.toLowerCase();
+    (rule.http?.paths ?? []).forEach((p, j) => {
+      const at = `spec.rules[${i}].http.paths[${j}]`;
+      const path = p.path || '/';
+      const type = p.pathType === 'Exact' ? 'Exact' : effects.useRegex ? 'RegularExpression' : 'Prefix';
+      const bad = type === 'RegularExpression' ? pathRegexProblem(path) : pathProblem(path, p.pathType);
+      if (bad) {
+        problem(`${at}.path`, 'PathNotServed', `${JSON.stringify(path)} ${bad}: the path is left out`);
+        return;
+      }
+      add(`${at}.path`, `rule-${i}-path-${j}`, path, type, host, answerOf(p.backend, `${at}.backend`), true);
+    });
+  });
+  if (spec.defaultBackend)
+    add(
+      'spec.defaultBackend',
+      'default-backend',
+      '/',
+      'Prefix',
+      undefined,
+      answerOf(spec.defaultBackend, 'spec.defaultBackend'),
+      true,
+    );
+  if (effects.appRoot !== undefined) {
+    const entry: Route['handler'] = {
+      path: { type: 'ReplaceFullPath', value: effects.appRoot },
+      statusCode: 302,
+      type: 'redirect',
+    };
+    const hosts = ruleHosts.length ? ruleHosts : [undefined];
+    for (const [k, h] of hosts.entries())
+      add(
+        `metadata.annotations[${NGINX_PREFIX}app-root]`,
+        `app-root-${k}`,
+        '/',
+        'Exact',
+        h,
+        { entry },
+        false,
+      );
+  }
+  return { routes, plugins, problems };
+}
+
+/** Why a path cannot be matched by the data plane, or undefined. */
+function pathProblem(path: string, type: PathType | undefined): string | undefined {
+  if (!new RegExp(ROUTE_PATH_PATTERN).test(path))
+    return type === 'ImplementationSpecific' || type === undefined
+      ? 'holds characters a path cannot (a regular expression needs nginx.ingress.kubernetes.io/use-regex: "true")'
+      : 'holds characters a path cannot';
+  const n = normalizeRoutePath(path);
+  return typeof n === 'string' ? undefined : n.error;
+}
+
+/** Whether a TLS host (exact, or "*.suffix": one label) covers a rule's host. */
+function hostCovers(tls: string, host: string): boolean {
+  if (tls === host) return true;
+  if (!tls.startsWith('*.') || host.startsWith('*.')) return false;
+  const rest = host.slice(0, host.length - tls.length + 1);
+  return host.endsWith(tls.slice(1)) && rest.length > 0 && !rest.includes('.');
+}
+
+/**
+ * spec.tls resolved as a GatewayRoute's is (validate/tls-refs.ts): a Secret of type
+ * kubernetes.io/tls covering each host. An entry without hosts is for the Ingress's rule hosts;
+ * one without secretName is not served (ingress-nginx would use its default certificate; Sluice
+ * has none).
+ */
+function certificatesOf(
+  set: ResourceSet,
+  ing: Ingress,
+  ruleHosts: string[],
+  problem: (field: string, reason: string, message: string) => void,
+): ModelCertificate[] {
+  const ref: ObjectRef = { kind: 'Ingress', namespace: ing.metadata.namespace!, name: ing.metadata.name };
+  const out: ModelCertificate[] = [];
+  (ing.spec?.tls ?? []).forEach((t, index) => {
+    const at = `spec.tls[${index}]`;
+    if (!t.secretName) {
+      problem(
+        `${at}.secretName`,
+        'TLSNotServed',
+        'no secretName: Sluice has no default certificate to serve',
+      );
+      return;
+    }
+    const hosts = t.hosts?.length ? t.hosts : ruleHosts;
+    if (hosts.length === 0) {
+      problem(`${at}.hosts`, 'TLSNotServed', 'no hosts, and no rule names one');
+      return;
+    }
+    const entry: RouteTls = { hosts, secretName: t.secretName };
+    const resolved = resolveTlsRefs(ref, [entry], set.secrets);
+    for (const d of resolved.diagnostics) problem(d.field.replace('spec.tls[0]', at), d.reason, d.message);
+    for (const c of resolved.certificates) out.push({ ...c, index });
+  });
+  return out;
+}
+
+/** The redirect entry of permanent-redirect / temporal-redirect: the URL's scheme, host, port and path. */
+function redirectEntry(r: NonNullable<IngressEffects['redirect']>): Route['handler'] {
+  const scheme = r.url.protocol === 'https:' ? 'https' : 'http';
+  return {
+    hostname: r.url.hostname,
+    path: { type: 'ReplaceFullPath', value: r.url.pathname || '/' },
+    ...(r.url.port !== '' && { port: Number(r.url.port) }),
+    scheme,
+    statusCode: r.statusCode,
+    type: 'redirect',
+  };
+}
+
+/**
+ * The plugin instances an Ingress's annotations make (cors, rate-limiting, a request-transformer
+ * for X-Forwarded-Prefix), named ingress.<name>.<plugin> (a
+ * GatewayPlugin name holds no dot, so none shares it). A config the plugin refuses (a cors origin
+ * it cannot read) is reported naming the annotations, and that plugin left out.
+ */
+function pluginsOf(ing: Ingress, e: IngressEffects, problems: IngressProblem[]): ModelPlugin[] {
+  const ns = ing.metadata.namespace!;
+  const name = ing.metadata.name;
+  const out: ModelPlugin[] = [];
+  const make = (
+    plugin: 'cors' | 'rate-limiting' | 'request-transformer',
+    config: Record<string, unknown>,
+    annotations: string,
+  ) => {
+    const wrong = pluginConfigProblems(plugin, config);
+    if (wrong.length) {
+      problems.push({
+        field: 'metadata.annotations',
+        reason: 'InvalidAnnotation',
+        annotation: `${NGINX_PREFIX}${annotations.split(',')[0]}`,
+        message: `${annotations}: ${wrong.join('; ')}; ${plugin} is left out`,
+      });
+      return;
+    }
+    out.push({
+      ref: { kind: 'Ingress', namespace: ns, name: `ingress.${name}.${plugin}` },
+      source: { kind: 'Ingress', namespace: ns, name, generation: ing.metadata.generation ?? 0 },
+      plugin,
+      field: 'metadata.annotations',
+      config: sortedKeys(config),
+    });
+  };
+  if (e.cors.enabled) {
+    const origins = e.cors.origins ?? ['*'];
+    const any = origins.includes('*');
+    make(
+      'cors',
+      {
+        origins,
+        methods: e.cors.methods ?? ['GET', 'PUT', 'POST', 'DELETE', 'PATCH', 'OPTIONS'],
+        allowHeaders: e.cors.headers ?? [
+          'DNT',
+          'Keep-Alive',
+          'User-Agent',
+          'X-Requested-With',
+          'If-Modified-Since',
+          'Cache-Control',
+          'Content-Type',
+          'Range',
+          'Authorization',
+        ],
+        ...(e.cors.expose?.length && { exposeHeaders: e.cors.expose }),
+        // ingress-nginx allows credentials by default; with the origin "*" browsers refuse them.
+        credentials: e.cors.credentials ?? !any,
+        // The cors plugin's most (browsers hold a preflight answer two hours to a day anyway).
+        maxAge: Math.min(e.cors.maxAge ?? 1_728_000, 86_400),
+      },
+      'enable-cors, cors-*',
+    );
+  }
+  if (e.rateLimit.second !== undefined || e.rateLimit.minute !== undefined)
+    make('rate-limiting', { ...e.rateLimit, limitBy: 'ip' }, 'limit-rps, limit-rpm');
+  if (e.forwardedPrefix !== undefined) {
+    // Set, as nginx's proxy_set_header: replaced when the client sent one, added when not.
+    const headers = [`X-Forwarded-Prefix:${e.forwardedPrefix}`];
+    make('request-transformer', { add: { headers }, replace: { headers } }, 'x-forwarded-prefix');
+  }
+  return out;
+}
+
+function sortedKeys(o: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(o).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+}
