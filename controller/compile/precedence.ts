@@ -1,6 +1,11 @@
 /**
  * Pass 5: the table in precedence order; the data plane takes the first route that matches.
  * The comparator's rules, most important first (the first that differs decides):
+ *   0. Drafts of HTTPRoutes and GRPCRoutes only: more characters in a non-wildcard host first,
+ *      then more characters in the host; one for any host after both. Gateway API ranks the
+ *      routes by the host name that matched before any match rule (HTTPRoute spec.hostnames),
+ *      so foo.example.com's "/" outranks *.example.com's "/very/specific"; those drafts carry
+ *      one host each (gateway-api/http-routes.ts splits them), so the rank is the matched one's.
  *   1. Exact before Prefix: an exact path is the most specific statement there is (a regular
  *      expression, from an Ingress under ingress-nginx's use-regex, between them).
  *   2. Longer path first: /api/v2 is more specific than /api.
@@ -26,7 +31,11 @@ const PATH_TYPE_RANK = { Exact: 0, RegularExpression: 1, Prefix: 2 } as const;
 export function comparePrecedence(a: Ranked, b: Ranked): number {
   const [a4, a5] = matchKeys(a);
   const [b4, b5] = matchKeys(b);
+  const [a0, a0b] = hostKeys(a);
+  const [b0, b0b] = hostKeys(b);
   return (
+    a0 - b0 || // 0
+    a0b - b0b ||
     PATH_TYPE_RANK[a.match.path.type] - PATH_TYPE_RANK[b.match.path.type] || // 1
     b.match.path.value.length - a.match.path.value.length || // 2
     Number(!a.match.hosts) - Number(!b.match.hosts) || // 3
@@ -40,6 +49,16 @@ export function comparePrecedence(a: Ranked, b: Ranked): number {
     compareText(a.routeName, b.routeName) ||
     a.matchIndex - b.matchIndex
   );
+}
+
+/**
+ * Rule 0 as two numbers, smaller first: minus the characters of a non-wildcard host, minus those
+ * of the host. Zero for GatewayRoutes (hosts rank by rule 3) and for drafts of any host.
+ */
+function hostKeys(r: Ranked): [number, number] {
+  const host = r.gatewayApiRule === undefined ? undefined : r.match.hosts?.[0];
+  if (host === undefined) return [0, 0];
+  return [host.startsWith('*.') ? 0 : -host.length, -host.length];
 }
 
 /** Rules 4 and 5 as two numbers, smaller first, in the order the draft's kind ranks them. */
@@ -82,8 +101,11 @@ export function compareText(a: string, b: string): number {
 export const sortByPrecedence: Pass = (state) => {
   const keyed = state.drafts.map((d) => {
     const [k4, k5] = matchKeys(d);
+    const [host, hostAll] = hostKeys(d);
     return {
       d,
+      host,
+      hostAll,
       type: PATH_TYPE_RANK[d.match.path.type],
       length: d.match.path.value.length,
       anyHost: Number(!d.match.hosts),
@@ -98,6 +120,8 @@ export const sortByPrecedence: Pass = (state) => {
   });
   keyed.sort(
     (a, b) =>
+      a.host - b.host || // 0
+      a.hostAll - b.hostAll ||
       a.type - b.type || // 1
       b.length - a.length || // 2
       a.anyHost - b.anyHost || // 3

@@ -398,21 +398,26 @@ function modelRoutes(
       const suffix = groups.size > 1 ? `-hosts-${g}` : '';
       const matches =
         route.kind === 'GRPCRoute' ? grpcMatchesOf(rule as GRPCRouteRule) : matchesOf(rule as HTTPRouteRule);
-      const rules = matches.map(
-        (m, j): RouteRule => ({
-          name: `rule-${i}-match-${j}${suffix}`,
-          paths: [m.path],
-          pathType: m.pathType,
-          ...(m.method && { methods: [m.method as NonNullable<RouteRule['methods']>[number]] }),
-          ...(m.headers.length && { headers: m.headers }),
-          ...(m.query?.length && { query: m.query }),
-          ...(group.hosts && { hosts: group.hosts }),
-          // A 500 runs no plugin (one it names may be what does not resolve).
-          ...(entry !== INVALID_BACKEND &&
-            (pluginsOf(rule).length || filters[i].length) && {
-              plugins: [...filters[i].map((p) => ({ name: pluginName(p) })), ...pluginsOf(rule)],
-            }),
-        }),
+      // One host per entry when there are several: Gateway API ranks routes by the host name
+      // that matched before any match rule (compile/precedence.ts, rule 0).
+      const hostSets = group.hosts && group.hosts.length > 1 ? group.hosts.map((h) => [h]) : [group.hosts];
+      const rules = matches.flatMap((m, j) =>
+        hostSets.map(
+          (hosts, h): RouteRule => ({
+            name: `rule-${i}-match-${j}${suffix}${hostSets.length > 1 ? `-host-${h}` : ''}`,
+            paths: [m.path],
+            pathType: m.pathType,
+            ...(m.method && { methods: [m.method as NonNullable<RouteRule['methods']>[number]] }),
+            ...(m.headers.length && { headers: m.headers }),
+            ...(m.query?.length && { query: m.query }),
+            ...(hosts && { hosts }),
+            // A 500 runs no plugin (one it names may be what does not resolve).
+            ...(entry !== INVALID_BACKEND &&
+              (pluginsOf(rule).length || filters[i].length) && {
+                plugins: [...filters[i].map((p) => ({ name: pluginName(p) })), ...pluginsOf(rule)],
+              }),
+          }),
+        ),
       );
       out.push({
         ref: { kind: route.kind, namespace: ns, name },

@@ -1,25 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import type { Route } from '../../dataplane/config/route-table.ts';
-import { hostMatcher, queryMatcher, RouteMatcher } from '../../dataplane/runtime/router.ts';
-import type { RuntimeRoute } from '../../dataplane/pipeline/route.ts';
-import { route } from '../helpers/tables.ts';
+import { hostMatcher, RouteMatcher } from '../../dataplane/runtime/router.ts';
+import { route, routeMatcherInput as rt } from '../helpers/tables.ts';
 
 // The matcher relies on table order for precedence (the controller sorts); these tests
 // give it tables in precedence order and check the fallback between nodes.
-function rt(entry: Route): RuntimeRoute {
-  const m = entry.match;
-  return {
-    id: entry.id,
-    entry,
-    methods: m.methods ? new Set(m.methods) : null,
-    hosts: m.hosts ? hostMatcher(m.hosts) : null,
-    headers: m.headers ? m.headers.map((h) => [h.name, h.value] as const) : null,
-    query: m.query ? queryMatcher(m.query) : null,
-  } as RuntimeRoute;
-}
-
 function matcher(...routes: Route[]) {
-  const m = new RouteMatcher(routes.map(rt));
+  const m = new RouteMatcher(routes.map((r) => rt(r)));
   return (path: string, method = 'GET', host = 'example.com', headers: Record<string, string> = {}) => {
     const q = path.indexOf('?');
     const [p, query] = q < 0 ? [path, ''] : [path.slice(0, q), path.slice(q + 1)];

@@ -14,7 +14,9 @@ import { build } from '../../controller/build.ts';
 import type { Resource } from '../../controller/api/index.ts';
 import { resourceSetFrom } from '../../controller/source/resource-set.ts';
 import { validateRouteTable } from '../../dataplane/config/validate.ts';
+import { RouteMatcher } from '../../dataplane/runtime/router.ts';
 import { expectGolden, toGoldenYaml } from '../helpers/golden.ts';
+import { routeMatcherInput } from '../helpers/tables.ts';
 
 const DIR = join(import.meta.dirname, 'gateway-api');
 const cases = readdirSync(DIR)
@@ -58,5 +60,30 @@ describe('Gateway API golden files', () => {
     const forward = build(resourceSetFrom(objects, { withServices: true })).snapshot.hash;
     const backward = build(resourceSetFrom([...objects].reverse(), { withServices: true })).snapshot.hash;
     expect(backward).toBe(forward);
+  });
+});
+
+describe('Gateway API hostname precedence, as the table routes requests', () => {
+  // hostname-precedence.in.yaml: the host that matched ranks a route before its path does.
+  const table = run('hostname-precedence').snapshot.table;
+  const m = new RouteMatcher(table.routes.map((r) => routeMatcherInput(r, true)));
+  const served = (host: string, path: string) => m.match(path, 'GET', host, {})?.entry.source.name ?? null;
+
+  it('an exact host name outranks a wildcard one whatever the paths', () => {
+    expect(served('foo.example.com', '/very/specific')).toBe('exact');
+    expect(served('foo.example.com', '/very/specific/longer')).toBe('exact');
+  });
+
+  it('a wildcard host name outranks a route for any host', () => {
+    expect(served('baz.example.com', '/very/specific/longer')).toBe('wildcard');
+    expect(served('other.test', '/very/specific/longer')).toBe('anyhost');
+    expect(served('other.test', '/very/specific')).toBeNull();
+  });
+
+  it('a route with two host names ranks by the one that matched', () => {
+    expect(served('bar.example.com', '/multi')).toBe('multi');
+    expect(served('bar.example.com', '/very/specific')).toBe('wildcard');
+    expect(served('foo.example.com', '/multi')).toBe('exact');
+    expect(served('baz.example.com', '/multi')).toBe('multi');
   });
 });

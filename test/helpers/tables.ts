@@ -1,5 +1,7 @@
 /** Route tables written by hand for data-plane tests (the controller's output is tested by the golden files). */
 import { tableHash } from '../../dataplane/config/canonical-json.ts';
+import type { RuntimeRoute } from '../../dataplane/pipeline/route.ts';
+import { hostMatcher, queryMatcher } from '../../dataplane/runtime/router.ts';
 import type {
   Listener,
   PluginInstance,
@@ -90,4 +92,17 @@ export function pluginInstance(
     config,
     source: { kind: 'GatewayPlugin', namespace: 'test', name, generation: 1 },
   } as PluginInstance;
+}
+
+/** What RouteMatcher reads of a route: its match, compiled as buildRuntime does (hosts as GatewayRoutes'; `anyLabels` as a Gateway API route's). */
+export function routeMatcherInput(entry: Route, anyLabels = false): RuntimeRoute {
+  const m = entry.match;
+  return {
+    id: entry.id,
+    entry,
+    methods: m.methods ? new Set(m.methods) : null,
+    hosts: m.hosts ? hostMatcher(m.hosts, anyLabels) : null,
+    headers: m.headers ? m.headers.map((h) => [h.name, h.value] as const) : null,
+    query: m.query ? queryMatcher(m.query) : null,
+  } as RuntimeRoute;
 }
