@@ -52,6 +52,7 @@ import { INVALID_BACKEND, NO_BACKEND, redirectEntry, redirectProblem } from './r
 import { referencePermitted } from './reference-grants.ts';
 import { urlRewriteEntry, urlRewriteProblem } from './url-rewrites.ts';
 import { mirrorProblem, mirrorRefs } from './mirrors.ts';
+import { corsFilterPlugins, corsFilterProblem } from './cors-filters.ts';
 import { timeoutsOf, timeoutsProblem } from './timeouts.ts';
 import { regexProblem } from '../../dataplane/config/regex.ts';
 
@@ -135,7 +136,10 @@ export function translateHttpRoutes(
     // Only served listeners are in the table; the others count the route but do not route it.
     const served = attachments.filter((a) => a.listener.served);
     if (served.length === 0) continue;
-    const filters = (route.spec.rules ?? []).map((rule, i) => headerFilterPlugins(route, rule.filters, i));
+    const filters = (route.spec.rules ?? []).map((rule, i) => [
+      ...headerFilterPlugins(route, rule.filters, i),
+      ...corsFilterPlugins(route, rule.filters, i),
+    ]);
     for (const p of filters.flat()) made.set(`${p.ref.namespace}/${pluginName(p)}`, p);
     routes.push(...modelRoutes(route, served, refs, filters));
   }
@@ -326,6 +330,9 @@ function unsupportedIn(route: AnyRoute): string | undefined {
         if (problem) return `${at}.filters[${j}]: ${problem}`;
       } else if (f.type === 'RequestRedirect' && route.kind === 'HTTPRoute') {
         const problem = redirectProblem(f);
+        if (problem) return `${at}.filters[${j}]: ${problem}`;
+      } else if (f.type === 'CORS' && route.kind === 'HTTPRoute') {
+        const problem = corsFilterProblem(f);
         if (problem) return `${at}.filters[${j}]: ${problem}`;
       } else if (f.type === 'RequestMirror' && route.kind === 'HTTPRoute') {
         const problem = mirrorProblem(f);

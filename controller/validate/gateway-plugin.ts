@@ -48,6 +48,14 @@ const checkConfig = new Map<string, { schema: TypeCheck<TSchema>; checks?: (c: u
   ]),
 );
 
+/** What a plugin's config breaks of its manifest's schema, then of its checks (fields relative to the config). */
+export function pluginConfigProblems(plugin: string, config: unknown): ConfigProblem[] {
+  const { schema, checks } = checkConfig.get(plugin)!;
+  const errors = schemaErrors(schema, config, []);
+  if (errors.length) return errors;
+  return checks?.(config) ?? [];
+}
+
 export function validatePlugin(obj: GatewayPlugin): { plugin?: ModelPlugin; diagnostics: Diagnostic[] } {
   const ref = refOf(obj);
   const { meta, diagnostics } = checkMetadata(ref, obj.metadata);
