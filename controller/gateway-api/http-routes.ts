@@ -54,6 +54,7 @@ import { urlRewriteEntry, urlRewriteProblem } from './url-rewrites.ts';
 import { mirrorProblem, mirrorRefs } from './mirrors.ts';
 import { corsFilterPlugins, corsFilterProblem } from './cors-filters.ts';
 import { timeoutsOf, timeoutsProblem } from './timeouts.ts';
+import { retriesOf, retryProblem } from './retries.ts';
 import { regexProblem } from '../../dataplane/config/regex.ts';
 
 export interface TranslatedRoutes {
@@ -347,6 +348,8 @@ function unsupportedIn(route: AnyRoute): string | undefined {
     if ((rule.backendRefs ?? []).length > 16) return `${at}.backendRefs: more than 16 backends`;
     const timeouts = route.kind === 'HTTPRoute' ? timeoutsProblem(rule as HTTPRouteRule) : undefined;
     if (timeouts) return `${at}.${timeouts}`;
+    const retry = route.kind === 'HTTPRoute' ? retryProblem(rule as HTTPRouteRule) : undefined;
+    if (retry) return `${at}.${retry}`;
     for (const [j, b] of (rule.backendRefs ?? []).entries())
       for (const [k, f] of (b.filters ?? []).entries()) {
         const bf = `${at}.backendRefs[${j}].filters[${k}]`;
@@ -402,6 +405,7 @@ function modelRoutes(
     const redirect = route.kind === 'HTTPRoute' ? redirectEntry(rule as HTTPRouteRule) : undefined;
     const rewrite = route.kind === 'HTTPRoute' ? urlRewriteEntry(rule as HTTPRouteRule) : undefined;
     const timeouts = route.kind === 'HTTPRoute' ? timeoutsOf(rule as HTTPRouteRule) : undefined;
+    const retries = route.kind === 'HTTPRoute' ? retriesOf(rule as HTTPRouteRule) : undefined;
     const entry = redirect ?? (backends[i] === null ? INVALID_BACKEND : undefined);
     const shares = entry ? [] : backends[i]!;
     const weighted = shares.filter((b): b is Backend => !('invalid' in b));
@@ -435,7 +439,12 @@ function modelRoutes(
         source: { kind: route.kind, namespace: ns, name, generation: route.metadata.generation ?? 0 },
         createdMs: Number.isNaN(created) ? undefined : created,
         spec: {
-          service: { name: backend.service, url: backend.url, ...(timeouts && { timeouts }) },
+          service: {
+            name: backend.service,
+            url: backend.url,
+            ...(timeouts && { timeouts }),
+            ...(retries && { retries }),
+          },
           routes: rules,
         },
         upstreamUrl: backend.url,
