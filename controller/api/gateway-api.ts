@@ -104,6 +104,8 @@ export interface HTTPRouteRule {
   name?: string;
   matches?: HTTPRouteMatch[];
   timeouts?: { request?: string; backendRequest?: string };
+  /** Experimental channel only. */
+  retry?: { codes?: number[]; attempts?: number; backoff?: string };
   filters?: HTTPRouteFilter[];
   backendRefs?: HTTPBackendRef[];
 }

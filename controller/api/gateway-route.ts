@@ -736,6 +736,7 @@ export const GatewayRouteSpec = Type.Object(
 export type GatewayRouteSpec = Static<typeof GatewayRouteSpec>;
 export type RouteRule = Static<typeof RouteRule>;
 export type Timeouts = Static<typeof Timeouts>;
+export type Retries = Static<typeof Retries>;
 export type RouteTls = Static<typeof RouteTls>;
 export type Version = Static<typeof Version>;
 export type Balance = Static<typeof Balance>;

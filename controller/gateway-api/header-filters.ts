@@ -50,29 +50,42 @@ export function headerFilterPlugins(
   filters: readonly HTTPRouteFilter[] | undefined,
   i: number,
 ): ModelPlugin[] {
-  const ns = route.metadata.namespace!;
   const out: ModelPlugin[] = [];
   (filters ?? []).forEach((f, j) => {
     const kind = HEADER_FILTERS.get(f.type);
     const m = modifierOf(f);
     if (kind === undefined || m === undefined || headerFilterProblem(f)) return;
-    const config = headerEdits(m);
-    const name = `${route.kind.toLowerCase()}.${route.metadata.name}.rule-${i}.filter-${j}`;
-    out.push({
-      // ref names the instance (attachPlugins makes its id from it); source, the HTTPRoute.
-      ref: { kind: route.kind, namespace: ns, name },
-      source: {
-        kind: route.kind,
-        namespace: ns,
-        name: route.metadata.name,
-        generation: route.metadata.generation ?? 0,
-      },
-      plugin: kind.plugin,
-      field: `spec.rules[${i}].filters[${j}]`,
-      config,
-    });
+    out.push(filterPlugin(route, i, j, kind.plugin, headerEdits(m)));
   });
   return out;
+}
+
+/**
+ * The plugin instance a route's filter makes (header modifiers, CORS), named after where it is
+ * written: httproute.<route>.rule-<i>.filter-<j>.
+ */
+export function filterPlugin(
+  route: HTTPRoute | GRPCRoute,
+  i: number,
+  j: number,
+  plugin: ModelPlugin['plugin'],
+  config: Record<string, unknown>,
+): ModelPlugin {
+  const ns = route.metadata.namespace!;
+  const name = `${route.kind.toLowerCase()}.${route.metadata.name}.rule-${i}.filter-${j}`;
+  return {
+    // ref names the instance (attachPlugins makes its id from it); source, the HTTPRoute.
+    ref: { kind: route.kind, namespace: ns, name },
+    source: {
+      kind: route.kind,
+      namespace: ns,
+      name: route.metadata.name,
+      generation: route.metadata.generation ?? 0,
+    },
+    plugin,
+    field: `spec.rules[${i}].filters[${j}]`,
+    config,
+  };
 }
 
 /**

@@ -52,7 +52,9 @@ import { INVALID_BACKEND, NO_BACKEND, redirectEntry, redirectProblem } from './r
 import { referencePermitted } from './reference-grants.ts';
 import { urlRewriteEntry, urlRewriteProblem } from './url-rewrites.ts';
 import { mirrorProblem, mirrorRefs } from './mirrors.ts';
+import { corsFilterPlugins, corsFilterProblem } from './cors-filters.ts';
 import { timeoutsOf, timeoutsProblem } from './timeouts.ts';
+import { retriesOf, retryProblem } from './retries.ts';
 import { regexProblem } from '../../dataplane/config/regex.ts';
 
 export interface TranslatedRoutes {
@@ -135,7 +137,10 @@ export function translateHttpRoutes(
     // Only served listeners are in the table; the others count the route but do not route it.
     const served = attachments.filter((a) => a.listener.served);
     if (served.length === 0) continue;
-    const filters = (route.spec.rules ?? []).map((rule, i) => headerFilterPlugins(route, rule.filters, i));
+    const filters = (route.spec.rules ?? []).map((rule, i) => [
+      ...headerFilterPlugins(route, rule.filters, i),
+      ...corsFilterPlugins(route, rule.filters, i),
+    ]);
     for (const p of filters.flat()) made.set(`${p.ref.namespace}/${pluginName(p)}`, p);
     routes.push(...modelRoutes(route, served, refs, filters));
   }
@@ -318,6 +323,9 @@ function unsupportedIn(route: AnyRoute): string | undefined {
       } else if (f.type === 'RequestRedirect' && route.kind === 'HTTPRoute') {
         const problem = redirectProblem(f);
         if (problem) return `${at}.filters[${j}]: ${problem}`;
+      } else if (f.type === 'CORS' && route.kind === 'HTTPRoute') {
+        const problem = corsFilterProblem(f);
+        if (problem) return `${at}.filters[${j}]: ${problem}`;
       } else if (f.type === 'RequestMirror' && route.kind === 'HTTPRoute') {
         const problem = mirrorProblem(f);
         if (problem) return `${at}.filters[${j}]: ${problem}`;
@@ -331,6 +339,8 @@ function unsupportedIn(route: AnyRoute): string | undefined {
     if ((rule.backendRefs ?? []).length > 16) return `${at}.backendRefs: more than 16 backends`;
     const timeouts = route.kind === 'HTTPRoute' ? timeoutsProblem(rule as HTTPRouteRule) : undefined;
     if (timeouts) return `${at}.${timeouts}`;
+    const retry = route.kind === 'HTTPRoute' ? retryProblem(rule as HTTPRouteRule) : undefined;
+    if (retry) return `${at}.${retry}`;
     for (const [j, b] of (rule.backendRefs ?? []).entries())
       for (const [k, f] of (b.filters ?? []).entries()) {
         const bf = `${at}.backendRefs[${j}].filters[${k}]`;
@@ -386,6 +396,7 @@ function modelRoutes(
     const redirect = route.kind === 'HTTPRoute' ? redirectEntry(rule as HTTPRouteRule) : undefined;
     const rewrite = route.kind === 'HTTPRoute' ? urlRewriteEntry(rule as HTTPRouteRule) : undefined;
     const timeouts = route.kind === 'HTTPRoute' ? timeoutsOf(rule as HTTPRouteRule) : undefined;
+    const retries = route.kind === 'HTTPRoute' ? retriesOf(rule as HTTPRouteRule) : undefined;
     const entry = redirect ?? (backends[i] === null ? INVALID_BACKEND : undefined);
     const shares = entry ? [] : backends[i]!;
     const weighted = shares.filter((b): b is Backend => !('invalid' in b));
@@ -424,7 +435,12 @@ function modelRoutes(
         source: { kind: route.kind, namespace: ns, name, generation: route.metadata.generation ?? 0 },
         createdMs: Number.isNaN(created) ? undefined : created,
         spec: {
-          service: { name: backend.service, url: backend.url, ...(timeouts && { timeouts }) },
+          service: {
+            name: backend.service,
+            url: backend.url,
+            ...(timeouts && { timeouts }),
+            ...(retries && { retries }),
+          },
           routes: rules,
         },
         upstreamUrl: backend.url,

@@ -307,7 +307,7 @@ function pluginsOf(ing: Ingress, e: IngressEffects, problems: IngressProblem[]):
         field: 'metadata.annotations',
         reason: 'InvalidAnnotation',
         annotation: `${NGINX_PREFIX}${annotations.split(',')[0]}`,
-        message: `${annotations}: ${wrong.join('; ')}; ${plugin} is left out`,
+        message: `${annotations}: ${wrong.map((e) => (e.field ? `${e.field}: ${e.message}` : e.message)).join('; ')}; ${plugin} is left out`,
       });
       return;
     }

@@ -48,12 +48,12 @@ const checkConfig = new Map<string, { schema: TypeCheck<TSchema>; checks?: (c: u
   ]),
 );
 
-/** What is wrong with a plugin's config made by the controller (an Ingress annotation's), in words. */
-export function pluginConfigProblems(plugin: string, config: unknown): string[] {
+/** What a plugin's config breaks of its manifest's schema, then of its checks (fields relative to the config). */
+export function pluginConfigProblems(plugin: string, config: unknown): ConfigProblem[] {
   const { schema, checks } = checkConfig.get(plugin)!;
   const errors = schemaErrors(schema, config, []);
-  if (errors.length) return errors.map((e) => (e.field ? `${e.field}: ${e.message}` : e.message));
-  return (checks?.(config) ?? []).map((e) => (e.field ? `${e.field}: ${e.message}` : e.message));
+  if (errors.length) return errors;
+  return checks?.(config) ?? [];
 }
 
 export function validatePlugin(obj: GatewayPlugin): { plugin?: ModelPlugin; diagnostics: Diagnostic[] } {

@@ -287,6 +287,140 @@ describe.skipIf(!RUN)('GATEWAY-HTTP extended', () => {
     });
   }, 90_000);
 
+  it('HTTPRouteCORS', async () => {
+    await env.withManifest('httproute-cors', async () => {
+      for (const r of [
+        'cors-multiple-origins-methods-headers',
+        'cors-wildcard-methods',
+        'cors-wildcard-origin',
+        'cors-wildcard-methods-headers',
+      ])
+        await routeParent(env, INFRA, r, 'same-namespace');
+      const urls = await env.gatewayUrls(INFRA, 'same-namespace', 80);
+      /** A list header as a set (order and whitespace aside), or undefined when absent. */
+      const list = (v: string | string[] | undefined) =>
+        v === undefined
+          ? undefined
+          : String(v)
+              .split(',')
+              .map((x) => x.trim())
+              .sort()
+              .join(',');
+      type Want = Record<string, string | readonly string[] | null>;
+      /** Every plane answers with one of `statuses` and, per header, a value among those given (a list as a set), or none (null). */
+      const expectCors = async (
+        path: string,
+        method: string,
+        headers: Record<string, string>,
+        statuses: number[],
+        want: Want,
+      ) => {
+        const ok = (r: Reply) =>
+          statuses.includes(r.status) &&
+          Object.entries(want).every(([name, values]) => {
+            const got = list(r.headers[name]);
+            if (values === null) return got === undefined;
+            return (typeof values === 'string' ? [values] : values).some((v) => list(v) === got);
+          });
+        const send = () => Promise.all(urls.map((u) => http1(`${u}${path}`, { method, headers })));
+        await waitFor(`${method} ${path} answered with its CORS headers`, send, (rs) => rs.every(ok));
+        for (const r of await send())
+          expect(ok(r), `${method} ${path}: ${r.status} ${JSON.stringify(r.headers)}`).toBe(true);
+      };
+      const preflight = (origin: string, method: string, requestHeaders?: string) => ({
+        Origin: origin,
+        'access-control-request-method': method,
+        ...(requestHeaders && { 'access-control-request-headers': requestHeaders }),
+      });
+      const full = (origin: string) => ({
+        'access-control-allow-origin': origin,
+        'access-control-allow-methods': 'GET, OPTIONS',
+        'access-control-allow-headers': 'x-header-1, x-header-2',
+        'access-control-expose-headers': 'x-header-3, x-header-4',
+        'access-control-max-age': '3600',
+        'access-control-allow-credentials': 'true',
+      });
+      const asked = 'x-header-1, x-header-2';
+      await expectCors(
+        '/cors-1',
+        'OPTIONS',
+        preflight('https://www.foo.com', 'GET', asked),
+        [200, 204],
+        full('https://www.foo.com'),
+      );
+      await expectCors(
+        '/cors-1',
+        'OPTIONS',
+        preflight('https://www.bar.com', 'GET', asked),
+        [200],
+        full('https://www.bar.com'),
+      );
+      // "*" in a host takes any number of labels in front.
+      await expectCors(
+        '/cors-1',
+        'OPTIONS',
+        preflight('https://xpto.www.bar.com', 'GET', asked),
+        [200],
+        full('https://xpto.www.bar.com'),
+      );
+      await expectCors('/cors-1', 'OPTIONS', preflight('https://foobar.com', 'GET'), [200, 204, 403], {
+        'access-control-allow-origin': null,
+      });
+      for (const origin of ['https://www.foo.com', 'https://www.bar.com'])
+        await expectCors('/cors-1', 'GET', { Origin: origin }, [200, 204], {
+          'access-control-allow-origin': origin,
+        });
+      await expectCors('/cors-1', 'GET', { Origin: 'https://foobar.com' }, [200], {
+        'access-control-allow-origin': null,
+      });
+      await expectCors('/cors-2', 'OPTIONS', preflight('https://www.foo.com', 'POST'), [200, 204], {
+        'access-control-allow-methods': ['POST', '*'],
+        'access-control-allow-origin': 'https://www.foo.com',
+        'access-control-allow-credentials': null,
+      });
+      for (const origin of ['https://foobar.com', 'https://foobar.com:12345']) {
+        await expectCors('/cors-wildcard-origin', 'OPTIONS', preflight(origin, 'PUT'), [200, 204], {
+          'access-control-allow-origin': [origin, '*'],
+          'access-control-allow-methods': 'PUT',
+          'access-control-allow-credentials': null,
+        });
+        await expectCors('/cors-wildcard-origin', 'PUT', { Origin: origin }, [200], {
+          'access-control-allow-origin': [origin, '*'],
+          'access-control-allow-credentials': null,
+        });
+      }
+      // allowOrigins "*" with allowCredentials: the origin is echoed, never "*".
+      const other = 'https://other.foo.com';
+      await expectCors('/cors-wildcard-methods-headers', 'OPTIONS', preflight(other, 'PUT', asked), [200], {
+        'access-control-allow-origin': other,
+        'access-control-allow-methods': 'PUT',
+        'access-control-allow-headers': asked,
+        'access-control-allow-credentials': 'true',
+      });
+      await expectCors(
+        '/cors-wildcard-methods-headers-unauth',
+        'OPTIONS',
+        preflight(other, 'PUT', asked),
+        [200],
+        {
+          'access-control-allow-origin': [other, '*'],
+          'access-control-allow-methods': ['PUT', '*'],
+          'access-control-allow-headers': [asked, '*'],
+          'access-control-allow-credentials': null,
+        },
+      );
+      const withAuth = { Origin: other, Authorization: 'Bearer test' };
+      await expectCors('/cors-wildcard-methods-headers', 'GET', withAuth, [200], {
+        'access-control-allow-origin': other,
+        'access-control-allow-credentials': 'true',
+      });
+      await expectCors('/cors-wildcard-methods-headers-unauth', 'GET', withAuth, [200], {
+        'access-control-allow-origin': [other, '*'],
+        'access-control-allow-credentials': null,
+      });
+    });
+  }, 90_000);
+
   for (const [name, status, path] of [
     ['HTTPRoute303Redirect', 303, '/see-other'],
     ['HTTPRoute307Redirect', 307, '/temporary'],

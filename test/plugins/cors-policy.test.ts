@@ -100,12 +100,12 @@ describe('cors policy', () => {
   });
 
   it('answers an allowed preflight with methods, requested headers reflected, credentials, max-age', () => {
-    const answer = policy({ origins: ['https://a.test'], credentials: true, maxAge: 600 }).preflight(
-      'https://a.test',
-      'PUT',
-      'Content-Type, X-Trace',
-      false,
-    );
+    const answer = policy({
+      origins: ['https://a.test'],
+      credentials: true,
+      maxAge: 600,
+      exposeHeaders: ['X-Total'],
+    }).preflight('https://a.test', 'PUT', 'Content-Type, X-Trace', false);
     expect(answer).toEqual({
       allowed: true,
       headers: {
@@ -113,6 +113,7 @@ describe('cors policy', () => {
         'access-control-allow-methods': 'GET, HEAD, POST, PUT, PATCH, DELETE',
         'access-control-allow-headers': 'content-type, x-trace',
         'access-control-allow-credentials': 'true',
+        'access-control-expose-headers': 'X-Total',
         'access-control-max-age': '600',
         vary: 'Origin, Access-Control-Request-Method, Access-Control-Request-Headers',
       },
@@ -139,6 +140,14 @@ describe('cors policy', () => {
       allowed: false,
       reason: 'the method "DELETE" is not allowed',
     });
+  });
+
+  it('methods "*" allows any method, answered with the one asked for, credentials or not', () => {
+    for (const credentials of [false, true]) {
+      const p = policy({ origins: ['https://a.test'], methods: ['*'], credentials });
+      const answer = p.preflight('https://a.test', 'PURGE', undefined, false);
+      expect(answer).toMatchObject({ allowed: true, headers: { 'access-control-allow-methods': 'PURGE' } });
+    }
   });
 
   it('allows private network access only when configured', () => {
@@ -201,6 +210,13 @@ describe('cors validation', () => {
   it('refuses origins that are not serialized origins (paths, upper case, partial wildcards)', () => {
     for (const bad of ['https://a.test/', 'https://A.test', 'a.test', 'https://a*.test', 'null', '*.a.test'])
       expect(fields({ origins: [bad] }), bad).toEqual(['plugins[0].config.origins[0]']);
+  });
+
+  it('refuses methods "*" next to other methods', () => {
+    expect(fields({ origins: ['https://a.test'], methods: ['*', 'GET'] })).toEqual([
+      'plugins[0].config.methods',
+    ]);
+    expect(fields({ origins: ['https://a.test'], methods: ['*'] })).toEqual([]);
   });
 
   it('refuses a config that allows no origin, and "*" next to other origins', () => {

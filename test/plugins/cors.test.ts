@@ -64,6 +64,9 @@ beforeAll(async () => {
       [
         route('api', 'up', '/api', { plugins: [strict] }),
         route('open', 'up', '/open', { plugins: [open] }),
+        route('ok200', 'up', '/ok200', {
+          plugins: [plugin('ok200', 'cors', { origins: ['*'], methods: ['*'], preflightStatus: 200 })],
+        }),
         // key-auth listed first: cors still runs first (its phase), so preflights need no key.
         route('auth', 'up', '/auth', { plugins: [keyAuth, strict] }),
         route('limited', 'up', '/limited', {
@@ -115,6 +118,7 @@ describe('cors preflight', () => {
       'access-control-allow-methods': 'GET, POST, PUT',
       'access-control-allow-headers': 'content-type, x-trace',
       'access-control-allow-credentials': 'true',
+      'access-control-expose-headers': 'X-Total, Idempotent-Replayed',
       'access-control-max-age': '600',
     });
     expect(r.headers.vary).toBe(
@@ -122,6 +126,16 @@ describe('cors preflight', () => {
     );
     expect(r.headers['x-request-id']).toBeTruthy();
     expect(upstreamSaw('OPTIONS', '/api/items')).toBe(0);
+  });
+
+  it('answers 200 with an empty body when preflightStatus says so; methods "*" answers the method asked for', async () => {
+    const r = await preflight('/ok200/x', 'http://app.test', 'PURGE');
+    expect([r.status, r.text, r.headers['content-length']]).toEqual([200, '', '0']);
+    expect(corsHeaders(r.headers)).toEqual({
+      'access-control-allow-origin': '*',
+      'access-control-allow-methods': 'PURGE',
+    });
+    expect(upstreamSaw('OPTIONS', '/ok200/x')).toBe(0);
   });
 
   it('answers preflights before authentication: no key needed', async () => {

@@ -6,7 +6,9 @@
  * (client-sink.ts): gRPC end to end. A route with a canary (a version's weighted backends) or
  * weighted `backends` (Gateway API's) is one such handler per upstream (each with its own pool
  * and breaker), and picks one per request (canary.ts, weighted.ts); a route of one upstream is
- * bound to it alone, with no pick on its path.
+ * bound to it alone, with no pick on its path. A weighted backend's own header edits are made
+ * once it is picked (editingHeaders); a route's mirrors get their copies beside the main call
+ * (mirror.ts). The path the upstream gets is the route's one rewrite (upstream/path.ts).
  */
 import type { BoundHandler, RuntimeDeps } from '../../pipeline/route.ts';
 import type { RequestContext } from '../../pipeline/context.ts';

@@ -1,6 +1,6 @@
 /**
  * cors: a preflight (OPTIONS with Origin and Access-Control-Request-Method) is answered here, in
- * the first phase, before any authentication: 204 with the Access-Control-Allow-* headers, or a
+ * the first phase, before any authentication: 204 (or 200, preflightStatus) with the Access-Control-Allow-* headers, or a
  * 403 problem without them (the browser then blocks the request); it never reaches the upstream.
  * A plain OPTIONS is not a preflight and goes on through the chain.
  *
@@ -30,6 +30,7 @@ export default definePlugin(manifest, {
   create(config) {
     const policy = compilePolicy(config);
     const { credentials, expose } = policy;
+    const preflightStatus = config.preflightStatus ?? 204;
 
     const preflight = (ctx: RequestContext, origin: string, method: string): void => {
       const h = ctx.headers;
@@ -44,7 +45,11 @@ export default definePlugin(manifest, {
         return;
       }
       answered(ctx);
-      ctx.res.writeHead(204, { ...answer.headers, 'x-request-id': ctx.requestId });
+      ctx.res.writeHead(preflightStatus, {
+        ...answer.headers,
+        ...(preflightStatus === 200 && { 'content-length': '0' }),
+        'x-request-id': ctx.requestId,
+      });
       ctx.res.end();
     };
 

@@ -17,6 +17,7 @@ const NO_ORIGIN = 'set origins or originRegex (with neither, no origin is allowe
 const STAR_NOT_ALONE = '"*" allows every origin and must be alone (no other origins, no originRegex)';
 const STAR_WITH_CREDENTIALS =
   'cannot be true with origins "*" (browsers refuse credentials with a wildcard origin); list the origins';
+const STAR_METHOD_NOT_ALONE = '"*" allows every method and must be alone';
 const STAR_ALLOW_HEADER =
   '"*" is not supported; leave allowHeaders unset to allow the headers a preflight asks for';
 const STAR_EXPOSE_HEADER = '"*" is only a header name with credentials: true (Fetch); list the headers';
@@ -63,7 +64,9 @@ export const CorsConfig = Type.Object(
       Type.Array(Type.String({ pattern: TOKEN_PATTERN, maxLength: 32, description: 'A method, e.g. PUT.' }), {
         minItems: 1,
         maxItems: 32,
-        description: 'Methods a preflight may ask for (default GET, HEAD, POST, PUT, PATCH, DELETE).',
+        description:
+          'Methods a preflight may ask for (default GET, HEAD, POST, PUT, PATCH, DELETE); "*" alone: any, ' +
+          'answered with the method asked for.',
       }),
     ),
     allowHeaders: Type.Optional(
@@ -94,6 +97,13 @@ export const CorsConfig = Type.Object(
         description: 'Seconds a browser may cache a preflight answer (Access-Control-Max-Age).',
       }),
     ),
+    preflightStatus: Type.Optional(
+      Type.Union([Type.Literal(200), Type.Literal(204)], {
+        description:
+          'Status of an allowed preflight (default 204, no content; 200 for clients that expect it, as ' +
+          "Gateway API's conformance suite does).",
+      }),
+    ),
     privateNetwork: Type.Optional(
       Type.Boolean({
         description:
@@ -113,6 +123,11 @@ export const CorsConfig = Type.Object(
         rule: `!has(self.origins) || !('*' in self.origins) || (size(self.origins) == 1 && !${hasList('originRegex')})`,
         message: STAR_NOT_ALONE,
         fieldPath: '.origins',
+      },
+      {
+        rule: "!has(self.methods) || !('*' in self.methods) || size(self.methods) == 1",
+        message: STAR_METHOD_NOT_ALONE,
+        fieldPath: '.methods',
       },
       {
         rule: "!has(self.credentials) || !self.credentials || !has(self.origins) || !('*' in self.origins)",
@@ -138,6 +153,9 @@ export function checkCorsConfig(config: CorsConfig): ConfigProblem[] {
   if (any && (origins.length > 1 || regex.length > 0))
     problems.push({ field: 'origins', message: STAR_NOT_ALONE });
   if (any && config.credentials) problems.push({ field: 'credentials', message: STAR_WITH_CREDENTIALS });
+  const methods = config.methods ?? [];
+  if (methods.includes('*') && methods.length > 1)
+    problems.push({ field: 'methods', message: STAR_METHOD_NOT_ALONE });
   regex.forEach((pattern, i) => {
     const problem = regexProblem(pattern);
     if (problem) problems.push({ field: `originRegex[${i}]`, message: problem });

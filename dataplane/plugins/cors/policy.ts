@@ -38,6 +38,8 @@ export function compilePolicy(config: CorsConfig): CorsPolicy {
   // `*` is answered as `*` only without credentials (the checks refuse the other case; this is the second lock).
   const star = origins.any && !credentials;
   const methods = new Set(config.methods ?? DEFAULT_METHODS);
+  // "*": any method, answered with the one asked for (which a browser reads with credentials too).
+  const anyMethod = methods.has('*');
   const methodsValue = [...methods].join(', ');
   const allowHeaders = config.allowHeaders ? new Set(config.allowHeaders.map((h) => h.toLowerCase())) : null;
   const allowHeadersValue = config.allowHeaders?.length ? config.allowHeaders.join(', ') : null;
@@ -60,7 +62,8 @@ export function compilePolicy(config: CorsConfig): CorsPolicy {
     preflight(origin, method, requestHeaders, wantsPrivateNetwork) {
       const allowedOrigin = allowOrigin(origin);
       if (allowedOrigin === null) return refuse(`the origin ${JSON.stringify(origin)} is not allowed`);
-      if (!methods.has(method)) return refuse(`the method ${JSON.stringify(method)} is not allowed`);
+      if (!anyMethod && !methods.has(method))
+        return refuse(`the method ${JSON.stringify(method)} is not allowed`);
       const requested = requestHeaders === undefined ? [] : headerList(requestHeaders);
       if (requested === null) return refuse('Access-Control-Request-Headers is not a list of header names');
       if (allowHeaders !== null)
@@ -68,13 +71,16 @@ export function compilePolicy(config: CorsConfig): CorsPolicy {
           if (!allowHeaders.has(h)) return refuse(`the request header ${JSON.stringify(h)} is not allowed`);
       const headers: Record<string, string> = {
         'access-control-allow-origin': allowedOrigin,
-        'access-control-allow-methods': methodsValue,
+        'access-control-allow-methods': anyMethod ? method : methodsValue,
         vary: preflightVary,
       };
       // Unset allowHeaders: the requested names are answered back (each checked to be a token above).
       const allowed = allowHeadersValue ?? (requested.length ? requested.join(', ') : null);
       if (allowed !== null) headers['access-control-allow-headers'] = allowed;
       if (credentials) headers['access-control-allow-credentials'] = 'true';
+      // Read by browsers on the actual response only; on the preflight too for clients that look
+      // there (Gateway API's conformance suite does).
+      if (expose !== null) headers['access-control-expose-headers'] = expose;
       if (maxAge !== null) headers['access-control-max-age'] = maxAge;
       // Without privateNetwork the header is left out: the browser refuses the private-network request itself.
       if (privateNetwork && wantsPrivateNetwork) headers['access-control-allow-private-network'] = 'true';
