@@ -77,7 +77,7 @@ golden: deps
 crds: deps
 	node scripts/gen-crds.ts
 
-## docs: rewrite the README's layer table from test/architecture/layers.ts (the import-graph test's)
+## docs: rewrite the layer table of docs/architecture.md from test/architecture/layers.ts (the import-graph test's)
 ## and docs/reference/ (CLI, metrics, CRD fields) from the code
 docs: deps
 	node scripts/gen-layer-table.ts

@@ -1,6 +1,6 @@
 /**
- * Writes the README's layer table from test/architecture/layers.ts (`make docs`): the import-graph
- * test and the README read one table.
+ * Writes the layer table of docs/architecture.md from test/architecture/layers.ts (`make docs`):
+ * the import-graph test and the docs read one table.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -8,8 +8,12 @@ import { fileURLToPath } from 'node:url';
 import { layerTable, withLayerTable } from '../test/architecture/layer-table.ts';
 import { LAYERS } from '../test/architecture/layers.ts';
 
-const readme = join(dirname(fileURLToPath(import.meta.url)), '..', 'README.md');
+const readme = join(dirname(fileURLToPath(import.meta.url)), '..', 'docs', 'architecture.md');
 const before = readFileSync(readme, 'utf8');
 const after = withLayerTable(before, layerTable(LAYERS));
 if (after !== before) writeFileSync(readme, after);
-console.log(after === before ? 'README.md: the layer table is up to date' : 'wrote README.md (layer table)');
+console.log(
+  after === before
+    ? 'docs/architecture.md: the layer table is up to date'
+    : 'wrote docs/architecture.md (layer table)',
+);

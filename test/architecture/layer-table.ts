@@ -1,6 +1,6 @@
 /**
- * The README's layer table, made from LAYERS (layers.ts): `make docs` writes it between the two
- * markers, and layer-table.test.ts fails when the README holds anything else there. Pure: text in,
+ * The layer table of docs/architecture.md, made from LAYERS (layers.ts): `make docs` writes it between the two
+ * markers, and layer-table.test.ts fails when the page holds anything else there. Pure: text in,
  * text out.
  */
 import type { Layer } from './layers.ts';
@@ -9,7 +9,7 @@ export const BEGIN =
   '<!-- layer table: made from test/architecture/layers.ts by `make docs`; do not edit -->';
 export const END = '<!-- end of layer table -->';
 
-/** The table as markdown, lowest layer first, columns padded as the README's other tables are. */
+/** The table as markdown, lowest layer first, columns padded as the docs' other tables are. */
 export function layerTable(layers: readonly Layer[]): string {
   const rows = layers.map((l, i) => [String(i), l.parts.map((p) => `\`${p}\``).join(', '), l.holds]);
   const head = ['layer', 'under `dataplane/`', 'holds'];
@@ -22,6 +22,6 @@ export function layerTable(layers: readonly Layer[]): string {
 export function withLayerTable(readme: string, table: string): string {
   const from = readme.indexOf(BEGIN);
   const to = readme.indexOf(END);
-  if (from < 0 || to < from) throw new Error(`README.md has no "${BEGIN}" … "${END}" pair`);
+  if (from < 0 || to < from) throw new Error(`docs/architecture.md has no "${BEGIN}" … "${END}" pair`);
   return `${readme.slice(0, from + BEGIN.length)}\n${table}\n${readme.slice(to)}`;
 }
