@@ -77,9 +77,9 @@ golden: deps
 crds: deps
 	node scripts/gen-crds.ts
 
-## docs: rewrite the README's generated tables: layers (test/architecture/layers.ts, the import-graph test's)
-## and ingress-nginx annotations (controller/ingress/annotations.ts, the controller's); and
-## docs/reference/ (CLI, metrics, CRD fields) from the code
+## docs: rewrite the generated tables: the layers of docs/architecture.md (test/architecture/layers.ts,
+## the import-graph test's) and the ingress-nginx annotations of docs/ingress.md (controller/ingress/annotations.ts,
+## the controller's); and docs/reference/ (CLI, metrics, CRD fields) from the code
 docs: deps
 	node scripts/gen-layer-table.ts
 	node scripts/gen-reference.ts

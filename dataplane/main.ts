@@ -6,10 +6,11 @@
 import { startTracing } from './observability/tracing.ts';
 import { randomBytes } from 'node:crypto';
 import { type AdminTokens, tokenList } from './config/admin-auth.ts';
+import { type Stats, unwatchFile, watchFile } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { BlockList, isIP } from 'node:net';
-import { createSecureContext } from 'node:tls';
+import { createSecureContext, type Server as TlsServer } from 'node:tls';
 import { setFlagsFromString } from 'node:v8';
 import type { Logger } from 'pino';
 import type { Snapshot } from './config/route-table.ts';
@@ -70,6 +71,8 @@ export interface DataPlaneOptions {
   httpsRedirectPort: number;
   /** PEM files: serve the admin port over HTTPS. */
   adminTls?: { certFile: string; keyFile: string };
+  /** How often the admin certificate's files are checked for a change (then served to new connections); default 10 s. */
+  adminTlsReloadMs?: number;
   /** Redis URL for shared state (idempotency records); null = in-memory stores (one process only). */
   redisUrl: string | null;
   /** Deadline of one Redis round trip; past it an idempotent request gets 503. */
@@ -348,7 +351,7 @@ export function urlOf(a: AddressInfo, scheme = 'http'): string {
  */
 export async function startAdmin(
   state: AdminState,
-  o: Pick<DataPlaneOptions, 'adminToken' | 'adminTls' | 'adminHost' | 'adminPort'>,
+  o: Pick<DataPlaneOptions, 'adminToken' | 'adminTls' | 'adminTlsReloadMs' | 'adminHost' | 'adminPort'>,
   log: Logger,
 ): Promise<{ server: FastifyInstance; url: string; token: string }> {
   const given = tokenList(o.adminToken).length > 0;
@@ -363,6 +366,44 @@ export async function startAdmin(
       key: await readFile(o.adminTls.keyFile, 'utf8'),
     },
   });
+  if (o.adminTls) reloadAdminTls(server, o.adminTls, log, o.adminTlsReloadMs ?? 10_000);
   await server.listen({ host: o.adminHost, port: o.adminPort });
   return { server, url: urlOf(server.server.address() as AddressInfo, o.adminTls ? 'https' : 'http'), token };
+}
+
+/**
+ * The admin certificate read again when its files change (cert-manager renews it into the
+ * mounted Secret and the kubelet swaps the ..data link): new connections get the new one, no
+ * restart. fs.watchFile polls stat, which follows the link and so sees the swap. A pair that does
+ * not load (a key that is not the certificate's) is logged and the served one kept.
+ */
+function reloadAdminTls(
+  server: FastifyInstance,
+  pair: { certFile: string; keyFile: string },
+  log: Logger,
+  intervalMs: number,
+): void {
+  const reload = async () => {
+    try {
+      const [cert, key] = await Promise.all([
+        readFile(pair.certFile, 'utf8'),
+        readFile(pair.keyFile, 'utf8'),
+      ]);
+      (server.server as unknown as TlsServer).setSecureContext({ cert, key });
+      log.info({ cert: pair.certFile }, 'admin certificate changed: serving the new one');
+    } catch (err) {
+      log.warn(
+        { err, cert: pair.certFile },
+        'admin certificate changed but does not load: still serving the old one',
+      );
+    }
+  };
+  const changed = (now: Stats, before: Stats) => {
+    if (now.mtimeMs !== before.mtimeMs || now.ino !== before.ino || now.size !== before.size) void reload();
+  };
+  const files = [pair.certFile, pair.keyFile];
+  for (const f of files) watchFile(f, { interval: intervalMs, persistent: false }, changed);
+  server.addHook('onClose', async () => {
+    for (const f of files) unwatchFile(f, changed);
+  });
 }

@@ -24,6 +24,11 @@ export const crds: Command<typeof flags> = {
   ],
   async main(argv) {
     parseCommand(crds, argv);
+    // `sluice crds | head`: the reader leaving early is no failure.
+    process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+      if (err.code === 'EPIPE') process.exit(0);
+      throw err;
+    });
     const files = Object.entries(renderCrds())
       .filter(([path]) => path.startsWith('crds/'))
       .map(([, text]) => text);

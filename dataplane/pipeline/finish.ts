@@ -1,7 +1,7 @@
 /**
  * The end of every request the gateway answers or forwards: one metric sample and one access-log
  * line, whatever path it took (refused at ingress, answered by a plugin, failed, proxied).
- * The line's fields are in observability/access-log.ts's terms; README "Access logs" lists them.
+ * The line's fields are in observability/access-log.ts's terms; docs/observability.md, "Access logs", lists them.
  */
 import type { IncomingMessage } from 'node:http';
 import type { Logger } from 'pino';

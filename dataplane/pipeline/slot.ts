@@ -48,7 +48,7 @@ export class Slot<T> {
   }
 }
 
-/** A new slot; `log`: the access-log field that shows its value (README "Access logs"). */
+/** A new slot; `log`: the access-log field that shows its value (docs/observability.md, "Access logs"). */
 export const slot = <T>(name: string, o: { log?: string } = {}): Slot<T> => new Slot<T>(name, o);
 
 /** The slots the access log shows. */

@@ -1,5 +1,5 @@
 /**
- * The README's architecture section shows the layer table the import-graph test checks: both
+ * docs/architecture.md shows the layer table the import-graph test checks: both
  * come from LAYERS (layers.ts). After changing LAYERS, run `make docs`.
  */
 import { readFileSync } from 'node:fs';
@@ -8,13 +8,13 @@ import { describe, expect, it } from 'vitest';
 import { BEGIN, END, layerTable, withLayerTable } from './layer-table.ts';
 import { LAYERS, placeOf } from './layers.ts';
 
-const README = readFileSync(join(import.meta.dirname, '..', '..', 'README.md'), 'utf8');
+const README = readFileSync(join(import.meta.dirname, '..', '..', 'docs', 'architecture.md'), 'utf8');
 
-describe("the README's layer table", () => {
+describe("docs/architecture.md's layer table", () => {
   it('is the one made from LAYERS', () => {
     expect(
       withLayerTable(README, layerTable(LAYERS)) === README,
-      "README.md's layer table differs from test/architecture/layers.ts: run `make docs`",
+      "docs/architecture.md's layer table differs from test/architecture/layers.ts: run `make docs`",
     ).toBe(true);
   });
 

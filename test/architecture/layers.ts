@@ -1,6 +1,6 @@
 /**
  * THE layer table of the data plane, lowest first. One source for two readers: the import-graph
- * test checks every import against it, and the README's architecture section shows it
+ * test checks every import against it, and docs/architecture.md shows it
  * (`make docs` writes it there; layer-table.test.ts fails when the two differ).
  */
 export interface Layer {
@@ -15,7 +15,7 @@ export interface Layer {
    * lower layers.
    */
   whole?: true;
-  /** What it holds, for the README. */
+  /** What it holds, for docs/architecture.md. */
   holds: string;
 }
 

@@ -6,49 +6,35 @@
  * in the orders two pods can see a rotation: the controller first, the data plane first. No push
  * is refused; the old token stops working once the grace period is over.
  */
-import { mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AdminTokenFile } from '../../bin/lib/admin-token.ts';
 import { Publisher } from '../../controller/publish/publisher.ts';
 import { type LaunchedProcess, launch } from '../helpers/processes.ts';
+import { SecretVolume } from '../helpers/secret-volume.ts';
 import { freePort, startUpstream, type Upstream } from '../helpers/servers.ts';
 import { route, snapshot, upstream } from '../helpers/tables.ts';
 
-/** A Secret volume as the kubelet lays it out: token -> ..data/token, ..data -> ..<stamp>. */
-class SecretVolume {
-  readonly dir = mkdtempSync(join(tmpdir(), 'sluice-secret-'));
-  #n = 0;
-  #current = '';
+/** The token Secret as the kubelet mounts it (token -> ..data/token). */
+class TokenVolume extends SecretVolume {
   constructor(token: string) {
-    this.#write(token);
-    symlinkSync('..data/token', join(this.dir, 'token'));
+    super({ token });
   }
-  get file() {
-    return join(this.dir, 'token');
+  get tokenFile() {
+    return this.file('token');
   }
-  /** The kubelet's update: a new directory, a new ..data link beside the old, renamed over it, the old directory removed. */
   rotate(token: string) {
-    const old = this.#current;
-    this.#write(token);
-    rmSync(join(this.dir, old), { recursive: true });
-  }
-  #write(token: string) {
-    const stamp = `..2026_11_26_15_00_0${this.#n++}.${process.pid}`;
-    mkdirSync(join(this.dir, stamp));
-    writeFileSync(join(this.dir, stamp, 'token'), token);
-    symlinkSync(stamp, join(this.dir, '..data_tmp'));
-    renameSync(join(this.dir, '..data_tmp'), join(this.dir, '..data'));
-    this.#current = stamp;
+    this.update({ token });
   }
 }
 
 describe('AdminTokenFile', () => {
   it('reads the new token after a ..data swap; the old one stays valid for the grace period only', () => {
-    const volume = new SecretVolume('token-a\n');
+    const volume = new TokenVolume('token-a\n');
     let now = 1_000;
-    const f = new AdminTokenFile(volume.file, { graceMs: 60_000, now: () => now });
+    const f = new AdminTokenFile(volume.tokenFile, { graceMs: 60_000, now: () => now });
     expect(f.tokens()).toEqual(['token-a']);
     volume.rotate('token-b');
     expect(f.tokens()).toEqual(['token-b', 'token-a']);
@@ -62,13 +48,13 @@ describe('AdminTokenFile', () => {
   });
 
   it('keeps what it holds while the file is missing or empty; refuses an empty file at start', () => {
-    const volume = new SecretVolume('token-a');
-    const f = new AdminTokenFile(volume.file);
+    const volume = new TokenVolume('token-a');
+    const f = new AdminTokenFile(volume.tokenFile);
     rmSync(join(volume.dir, '..data'));
     expect(f.tokens()).toEqual(['token-a']);
     volume.rotate('');
     expect(f.tokens()).toEqual(['token-a']);
-    expect(() => new AdminTokenFile(volume.file)).toThrow(/is empty/);
+    expect(() => new AdminTokenFile(volume.tokenFile)).toThrow(/is empty/);
   });
 });
 
@@ -76,8 +62,8 @@ describe("a rotation between a real data plane and the controller's pushes", () 
   let up: Upstream;
   let dp: LaunchedProcess;
   let adminUrl: string;
-  const dpVolume = new SecretVolume('token-a');
-  const ctlVolume = new SecretVolume('token-a');
+  const dpVolume = new TokenVolume('token-a');
+  const ctlVolume = new TokenVolume('token-a');
   const v = (n: number) => snapshot([route(`r${n}`, 'u', `/v${n}`)], [upstream('u', up.url)]);
 
   beforeAll(async () => {
@@ -94,7 +80,7 @@ describe("a rotation between a real data plane and the controller's pushes", () 
         '--admin-port',
         String(adminPort),
         '--admin-token-file',
-        dpVolume.file,
+        dpVolume.tokenFile,
       ],
       `${adminUrl}/healthz`,
       null,
@@ -131,7 +117,7 @@ describe("a rotation between a real data plane and the controller's pushes", () 
     fetch(`${adminUrl}/cache?prefix=x`, { method: 'DELETE', headers: { authorization: `Bearer ${token}` } });
 
   it('the controller sees the new token first: its push is refused with it and sent again with the old one', async () => {
-    const ctl = new AdminTokenFile(ctlVolume.file);
+    const ctl = new AdminTokenFile(ctlVolume.tokenFile);
     expect(await push(1, ctl.tokens)).toEqual(['applied']);
     ctlVolume.rotate('token-b');
     expect(ctl.tokens()).toEqual(['token-b', 'token-a']);
@@ -140,7 +126,7 @@ describe("a rotation between a real data plane and the controller's pushes", () 
   });
 
   it('then the data plane: it takes the new token and, for the grace period, the old one', async () => {
-    const ctl = new AdminTokenFile(ctlVolume.file);
+    const ctl = new AdminTokenFile(ctlVolume.tokenFile);
     dpVolume.rotate('token-b');
     expect((await put('token-b')).status).not.toBe(401);
     expect((await put('token-a')).status).not.toBe(401);

@@ -1,7 +1,7 @@
 /**
- * The README's table of the ingress-nginx annotations Sluice honours, made from the one table
+ * docs/ingress.md's table of the ingress-nginx annotations Sluice honours, made from the one table
  * the controller reads them with (controller/ingress/annotations.ts): `make docs` writes it
- * between the two markers, and annotation-table.test.ts fails when the README holds anything
+ * between the two markers, and annotation-table.test.ts fails when the page holds anything
  * else there. Pure.
  */
 import { ANNOTATIONS, NGINX_PREFIX } from '../../controller/ingress/annotations.ts';
