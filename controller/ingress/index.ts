@@ -18,6 +18,12 @@
  * resolved through their EndpointSlices (validate/service-backend.ts, the Gateway API's one
  * definition), the port by number or name.
  *
+ * A canary Ingress (ingress-nginx's canary: "true") serves nothing of its own: each of its paths
+ * joins the path of another Ingress with the same namespace, host and path, as the second of
+ * weighted backends (canary-weight) and as a route with a header match (canary-by-header: its
+ * value, or "always", to the canary; without a value, "never" to the main backend), which ranks
+ * before the plain path by precedence rule 4.
+ *
  * What cannot be served is reported on the Ingress (Warning Events: status/ingress-writer.ts)
  * and left out alone, the rest of the Ingress keeps serving: a path the data plane cannot match
  * (a regular expression), a backend that does not resolve (the path answers 500
