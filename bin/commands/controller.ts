@@ -76,7 +76,9 @@ const flags = {
   'publish-service': {
     type: 'string',
     arg: 'NS/NAME',
-    help: "the data plane's Service: its address goes into the Ingresses' status.loadBalancer (default: none written)",
+    help:
+      "the data plane's Service (in a watched namespace): its address goes into the Ingresses'\n" +
+      'status.loadBalancer, its load-balancer ingress else its cluster IP (default: none written)',
   },
   'gateway-ports': {
     type: 'string',

@@ -43,6 +43,8 @@ export interface IngressEffects {
   useRegex: boolean;
   /** X-Forwarded-Prefix sent to the back end. */
   forwardedPrefix?: string;
+  /** canary: "true": this Ingress's paths are the canary of the same host and path of another. */
+  canary: { enabled: boolean; weight?: number; total: number; header?: string; headerValue?: string };
 }
 
 export function defaultEffects(): IngressEffects {
@@ -54,6 +56,7 @@ export function defaultEffects(): IngressEffects {
     cors: { enabled: false },
     backendProtocol: 'HTTP',
     useRegex: false,
+    canary: { enabled: false, total: 100 },
   };
 }
 
@@ -301,6 +304,50 @@ export const ANNOTATIONS: readonly Annotation<unknown>[] = [
       e.forwardedPrefix = v;
     },
     effect: 'X-Forwarded-Prefix: the value, on every request to the back end (a request-transformer)',
+  }),
+  annotation({
+    name: 'canary',
+    parse: bool,
+    apply: (e, v) => {
+      e.canary.enabled = v;
+    },
+    effect:
+      "true: the Ingress's paths serve no requests of their own; each is the canary of the same host and path of another Ingress of its namespace, as canary-weight and canary-by-header say",
+    differs: 'only within the namespace; a canary matching no Ingress path is reported',
+  }),
+  annotation({
+    name: 'canary-weight-total',
+    parse: integer(1, 1_000_000),
+    apply: (e, v) => {
+      e.canary.total = v;
+    },
+    effect: 'the total canary-weight is out of (default 100)',
+  }),
+  annotation({
+    name: 'canary-weight',
+    parse: integer(0, 1_000_000),
+    apply: (e, v) => {
+      e.canary.weight = v;
+    },
+    effect: "the canary's share of the requests, out of canary-weight-total: the path's weighted backends",
+  }),
+  annotation({
+    name: 'canary-by-header',
+    parse: (v) =>
+      /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(v.trim()) ? v.trim() : { invalid: 'must be a header name' },
+    apply: (e, v) => {
+      e.canary.header = v;
+    },
+    effect:
+      'requests with this header "always" go to the canary, "never" to the main backend; others by weight',
+  }),
+  annotation({
+    name: 'canary-by-header-value',
+    parse: (v) => (v === '' || /[\r\n]/.test(v) ? { invalid: 'must be a header value' } : v),
+    apply: (e, v) => {
+      e.canary.headerValue = v;
+    },
+    effect: 'with canary-by-header: requests whose header has this value go to the canary; others by weight',
   }),
   annotation({
     name: 'backend-protocol',

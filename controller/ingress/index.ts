@@ -18,6 +18,12 @@
  * resolved through their EndpointSlices (validate/service-backend.ts, the Gateway API's one
  * definition), the port by number or name.
  *
+ * A canary Ingress (ingress-nginx's canary: "true") serves nothing of its own: each of its paths
+ * joins the path of another Ingress with the same namespace, host and path, as the second of
+ * weighted backends (canary-weight) and as a route with a header match (canary-by-header: its
+ * value, or "always", to the canary; without a value, "never" to the main backend), which ranks
+ * before the plain path by precedence rule 4.
+ *
  * What cannot be served is reported on the Ingress (Warning Events: status/ingress-writer.ts)
  * and left out alone, the rest of the Ingress keeps serving: a path the data plane cannot match
  * (a regular expression), a backend that does not resolve (the path answers 500
@@ -66,21 +72,86 @@ export interface IngressOptions {
   className?: string;
 }
 
+/** A canary Ingress's path: its backend and how requests choose it (annotations.ts canary-*). */
+interface Canary {
+  /** The canary Ingress, "namespace/name". */
+  key: string;
+  backend: ServiceBackend;
+  weight: number;
+  total: number;
+  header?: { name: string; value?: string };
+}
+
+function canaryOfPath(key: string, backend: ServiceBackend, e: IngressEffects['canary']): Canary {
+  const { header, headerValue, total, weight = 0 } = e;
+  return {
+    key,
+    backend,
+    weight,
+    total,
+    ...(header !== undefined && {
+      header: { name: header, ...(headerValue !== undefined && { value: headerValue }) },
+    }),
+  };
+}
+
+/** Where a canary applies: the same namespace, host and path (as written) as the main path. */
+const canaryKey = (ns: string, host: string | undefined, path: string) => `${ns}\n${host ?? ''}\n${path}`;
+
 export function translateIngresses(set: ResourceSet, opts: IngressOptions = {}): IngressResult {
   const out: IngressResult = { routes: [], plugins: new Map(), ingresses: new Map() };
-  for (const [key, ing] of ingressesOf(set, opts.className ?? DEFAULT_INGRESS_CLASS)) {
-    const { routes, plugins, problems } = translateIngress(set, ing);
+  const ours = ingressesOf(set, opts.className ?? DEFAULT_INGRESS_CLASS);
+  // Canaries first: the main Ingresses' paths take theirs (one per path: the first by name).
+  const canaries = new Map<string, Canary>();
+  const reports = new Map<string, IngressProblem[]>();
+  for (const [key, ing] of ours) {
+    const r = translateIngress(set, key, ing, undefined);
+    if (r.canaries === undefined) continue;
+    for (const [k, c] of r.canaries) if (!canaries.has(k)) canaries.set(k, c);
+    reports.set(key, r.problems);
+  }
+  const used = new Set<string>();
+  const canaryOf = (k: string) => {
+    const c = canaries.get(k);
+    if (c) used.add(k);
+    return c;
+  };
+  for (const [key, ing] of ours) {
+    if (reports.has(key)) continue;
+    const { routes, plugins, problems } = translateIngress(set, key, ing, canaryOf);
     out.routes.push(...routes);
     for (const p of plugins) out.plugins.set(`${p.ref.namespace}/${p.ref.name}`, p);
-    out.ingresses.set(key, { generation: ing.metadata.generation ?? 0, problems });
+    reports.set(key, problems);
   }
+  for (const [k, c] of canaries)
+    if (!used.has(k)) {
+      const [, host, path] = k.split('\n');
+      reports.get(c.key)!.push({
+        field: 'spec.rules',
+        reason: 'CanaryWithoutMain',
+        message: `no Ingress of the namespace serves ${host || '(any host)'} ${path}: the canary path serves nothing`,
+      });
+    }
+  for (const [key, ing] of ours)
+    out.ingresses.set(key, { generation: ing.metadata.generation ?? 0, problems: reports.get(key)! });
   return out;
 }
 
+/**
+ * One Ingress's routes; a canary Ingress's (canary: "true") paths instead, for the main ones
+ * (`canaryOf` absent: the canary pass).
+ */
 function translateIngress(
   set: ResourceSet,
+  key: string,
   ing: Ingress,
-): { routes: ModelRoute[]; plugins: ModelPlugin[]; problems: IngressProblem[] } {
+  canaryOf: ((k: string) => Canary | undefined) | undefined,
+): {
+  routes: ModelRoute[];
+  plugins: ModelPlugin[];
+  problems: IngressProblem[];
+  canaries?: Map<string, Canary>;
+} {
   const ns = ing.metadata.namespace!;
   const name = ing.metadata.name;
   const ref: ObjectRef = { kind: 'Ingress', namespace: ns, name };
@@ -93,6 +164,7 @@ function translateIngress(
 
   const read = readAnnotations(ing.metadata.annotations);
   const effects = read.effects;
+  if (canaryOf === undefined && !effects.canary.enabled) return { routes: [], plugins: [], problems: [] };
   for (const p of read.problems) problems.push({ field: `metadata.annotations[${p.annotation}]`, ...p });
   const plugins = pluginsOf(ing, effects, problems);
 
@@ -101,6 +173,7 @@ function translateIngress(
   const tlsHosts = certificates.flatMap((c) => c.hosts);
 
   const routes: ModelRoute[] = [];
+  const canaries = new Map<string, Canary>();
   const add = (
     field: string,
     ruleName: string,
@@ -109,9 +182,12 @@ function translateIngress(
     host: string | undefined,
     answer: { backend: ServiceBackend } | { entry: Route['handler'] },
     withPlugins: boolean,
+    more: { weighted?: Canary; headers?: { name: string; value: string }[] } = {},
   ) => {
     const backend: ServiceBackend = 'backend' in answer ? answer.backend : NO_BACKEND;
     const entry = 'entry' in answer ? answer.entry : undefined;
+    const c = more.weighted;
+    const all = c ? [backend, c.backend] : [backend];
     const redirectHttp =
       effects.forceSslRedirect ||
       (effects.sslRedirect && host !== undefined && tlsHosts.some((t) => hostCovers(t, host)));
@@ -120,10 +196,11 @@ function translateIngress(
       paths: [path],
       ...(pathType !== 'RegularExpression' && { pathType }),
       ...(host !== undefined && { hosts: [host] }),
+      ...(more.headers && { headers: more.headers }),
       ...(redirectHttp && { httpsRedirect: true }),
       ...(withPlugins && plugins.length && { plugins: plugins.map((p) => ({ name: p.ref.name })) }),
     };
-    const protocol = backend.protocol ?? (effects.backendProtocol === 'GRPC' ? 'h2c' : undefined);
+    const protocols = new Map(all.flatMap((b) => (b.protocol ? [[b.url, b.protocol] as const] : [])));
     routes.push({
       ref,
       source,
@@ -144,8 +221,17 @@ function translateIngress(
       handlers: [entry ? { kind: entry.type, config: undefined, urls: [], entry } : null],
       // On one route of the Ingress (compile collects them by Secret; once is enough).
       certificates: routes.length === 0 ? certificates : [],
-      ...(backend.endpoints && { endpoints: new Map([[backend.url, backend.endpoints]]) }),
-      ...(protocol && { protocols: new Map([[backend.url, protocol]]) }),
+      ...(all.some((b) => b.endpoints) && {
+        endpoints: new Map(all.flatMap((b) => (b.endpoints ? [[b.url, b.endpoints] as const] : []))),
+      }),
+      ...(protocols.size && { protocols }),
+      // A canary by weight: the proxy spreads the path's requests over the two (resolve-upstreams.ts).
+      ...(c && {
+        backends: [
+          { service: backend.service, url: backend.url, weight: c.total - c.weight },
+          { service: c.backend.service, url: c.backend.url, weight: c.weight },
+        ],
+      }),
     });
   };
 
@@ -170,7 +256,8 @@ function translateIngress(
       problem(`${at}.service`, 'BackendNotFound', `${resolved}: its requests get 500`);
       return { entry: INVALID_BACKEND };
     }
-    return { backend: resolved };
+    // backend-protocol GRPC: HTTP/2 with prior knowledge, as an h2c Service port is spoken to.
+    return { backend: effects.backendProtocol === 'GRPC' ? { ...resolved, protocol: 'h2c' } : resolved };
   };
 
   (spec.rules ?? []).forEach((rule, i) => {
@@ -184,9 +271,29 @@ function translateIngress(
         problem(`${at}.path`, 'PathNotServed', `${JSON.stringify(path)} ${bad}: the path is left out`);
         return;
       }
-      add(`${at}.path`, `rule-${i}-path-${j}`, path, type, host, answerOf(p.backend, `${at}.backend`), true);
+      const answer = answerOf(p.backend, `${at}.backend`);
+      const k = canaryKey(ns, host, path);
+      if (canaryOf === undefined) {
+        if ('backend' in answer && !canaries.has(k))
+          canaries.set(k, canaryOfPath(key, answer.backend, effects.canary));
+        return;
+      }
+      const c = 'backend' in answer ? canaryOf(k) : undefined;
+      const name = `rule-${i}-path-${j}`;
+      if (c === undefined || c.weight <= 0) add(`${at}.path`, name, path, type, host, answer, true);
+      else if (c.weight >= c.total) add(`${at}.path`, name, path, type, host, { backend: c.backend }, true);
+      else add(`${at}.path`, name, path, type, host, answer, true, { weighted: c });
+      if (c?.header === undefined) return;
+      // By header: the value (or "always") to the canary; without a value, "never" to the main one.
+      const to = { name: c.header.name.toLowerCase(), value: c.header.value ?? 'always' };
+      add(`${at}.path`, `${name}-canary`, path, type, host, { backend: c.backend }, true, { headers: [to] });
+      if (c.header.value === undefined)
+        add(`${at}.path`, `${name}-main`, path, type, host, answer, true, {
+          headers: [{ name: to.name, value: 'never' }],
+        });
     });
   });
+  if (canaryOf === undefined) return { routes: [], plugins: [], problems, canaries };
   if (spec.defaultBackend)
     add(
       'spec.defaultBackend',

@@ -109,6 +109,18 @@ describe('flags', () => {
         ],
         '--gateway-service-selector: "no value" is not KEY=VALUE with a label key and value',
       ],
+      [
+        ['controller', '--dataplane-service', 'a/b', '--admin-token', 't', '--ingress', 'yes'],
+        '--ingress must be on or off',
+      ],
+      [
+        ['controller', '--dataplane-service', 'a/b', '--admin-token', 't', '--ingress-class', 'Sluice_Class'],
+        '--ingress-class: "Sluice_Class" is not an IngressClass name',
+      ],
+      [
+        ['controller', '--dataplane-service', 'a/b', '--admin-token', 't', '--publish-service', 'proxy'],
+        '--publish-service must be NAMESPACE/NAME',
+      ],
     ] as const) {
       const r = await sluice([...args]);
       expect(r.code, args.join(' ')).toBe(2);

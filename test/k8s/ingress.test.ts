@@ -410,4 +410,43 @@ spec:
         ),
     );
   });
+
+  it('serves a canary Ingress: by header (always, never) and by weight, on its main path', async () => {
+    await apply(`
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: { name: stable }
+spec:
+  ingressClassName: sluice
+  rules:
+    - host: canary.example.test
+      http: { paths: [{ path: /, pathType: Prefix, backend: { service: { name: web, port: { number: 80 } } } }] }
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata:
+  name: next
+  annotations:
+    nginx.ingress.kubernetes.io/canary: "true"
+    nginx.ingress.kubernetes.io/canary-weight: "50"
+    nginx.ingress.kubernetes.io/canary-by-header: X-Canary
+spec:
+  ingressClassName: sluice
+  rules:
+    - host: canary.example.test
+      http: { paths: [{ path: /, pathType: Prefix, backend: { service: { name: fallback, port: { number: 80 } } } }] }
+`);
+    const as = (canary?: string) => ({
+      headers: { host: 'canary.example.test', ...(canary && { 'x-canary': canary }) },
+    });
+    await expectRequest(proxies(), '/a', { namespace: NS, backend: 'fallback' }, as('always'));
+    await expectRequest(proxies(), '/a', { namespace: NS, backend: 'web' }, as('never'));
+    // By weight, half and half: 40 requests reach both (all on one side: 2 in 2^40).
+    const seen = new Set<string>();
+    for (let i = 0; i < 40; i++) {
+      const r = await http1(`${planes[i % 2].proxyUrl}/w/${i}`, as());
+      seen.add((r.answer?.pod ?? '').replace(/-\d+$/, ''));
+    }
+    expect([...seen].sort()).toEqual(['fallback', 'web']);
+  });
 });
