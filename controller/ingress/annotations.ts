@@ -43,6 +43,8 @@ export interface IngressEffects {
   useRegex: boolean;
   /** X-Forwarded-Prefix sent to the back end. */
   forwardedPrefix?: string;
+  /** The Host header the back end gets. */
+  upstreamVhost?: string;
   /** canary: "true": this Ingress's paths are the canary of the same host and path of another. */
   canary: { enabled: boolean; weight?: number; total: number; header?: string; headerValue?: string };
 }
@@ -293,6 +295,20 @@ export const ANNOTATIONS: readonly Annotation<unknown>[] = [
     effect: 'cors maxAge, seconds',
     differs:
       'at most 86400, the default too (ingress-nginx: 1728000; browsers keep a preflight answer a day at most)',
+  }),
+  annotation({
+    name: 'upstream-vhost',
+    parse: (v) =>
+      /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/.test(v.trim().toLowerCase())
+        ? v.trim().toLowerCase()
+        : { invalid: 'must be a host name' },
+    apply: (e, v) => {
+      e.upstreamVhost = v;
+    },
+    effect:
+      "the Host header (and TLS server name) the back end gets: the upstream's name, its connections still to the Service's endpoints",
+    differs:
+      'only for a Service with EndpointSlices (else reported: the name would be dialled); no port in it',
   }),
   annotation({
     name: 'x-forwarded-prefix',

@@ -257,7 +257,27 @@ function translateIngress(
       return { entry: INVALID_BACKEND };
     }
     // backend-protocol GRPC: HTTP/2 with prior knowledge, as an h2c Service port is spoken to.
-    return { backend: effects.backendProtocol === 'GRPC' ? { ...resolved, protocol: 'h2c' } : resolved };
+    const backend = effects.backendProtocol === 'GRPC' ? { ...resolved, protocol: 'h2c' as const } : resolved;
+    return { backend: withVhost(backend, `${at}.service`) };
+  };
+  // upstream-vhost: the upstream's name is the Host header and TLS server name; its connections
+  // go to the Service's endpoints, so without them the name would be dialled: refused then.
+  const withVhost = (b: ServiceBackend, at: string): ServiceBackend => {
+    const vhost = effects.upstreamVhost;
+    if (vhost === undefined) return b;
+    if (b.endpoints === undefined) {
+      const annotation = `${NGINX_PREFIX}upstream-vhost`;
+      problems.push({
+        field: `metadata.annotations[${annotation}]`,
+        reason: 'InvalidAnnotation',
+        annotation,
+        message: `${at}: Service ${b.service} has no EndpointSlices, so the name ${vhost} would be dialled; the annotation is left out`,
+      });
+      return b;
+    }
+    const url = new URL(b.url);
+    url.hostname = vhost;
+    return { ...b, url: url.origin };
   };
 
   (spec.rules ?? []).forEach((rule, i) => {

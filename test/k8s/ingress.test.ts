@@ -342,6 +342,7 @@ metadata:
     nginx.ingress.kubernetes.io/enable-cors: "true"
     nginx.ingress.kubernetes.io/cors-allow-origin: https://app.example.test
     nginx.ingress.kubernetes.io/proxy-read-timeout: soon
+    nginx.ingress.kubernetes.io/upstream-vhost: internal.example.test
 spec:
   ingressClassName: sluice
   rules:
@@ -366,6 +367,14 @@ spec:
     // use-regex: case-insensitive, from the start of the path.
     await expectRequest(proxies(), '/V2/users/7', { namespace: NS, backend: 'web' }, host);
     await expectRequest(proxies(), '/vx/users', { namespace: NS, backend: 'fallback' }, host);
+    // upstream-vhost: the back end gets that Host (its connections still go to the endpoints);
+    // asked until limit-rps lets one through.
+    const vhost = await waitFor(
+      'a request past limit-rps',
+      () => http1(`${planes[0].proxyUrl}/v3/users`, host),
+      (r) => r.status === 200,
+    );
+    expect(vhost.answer?.host).toBe('internal.example.test');
     const [root] = await expectRequest(proxies(), '/', { status: 302 }, host);
     expect(root.headers.location).toBe('http://nginx.example.test/app');
     const [moved] = await expectRequest(
