@@ -4,7 +4,6 @@
  */
 import type { PortRange } from './gateway-api/ports.ts';
 import type { GatewayServiceType } from './status/gateway-services.ts';
-import { readFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import { hostname } from 'node:os';
 import type { AddressInfo } from 'node:net';
@@ -25,8 +24,11 @@ export interface ControllerOptions {
   adminScheme: 'http' | 'https';
   /** The data planes' admin token, or the tokens valid now, newest first (a token file during a rotation). */
   adminToken: AdminTokens;
-  /** With adminScheme https: the CA of the pods' admin certificates, and the name they were issued for. */
-  adminCaFile?: string;
+  /**
+   * With adminScheme https: the CA of the pods' admin certificates (or the CAs trusted now, newest
+   * first: a CA file during a rotation), and the name they were issued for.
+   */
+  adminCa?: string | (() => readonly string[]);
   adminTlsServerName?: string;
   metricsHost: string;
   metricsPort: number;
@@ -82,9 +84,7 @@ export async function startController(o: ControllerOptions): Promise<Controller>
       service,
       portName: o.adminPortName,
       scheme: o.adminScheme,
-      tls: o.adminCaFile
-        ? { ca: await readFile(o.adminCaFile, 'utf8'), serverName: o.adminTlsServerName }
-        : undefined,
+      tls: o.adminCa ? { ca: o.adminCa, serverName: o.adminTlsServerName } : undefined,
     },
     adminToken: o.adminToken,
     holdoffMs: o.holdoffMs,

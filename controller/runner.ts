@@ -50,7 +50,7 @@ export interface RunnerOptions {
     service: string;
     portName?: string;
     scheme?: 'http' | 'https';
-    tls?: { ca: string; serverName?: string };
+    tls?: { ca: string | (() => readonly string[]); serverName?: string };
   };
   adminToken: AdminTokens;
   /** Where routes, plugins and the Secrets and Services they name are watched; null or absent: everywhere. */

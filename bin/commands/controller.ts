@@ -4,6 +4,7 @@ import { startTracing } from '../../dataplane/observability/tracing.ts';
 import { type Command, failIn, intFlag, parseCommand } from '../lib/command.ts';
 import { ADMIN_TOKEN_FLAGS, adminToken, LOG_LEVEL_FLAG, logLevel, stopOnSignals } from '../lib/process.ts';
 import { tokenList } from '../../dataplane/config/admin-auth.ts';
+import { RotatingFile } from '../lib/rotating-file.ts';
 import { GATEWAY_SERVICE_TYPES, type GatewayServiceType } from '../../controller/status/gateway-services.ts';
 
 const flags = {
@@ -177,7 +178,7 @@ export const controller: Command<typeof flags> = {
       adminToken: token,
       watchNamespaces,
       className,
-      adminCaFile: values['admin-ca-file'],
+      adminCa: adminCa(values['admin-ca-file']),
       adminTlsServerName: values['admin-tls-server-name'],
       metricsHost: values['metrics-host'] ?? '0.0.0.0',
       metricsPort: intFlag('controller', values['metrics-port'], 'metrics-port', 9902),
@@ -230,4 +231,15 @@ function portRange(text: string): { first: number; last: number } {
   if (m === null || first < 1 || last > 65_535 || first > last)
     failIn('controller', `--gateway-ports must be FIRST-LAST within 1-65535, not ${JSON.stringify(text)}`);
   return { first, last };
+}
+
+/** --admin-ca-file, re-read when rotated (the old CA trusted for a grace period: rotating-file.ts). */
+function adminCa(file: string | undefined): (() => readonly string[]) | undefined {
+  if (file === undefined) return undefined;
+  try {
+    return new RotatingFile(file).values;
+  } catch (err) {
+    const why = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+    failIn('controller', `--admin-ca-file ${file} cannot be read (${why})`, 1);
+  }
 }

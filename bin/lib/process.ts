@@ -1,7 +1,7 @@
 /** The process-level bits every long-running command shares: stopping on signals, the admin token. */
 import type { Logger } from 'pino';
 import type { AdminTokens } from '../../dataplane/config/admin-auth.ts';
-import { AdminTokenFile } from './admin-token.ts';
+import { RotatingFile } from './rotating-file.ts';
 import { type Flags, failIn } from './command.ts';
 
 /**
@@ -41,7 +41,7 @@ export const ADMIN_TOKEN_FLAGS = {
 
 /**
  * The admin token: --admin-token-file (trimmed; re-read when the file changes, the old token
- * valid for a grace period: admin-token.ts), else --admin-token, else SLUICE_ADMIN_TOKEN, else ''.
+ * valid for a grace period: rotating-file.ts), else --admin-token, else SLUICE_ADMIN_TOKEN, else ''.
  */
 export function adminToken(
   cmd: string,
@@ -50,7 +50,7 @@ export function adminToken(
   const file = values['admin-token-file'];
   if (!file) return values['admin-token'] ?? process.env.SLUICE_ADMIN_TOKEN ?? '';
   try {
-    return new AdminTokenFile(file).tokens;
+    return new RotatingFile(file).values;
   } catch (err) {
     const why = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
     failIn(cmd, `--admin-token-file ${file} cannot be read (${why})`, 1);

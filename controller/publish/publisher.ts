@@ -51,8 +51,11 @@ export interface PublisherOptions {
    * again with the next one (during a rotation the pod may not have the new token yet).
    */
   token: AdminTokens;
-  /** HTTPS to the pods: the CA that signed their admin certificate, and the name it was issued for (pods are dialled by IP). */
-  tls?: { ca: string; serverName?: string };
+  /**
+   * HTTPS to the pods: the CA that signed their admin certificate (or the CAs trusted now, newest
+   * first: a CA file during a rotation), and the name it was issued for (pods are dialled by IP).
+   */
+  tls?: { ca: string | (() => readonly string[]); serverName?: string };
   timeoutMs?: number;
   resyncMs?: number;
   backoffMs?: { base: number; max: number };
@@ -97,10 +100,11 @@ export class Publisher {
   readonly #pods = new Map<string, PodState>();
   readonly #timers = new Map<string, NodeJS.Timeout>();
   readonly #o: Required<Omit<PublisherOptions, 'log' | 'onChange' | 'onPush' | 'tls'>> &
-    Pick<PublisherOptions, 'log' | 'onChange' | 'onPush'>;
+    Pick<PublisherOptions, 'log' | 'onChange' | 'onPush' | 'tls'>;
   /** Something onChange should hear about happened during an attempt still under way. */
   #changed = false;
-  readonly #dispatcher: Agent | undefined;
+  #dispatcher: Agent | undefined;
+  #caKey = '';
   /** The snapshot to run and its JSON, kept together: a push always sends the bytes of the hash it records. */
   #desired: Desired | null = null;
   #active = false;
@@ -119,11 +123,22 @@ export class Publisher {
       },
       opts,
     );
-    this.#dispatcher = opts.tls
-      ? new Agent({
-          connect: { ca: opts.tls.ca, ...(opts.tls.serverName ? { servername: opts.tls.serverName } : {}) },
-        })
-      : undefined;
+  }
+
+  /** The connection pool to the pods: a new one when the trusted CAs change (their file was rotated). */
+  #pool(): Agent | undefined {
+    const tls = this.#o.tls;
+    if (tls === undefined) return undefined;
+    const ca = typeof tls.ca === 'string' ? [tls.ca] : tls.ca();
+    const key = ca.join('\n');
+    if (this.#dispatcher === undefined || key !== this.#caKey) {
+      void this.#dispatcher?.close();
+      this.#caKey = key;
+      this.#dispatcher = new Agent({
+        connect: { ca: [...ca], ...(tls.serverName ? { servername: tls.serverName } : {}) },
+      });
+    }
+    return this.#dispatcher;
   }
 
   get pods(): ReadonlyMap<string, PodState> {
@@ -305,6 +320,7 @@ export class Publisher {
     let failure: Error | undefined;
     try {
       const sent = gzipped ? wanted.body : gunzipSync(wanted.body);
+      const pool = this.#pool();
       const put = (token: string | undefined) =>
         request(url, {
           method: 'PUT',
@@ -316,7 +332,7 @@ export class Publisher {
           body: sent,
           headersTimeout: this.#o.timeoutMs,
           bodyTimeout: this.#o.timeoutMs,
-          dispatcher: this.#dispatcher,
+          dispatcher: pool,
         });
       const [newest, ...older] = tokenList(this.#o.token);
       let res = await put(newest);
@@ -363,7 +379,7 @@ export class Publisher {
     const res = await request(`${pod.endpoint.url}/config`, {
       headersTimeout: this.#o.timeoutMs,
       bodyTimeout: this.#o.timeoutMs,
-      dispatcher: this.#dispatcher,
+      dispatcher: this.#pool(),
     });
     if (res.statusCode !== 200) {
       await res.body.dump();

@@ -2,7 +2,7 @@
  * The admin API's bearer token, as both ends of it hold one: the data plane checks it, the
  * controller sends it (and checks it on its own GET /debug/config). A string, or a function
  * giving the tokens valid now, newest first: a token file during a rotation gives the new token
- * and, for a grace period, the old one (bin/lib/admin-token.ts), so that neither end refuses the
+ * and, for a grace period, the old one (bin/lib/rotating-file.ts), so that neither end refuses the
  * other while the kubelet updates each pod's copy of the Secret at its own moment.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';

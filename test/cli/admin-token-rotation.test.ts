@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AdminTokenFile } from '../../bin/lib/admin-token.ts';
+import { RotatingFile } from '../../bin/lib/rotating-file.ts';
 import { Publisher } from '../../controller/publish/publisher.ts';
 import { type LaunchedProcess, launch } from '../helpers/processes.ts';
 import { SecretVolume } from '../helpers/secret-volume.ts';
@@ -30,31 +30,31 @@ class TokenVolume extends SecretVolume {
   }
 }
 
-describe('AdminTokenFile', () => {
+describe('RotatingFile', () => {
   it('reads the new token after a ..data swap; the old one stays valid for the grace period only', () => {
     const volume = new TokenVolume('token-a\n');
     let now = 1_000;
-    const f = new AdminTokenFile(volume.tokenFile, { graceMs: 60_000, now: () => now });
-    expect(f.tokens()).toEqual(['token-a']);
+    const f = new RotatingFile(volume.tokenFile, { graceMs: 60_000, now: () => now });
+    expect(f.values()).toEqual(['token-a']);
     volume.rotate('token-b');
-    expect(f.tokens()).toEqual(['token-b', 'token-a']);
+    expect(f.values()).toEqual(['token-b', 'token-a']);
     now += 59_999;
-    expect(f.tokens()).toEqual(['token-b', 'token-a']);
+    expect(f.values()).toEqual(['token-b', 'token-a']);
     now += 1;
-    expect(f.tokens()).toEqual(['token-b']);
+    expect(f.values()).toEqual(['token-b']);
     // A second rotation: the one before it is the previous one now.
     volume.rotate('token-c');
-    expect(f.tokens()).toEqual(['token-c', 'token-b']);
+    expect(f.values()).toEqual(['token-c', 'token-b']);
   });
 
   it('keeps what it holds while the file is missing or empty; refuses an empty file at start', () => {
     const volume = new TokenVolume('token-a');
-    const f = new AdminTokenFile(volume.tokenFile);
+    const f = new RotatingFile(volume.tokenFile);
     rmSync(join(volume.dir, '..data'));
-    expect(f.tokens()).toEqual(['token-a']);
+    expect(f.values()).toEqual(['token-a']);
     volume.rotate('');
-    expect(f.tokens()).toEqual(['token-a']);
-    expect(() => new AdminTokenFile(volume.tokenFile)).toThrow(/is empty/);
+    expect(f.values()).toEqual(['token-a']);
+    expect(() => new RotatingFile(volume.tokenFile)).toThrow(/is empty/);
   });
 });
 
@@ -117,21 +117,21 @@ describe("a rotation between a real data plane and the controller's pushes", () 
     fetch(`${adminUrl}/cache?prefix=x`, { method: 'DELETE', headers: { authorization: `Bearer ${token}` } });
 
   it('the controller sees the new token first: its push is refused with it and sent again with the old one', async () => {
-    const ctl = new AdminTokenFile(ctlVolume.tokenFile);
-    expect(await push(1, ctl.tokens)).toEqual(['applied']);
+    const ctl = new RotatingFile(ctlVolume.tokenFile);
+    expect(await push(1, ctl.values)).toEqual(['applied']);
     ctlVolume.rotate('token-b');
-    expect(ctl.tokens()).toEqual(['token-b', 'token-a']);
+    expect(ctl.values()).toEqual(['token-b', 'token-a']);
     expect((await put('token-b')).status).toBe(401); // the data plane does not know it yet
-    expect(await push(2, ctl.tokens)).toEqual(['applied']);
+    expect(await push(2, ctl.values)).toEqual(['applied']);
   });
 
   it('then the data plane: it takes the new token and, for the grace period, the old one', async () => {
-    const ctl = new AdminTokenFile(ctlVolume.tokenFile);
+    const ctl = new RotatingFile(ctlVolume.tokenFile);
     dpVolume.rotate('token-b');
     expect((await put('token-b')).status).not.toBe(401);
     expect((await put('token-a')).status).not.toBe(401);
     expect((await put('token-c')).status).toBe(401);
-    expect(await push(3, ctl.tokens)).toEqual(['applied']);
+    expect(await push(3, ctl.values)).toEqual(['applied']);
   });
 
   it('the data plane first: a controller still on the old token pushes through the grace period', async () => {

@@ -1,19 +1,20 @@
 /**
- * --admin-token-file, re-read when the file changes: a mounted Secret is updated by the kubelet
- * swapping the ..data symlink of the volume to a new directory, so the path keeps its name and
- * points at a new file. Each use stats the path (a few microseconds: admin requests and pushes
- * are a handful a second) and reads it again when its inode, size or mtime differ. The old
- * token stays valid for a grace period after the new one is seen: the kubelet updates each pod
- * (controller and data planes) at its own moment, up to a minute or two apart, and in between
- * one end holds the new token and the other the old one. The data plane accepts both; the
- * controller sends the new one and, refused, the old one. A rotation so drops no push.
+ * A file of a mounted Secret that is rotated (--admin-token-file, --admin-ca-file), re-read when
+ * it changes: the kubelet updates a Secret volume by swapping its ..data symlink to a new
+ * directory, so the path keeps its name and points at a new file. Each use stats the path (a
+ * few microseconds: admin requests and pushes are a handful a second) and reads it again when
+ * its inode, size or mtime differ. The old value stays valid for a grace period after the new
+ * one is seen: the kubelet updates each pod (controller and data planes) at its own moment, up
+ * to a minute or two apart, and in between one end holds the new value and the other the old.
+ * A token: the data plane accepts both, the controller sends the new one and, refused, the old
+ * one, so a rotation drops no push. A CA: the controller trusts both.
  */
 import { readFileSync, statSync } from 'node:fs';
 
-/** How long the previous token stays valid once the new one is read (the kubelet's sync period and cache TTL, with room). */
-export const ADMIN_TOKEN_GRACE_MS = 5 * 60_000;
+/** How long the previous value stays valid once the new one is read (the kubelet's sync period and cache TTL, with room). */
+export const ROTATION_GRACE_MS = 5 * 60_000;
 
-export class AdminTokenFile {
+export class RotatingFile {
   #current: string;
   #previous: string | null = null;
   #previousUntil = 0;
@@ -30,8 +31,8 @@ export class AdminTokenFile {
     if (!this.#current) throw new Error(`${file} is empty`);
   }
 
-  /** The tokens valid now, newest first. */
-  readonly tokens = (): readonly string[] => {
+  /** The values valid now (trimmed), newest first. */
+  readonly values = (): readonly string[] => {
     this.#refresh();
     const now = (this.#o.now ?? Date.now)();
     return this.#previous !== null && now < this.#previousUntil
@@ -62,7 +63,7 @@ export class AdminTokenFile {
     this.#stamp = stamp;
     if (text === this.#current) return;
     this.#previous = this.#current;
-    this.#previousUntil = (this.#o.now ?? Date.now)() + (this.#o.graceMs ?? ADMIN_TOKEN_GRACE_MS);
+    this.#previousUntil = (this.#o.now ?? Date.now)() + (this.#o.graceMs ?? ROTATION_GRACE_MS);
     this.#current = text;
   }
 }
