@@ -50,10 +50,10 @@ function grants(ms: Manifest[], subject = SA): string[] {
 
 /**
  * What API_ACCESS says the controller needs, given the watched namespaces ([]: all) and whether
- * it serves the Gateway API (the chart's gatewayAPI.enabled, on by default). Ingresses are
- * served by default and the chart always grants their access.
+ * it serves the Gateway API and Ingresses (the chart's gatewayAPI.enabled and ingress.enabled,
+ * both on by default).
  */
-function needed(watched: string[], gatewayApi = true): string[] {
+function needed(watched: string[], gatewayApi = true, ingress = true): string[] {
   const where = (a: ApiAccess) =>
     a.scope === 'cluster'
       ? ['*']
@@ -65,7 +65,7 @@ function needed(watched: string[], gatewayApi = true): string[] {
   // A resource may be declared for two scopes (EndpointSlices: the watched namespaces and the
   // data plane's): granted once where they meet, and not again in a namespace a "*" grant covers.
   const declared = (API_ACCESS as readonly ApiAccess[]).filter(
-    (a) => gatewayApi || a.feature !== 'gateway-api',
+    (a) => (gatewayApi || a.feature !== 'gateway-api') && (ingress || a.feature !== 'ingress'),
   );
   const all = new Set(
     declared.flatMap((a) =>
@@ -117,6 +117,34 @@ describe('the controller RBAC is exactly api-access.ts', () => {
     expect(grants(ms).filter((g) => /gateway\.networking|\/services (create|update|delete)/.test(g))).toEqual(
       [],
     );
+  });
+
+  it('ingress.enabled false: none of the Ingress access (no IngressClass ClusterRole), and the controller runs with --ingress off', async () => {
+    const ms = await render({ values: { ingress: { enabled: false } } });
+    expect(grants(ms)).toEqual(needed([RELEASE_NS], true, false));
+    expect(grants(ms).filter((g) => g.includes('networking.k8s.io/ingress'))).toEqual([]);
+    expect(ms.filter((m) => m.kind.startsWith('Cluster')).map((m) => `${m.kind}/${m.metadata.name}`)).toEqual(
+      ['ClusterRole/gw-sluice-sluice-gateway-api', 'ClusterRoleBinding/gw-sluice-sluice-gateway-api'],
+    );
+    const args = controllerArgs(ms);
+    expect(args.slice(args.indexOf('--ingress'), args.indexOf('--ingress') + 2)).toEqual([
+      '--ingress',
+      'off',
+    ]);
+    expect(args).not.toContain('--publish-service');
+  });
+
+  it("by default the controller serves the class sluice and publishes the proxy Service as the Ingresses' address", async () => {
+    const args = controllerArgs(await render());
+    expect(args.slice(args.indexOf('--ingress-class'), args.indexOf('--ingress-class') + 2)).toEqual([
+      '--ingress-class',
+      'sluice',
+    ]);
+    expect(args.slice(args.indexOf('--publish-service'), args.indexOf('--publish-service') + 2)).toEqual([
+      '--publish-service',
+      'sluice/gw-sluice',
+    ]);
+    expect(args).not.toContain('--ingress');
   });
 
   it('watchNamespaces [shop, payments]: Roles in those two for routes, plugins, Secrets, Services; Lease and EndpointSlices in the release namespace', async () => {
@@ -172,3 +200,10 @@ describe('the controller RBAC is exactly api-access.ts', () => {
     expect(ms.filter((m) => /Role/.test(m.kind))).toEqual([]);
   });
 });
+
+/** The controller container's args, as rendered. */
+function controllerArgs(ms: Manifest[]): string[] {
+  const d = ms.find((m) => m.kind === 'Deployment' && m.metadata.name.endsWith('-controller'));
+  return (d as unknown as { spec: { template: { spec: { containers: { args: string[] }[] } } } }).spec
+    .template.spec.containers[0].args;
+}

@@ -143,6 +143,7 @@ seccompProfile:
 - apiGroups: [""]
   resources: [events]
   verbs: [create, patch]
+{{- if .Values.ingress.enabled }}
 # Ingresses (networking.k8s.io/v1) of Sluice's classes, and their status.loadBalancer (the leader).
 - apiGroups: [networking.k8s.io]
   resources: [ingresses]
@@ -150,6 +151,7 @@ seccompProfile:
 - apiGroups: [networking.k8s.io]
   resources: [ingresses/status]
   verbs: [patch]
+{{- end }}
 {{- if .Values.gatewayAPI.enabled }}
 # Gateway API: the Gateways, HTTPRoutes and ReferenceGrants of the watched namespaces, their
 # status (written by the leader; an HTTPRoute's with update, so that the parents other

@@ -237,8 +237,8 @@ endpoints: [{ addresses: ["127.0.0.1"], conditions: { ready: false }, targetRef:
  */
 /**
  * Grants of the chart no test on kapi can make the controller use: kapi serves no IngressClass
- * API (the controller's list gets 404, so it never watches), and the chart passes no
- * --publish-service (so no Ingress status is written; test/k8s/ingress.test.ts writes it
+ * API (the controller's list gets 404, so it never watches), and these tests apply no Ingress
+ * (so no Ingress status is written; test/k8s/ingress.test.ts writes it, with --publish-service,
  * without the chart's RBAC).
  */
 export const UNUSABLE_ON_KAPI =
