@@ -21,6 +21,8 @@ export function condition(
 export interface GatewayClassStatus {
   observedGeneration: number;
   conditions: ComputedCondition[];
+  /** What the class's Gateways support, sorted by name (features.ts); none for a class not accepted. */
+  supportedFeatures: { name: string }[];
 }
 
 export interface ListenerStatus {

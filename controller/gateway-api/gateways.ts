@@ -29,6 +29,7 @@ import type { ResourceSet } from '../source/resource-set.ts';
 import { keyOf } from '../source/resource-set.ts';
 import { dnsNames, tlsPair } from '../validate/tls-refs.ts';
 import { condition, type GatewayClassStatus, type GatewayStatus, type ListenerStatus } from './conditions.ts';
+import { SUPPORTED_FEATURES } from './features.ts';
 import { allocatePorts, type PortRange } from './ports.ts';
 import { referencePermitted } from './reference-grants.ts';
 
@@ -161,6 +162,7 @@ function classStatus(gc: GatewayClass): GatewayClassStatus {
         : condition('Accepted', true, 'Accepted', 'Sluice serves Gateways of this class.', gen),
       condition('SupportedVersion', true, 'SupportedVersion', 'Gateway API v1 (standard channel).', gen),
     ],
+    supportedFeatures: params ? [] : SUPPORTED_FEATURES.map((name) => ({ name })),
   };
 }
 

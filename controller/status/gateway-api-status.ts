@@ -165,15 +165,17 @@ export function nextGatewayStatus(
   return unchanged ? null : { conditions, listeners, addresses: w.addresses };
 }
 
-/** A GatewayClass's conditions to write, or null when shown already. */
+/** A GatewayClass's conditions and supported features to write, or null when shown already. */
 export function nextClassStatus(
-  current: { conditions?: Condition[] } | undefined,
+  current: { conditions?: Condition[]; supportedFeatures?: { name: string }[] } | undefined,
   w: GatewayClassStatus,
   now: Date,
-): { conditions: Condition[] } | null {
+): { conditions: Condition[]; supportedFeatures: { name: string }[] } | null {
   const old = current?.conditions ?? [];
   const conditions = withTransitionTimes(old, w.conditions, now);
-  return sameConditions(old, conditions) ? null : { conditions };
+  const unchanged =
+    sameConditions(old, conditions) && sameJson(current?.supportedFeatures ?? [], w.supportedFeatures);
+  return unchanged ? null : { conditions, supportedFeatures: w.supportedFeatures };
 }
 
 export interface RouteParentStatusOut {

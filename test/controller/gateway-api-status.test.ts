@@ -158,7 +158,11 @@ describe('nextGatewayStatus', () => {
 
 describe('nextClassStatus', () => {
   it("replaces the CRD's default Unknown conditions, then writes nothing while they stay", () => {
-    const w = { observedGeneration: 1, conditions: [cond('Accepted', true), cond('SupportedVersion', true)] };
+    const w = {
+      observedGeneration: 1,
+      conditions: [cond('Accepted', true), cond('SupportedVersion', true)],
+      supportedFeatures: [{ name: 'Gateway' }, { name: 'HTTPRoute' }],
+    };
     const defaults = {
       conditions: [
         {
@@ -175,7 +179,13 @@ describe('nextClassStatus', () => {
       ['Accepted', 'True', T0.toISOString()],
       ['SupportedVersion', 'True', T0.toISOString()],
     ]);
+    expect(first.supportedFeatures).toEqual([{ name: 'Gateway' }, { name: 'HTTPRoute' }]);
     expect(nextClassStatus(first, w, T1)).toBeNull();
+    // A new release supporting more: the features are written again, the conditions kept.
+    const more = { ...w, supportedFeatures: [...w.supportedFeatures, { name: 'HTTPRouteCORS' }] };
+    const second = nextClassStatus(first, more, T1)!;
+    expect(second.supportedFeatures.map((f) => f.name)).toEqual(['Gateway', 'HTTPRoute', 'HTTPRouteCORS']);
+    expect(second.conditions.map((c) => c.lastTransitionTime)).toEqual([T0.toISOString(), T0.toISOString()]);
   });
 });
 

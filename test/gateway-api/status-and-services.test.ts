@@ -10,6 +10,7 @@
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SUPPORTED_FEATURES } from '../../controller/gateway-api/features.ts';
 import type { Controller } from '../../controller/main.ts';
 import type { DataPlane } from '../../dataplane/main.ts';
 import { crdsAndNamespace, dataplaneAdminObjects, startControllerIn } from '../helpers/controller-on-kapi.ts';
@@ -48,6 +49,7 @@ interface Obj {
   status?: {
     conditions?: Cond[];
     addresses?: { type: string; value: string }[];
+    supportedFeatures?: { name: string }[];
     listeners?: {
       name: string;
       attachedRoutes: number;
@@ -185,7 +187,7 @@ afterAll(async () => {
 }, 60_000);
 
 describe('status of a GatewayClass, a Gateway and an HTTPRoute', () => {
-  it('the GatewayClass is Accepted, in a SupportedVersion', async () => {
+  it('the GatewayClass is Accepted, in a SupportedVersion, and lists its supported features', async () => {
     await until(
       async () => {
         const gc = JSON.parse(await ok(['get', 'gatewayclass', CLASS, '-o', 'json'])) as Obj;
@@ -200,6 +202,10 @@ describe('status of a GatewayClass, a Gateway and an HTTPRoute', () => {
       observedGeneration: 1,
     });
     expect(condition(gc.status?.conditions, 'SupportedVersion')).toMatchObject({ status: 'True' });
+    // As the API server keeps them (a list map keyed by name), in the order written: sorted.
+    const features = (gc.status?.supportedFeatures ?? []).map((f) => f.name);
+    expect(features).toEqual([...SUPPORTED_FEATURES]);
+    expect(features).toContain('HTTPRouteQueryParamMatching');
   });
 
   it('the Gateway is Accepted and Programmed on both pods, its listener with its conditions, 1 attached route and an address', async () => {

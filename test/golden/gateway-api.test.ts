@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { build } from '../../controller/build.ts';
+import { SUPPORTED_FEATURES } from '../../controller/gateway-api/features.ts';
 import type { Resource } from '../../controller/api/index.ts';
 import { resourceSetFrom } from '../../controller/source/resource-set.ts';
 import { validateRouteTable } from '../../dataplane/config/validate.ts';
@@ -85,5 +86,26 @@ describe('Gateway API hostname precedence, as the table routes requests', () => 
     expect(served('bar.example.com', '/very/specific')).toBe('wildcard');
     expect(served('foo.example.com', '/multi')).toBe('exact');
     expect(served('baz.example.com', '/multi')).toBe('multi');
+  });
+});
+
+describe('GatewayClass supportedFeatures', () => {
+  it('are sorted by name, each once, within the field’s 64', () => {
+    const names = [...SUPPORTED_FEATURES];
+    expect(names).toEqual([...new Set(names)].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)));
+    expect(names.length).toBeLessThanOrEqual(64);
+  });
+
+  it('a class Sluice cannot accept (parametersRef) lists none', () => {
+    const objects = parseAllDocuments(`
+apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: { name: with-params, generation: 1 }
+spec:
+  controllerName: sluice.dev/gateway-controller
+  parametersRef: { group: example.com, kind: Params, name: p }
+`).map((d) => d.toJS() as Resource);
+    const classes = build(resourceSetFrom(objects, { withServices: true })).gatewayApi.status.classes;
+    expect(classes.get('with-params')?.supportedFeatures).toEqual([]);
   });
 });
