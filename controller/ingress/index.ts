@@ -33,7 +33,7 @@
 import { normalizeRoutePath, ROUTE_PATH_PATTERN } from '../../dataplane/config/path-grammar.ts';
 import { pathRegexProblem } from '../../dataplane/config/path-regex.ts';
 import type { Route } from '../../dataplane/config/route-table.ts';
-import type { RouteRule, RouteTls } from '../api/gateway-route.ts';
+import type { Retries, RouteRule, RouteTls, Timeouts } from '../api/gateway-route.ts';
 import type { Ingress, IngressBackend, PathType } from '../api/ingress.ts';
 import { INVALID_BACKEND, NO_BACKEND } from '../gateway-api/redirects.ts';
 import type { ObjectRef, ResourceSet } from '../source/resource-set.ts';
@@ -209,9 +209,7 @@ function translateIngress(
         service: {
           name: backend.service,
           url: backend.url,
-          ...(Object.keys(effects.timeouts).length && { timeouts: { ...effects.timeouts } }),
-          ...(effects.tries !== undefined &&
-            effects.tries > 1 && { retries: { attempts: effects.tries - 1 } }),
+          ...serviceTuning(effects),
         },
         routes: [rule],
       },
@@ -346,7 +344,7 @@ function translateIngress(
 }
 
 /** Why a path cannot be matched by the data plane, or undefined. */
-function pathProblem(path: string, type: PathType | undefined): string | undefined {
+export function pathProblem(path: string, type: PathType | undefined): string | undefined {
   if (!new RegExp(ROUTE_PATH_PATTERN).test(path))
     return type === 'ImplementationSpecific' || type === undefined
       ? 'holds characters a path cannot (a regular expression needs nginx.ingress.kubernetes.io/use-regex: "true")'
@@ -355,8 +353,16 @@ function pathProblem(path: string, type: PathType | undefined): string | undefin
   return typeof n === 'string' ? undefined : n.error;
 }
 
+/** The GatewayRoute service's timeouts and retries the annotations ask for (also `sluice convert`'s). */
+export function serviceTuning(e: IngressEffects): { timeouts?: Timeouts; retries?: Retries } {
+  return {
+    ...(Object.keys(e.timeouts).length && { timeouts: { ...e.timeouts } }),
+    ...(e.tries !== undefined && e.tries > 1 && { retries: { attempts: e.tries - 1 } }),
+  };
+}
+
 /** Whether a TLS host (exact, or "*.suffix": one label) covers a rule's host. */
-function hostCovers(tls: string, host: string): boolean {
+export function hostCovers(tls: string, host: string): boolean {
   if (tls === host) return true;
   if (!tls.startsWith('*.') || host.startsWith('*.')) return false;
   const rest = host.slice(0, host.length - tls.length + 1);
@@ -401,7 +407,7 @@ function certificatesOf(
 }
 
 /** The redirect entry of permanent-redirect / temporal-redirect: the URL's scheme, host, port and path. */
-function redirectEntry(r: NonNullable<IngressEffects['redirect']>): Route['handler'] {
+export function redirectEntry(r: NonNullable<IngressEffects['redirect']>): Route['handler'] {
   const scheme = r.url.protocol === 'https:' ? 'https' : 'http';
   return {
     hostname: r.url.hostname,
@@ -419,7 +425,7 @@ function redirectEntry(r: NonNullable<IngressEffects['redirect']>): Route['handl
  * GatewayPlugin name holds no dot, so none shares it). A config the plugin refuses (a cors origin
  * it cannot read) is reported naming the annotations, and that plugin left out.
  */
-function pluginsOf(ing: Ingress, e: IngressEffects, problems: IngressProblem[]): ModelPlugin[] {
+export function pluginsOf(ing: Ingress, e: IngressEffects, problems: IngressProblem[]): ModelPlugin[] {
   const ns = ing.metadata.namespace!;
   const name = ing.metadata.name;
   const out: ModelPlugin[] = [];

@@ -1,0 +1,165 @@
+/**
+ * `sluice convert --to gateway-api`: Ingresses → Gateway API HTTPRoutes attached to one Gateway
+ * (parentRefs), and the GatewayPlugins their annotations make, applied by ExtensionRef filters
+ * (cors, rate-limiting: no HTTPRoute field says them). Pure; the Ingresses are read as
+ * convert.ts reads them (annotations.ts's table, index.ts's plugins).
+ *
+ * An HTTPRoute's hostnames hold for all of its rules, so an Ingress becomes one HTTPRoute per
+ * host (rules without a host and the default backend: one without hostnames). Annotations with
+ * an HTTPRoute form are written in it: permanent-/temporal-redirect and app-root as
+ * RequestRedirect filters, upstream-vhost as a URLRewrite hostname, x-forwarded-prefix as a
+ * RequestHeaderModifier. What has none in the standard channel is listed: the certificates
+ * (they belong on the Gateway's listeners), the redirect to https (a RequestRedirect on the
+ * plain-HTTP listener), the proxy timeouts (HTTPRoute's bound the whole request), retries
+ * (experimental channel) and backend-protocol (the Service port's appProtocol, BackendTLSPolicy).
+ */
+import { GROUP } from '../api/common.ts';
+import { GATEWAY_API_GROUP, type HTTPRouteFilter, type HTTPRouteRule } from '../api/gateway-api.ts';
+import {
+  annotationField,
+  type Converted,
+  gatewayPlugins,
+  ingressesIn,
+  type LeftOut,
+  metadataOf,
+  pathsOf,
+  readIngress,
+  serviceOf,
+} from './convert.ts';
+
+export interface GatewayRef {
+  namespace?: string;
+  name: string;
+}
+
+const PATH_TYPE = { Exact: 'Exact', Prefix: 'PathPrefix', RegularExpression: 'RegularExpression' } as const;
+
+export function convertToHTTPRoutes(objects: readonly unknown[], gateway: GatewayRef): Converted {
+  const leftOut: LeftOut[] = [];
+  const out: Record<string, unknown>[] = [];
+  for (const ing of ingressesIn(objects)) {
+    const r = readIngress(ing, leftOut);
+    if (r.effects.canary.enabled) continue;
+    const e = r.effects;
+    const tlsHosts = r.tls.flatMap((t) => t.hosts);
+    if (r.tls.length)
+      r.leftOut(
+        'spec.tls',
+        `certificates belong on the Gateway's HTTPS listener: ${r.tls.map((t) => t.secretName).join(', ')}`,
+      );
+    if (e.forceSslRedirect)
+      r.leftOut(
+        annotationField('force-ssl-redirect'),
+        'an HTTPRoute on the plain-HTTP listener with a RequestRedirect (scheme https) says it',
+      );
+    else if (e.sslRedirect && tlsHosts.length)
+      r.leftOut(
+        annotationField('ssl-redirect'),
+        'the redirect to https (ssl-redirect is true by default): an HTTPRoute on the plain-HTTP listener with a RequestRedirect (scheme https) says it',
+      );
+    for (const [name, set] of [
+      ['proxy-connect-timeout', e.timeouts.connect],
+      ['proxy-read-timeout', e.timeouts.response],
+    ] as const)
+      if (set)
+        r.leftOut(
+          annotationField(name),
+          "an HTTPRoute's timeouts bound the whole request; this one is not written",
+        );
+    if (e.tries !== undefined)
+      r.leftOut(
+        annotationField('proxy-next-upstream-tries'),
+        'HTTPRoute retry is in the experimental channel only',
+      );
+    if (e.backendProtocol !== 'HTTP')
+      r.leftOut(
+        annotationField('backend-protocol'),
+        `${e.backendProtocol}: set the Service port's appProtocol (and a BackendTLSPolicy for TLS)`,
+      );
+
+    const plugins = r.plugins.filter((p) => p.plugin !== 'request-transformer');
+    const filters: HTTPRouteFilter[] = [
+      ...(e.forwardedPrefix !== undefined
+        ? [
+            {
+              type: 'RequestHeaderModifier',
+              requestHeaderModifier: { set: [{ name: 'X-Forwarded-Prefix', value: e.forwardedPrefix }] },
+            },
+          ]
+        : []),
+      ...(e.upstreamVhost !== undefined
+        ? [{ type: 'URLRewrite', urlRewrite: { hostname: e.upstreamVhost } }]
+        : []),
+      ...plugins.map((p) => ({
+        type: 'ExtensionRef',
+        extensionRef: { group: GROUP, kind: 'GatewayPlugin', name: p.name },
+      })),
+    ];
+    const redirect: HTTPRouteFilter | undefined = e.redirect && {
+      type: 'RequestRedirect',
+      requestRedirect: {
+        scheme: e.redirect.url.protocol === 'https:' ? 'https' : 'http',
+        hostname: e.redirect.url.hostname,
+        ...(e.redirect.url.port !== '' && { port: Number(e.redirect.url.port) }),
+        path: { type: 'ReplaceFullPath', replaceFullPath: e.redirect.url.pathname || '/' },
+        statusCode: e.redirect.statusCode,
+      },
+    };
+
+    // One HTTPRoute per host ("" for none), its rules in the Ingress's order.
+    const byHost = new Map<string, HTTPRouteRule[]>();
+    const rulesOf = (host: string | undefined) => {
+      const k = host ?? '';
+      if (!byHost.has(k)) byHost.set(k, []);
+      return byHost.get(k)!;
+    };
+    for (const p of pathsOf(r)) {
+      const match = { path: { type: PATH_TYPE[p.type], value: p.path } };
+      if (redirect) {
+        rulesOf(p.host).push({ name: p.name, matches: [match], filters: [redirect] });
+        continue;
+      }
+      const svc = serviceOf(p.backend);
+      if (typeof svc === 'string') {
+        r.leftOut(`${p.field}.backend`, svc);
+        continue;
+      }
+      rulesOf(p.host).push({
+        name: p.name,
+        matches: [match],
+        ...(filters.length && { filters }),
+        backendRefs: [{ name: svc.name, port: svc.port }],
+      });
+    }
+    if (e.appRoot !== undefined)
+      for (const h of r.ruleHosts.length ? r.ruleHosts : [undefined])
+        rulesOf(h).unshift({
+          name: 'app-root',
+          matches: [{ path: { type: 'Exact', value: '/' } }],
+          filters: [
+            {
+              type: 'RequestRedirect',
+              requestRedirect: {
+                path: { type: 'ReplaceFullPath', replaceFullPath: e.appRoot },
+                statusCode: 302,
+              },
+            },
+          ],
+        });
+    const parentRefs = [{ ...(gateway.namespace && { namespace: gateway.namespace }), name: gateway.name }];
+    for (const [host, rules] of byHost) {
+      const name =
+        byHost.size === 1
+          ? ing.metadata.name
+          : `${ing.metadata.name}-${host === '' ? 'any-host' : host.replace(/^\*\./, 'wildcard.').replaceAll('.', '-')}`;
+      out.push({
+        apiVersion: `${GATEWAY_API_GROUP}/v1`,
+        kind: 'HTTPRoute',
+        metadata: metadataOf(ing, name),
+        spec: { parentRefs, ...(host !== '' && { hostnames: [host] }), rules },
+      });
+    }
+    if (byHost.size && plugins.length) out.push(...gatewayPlugins({ ...r, plugins }));
+  }
+  return { objects: out, leftOut };
+}

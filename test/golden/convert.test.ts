@@ -1,0 +1,84 @@
+/**
+ * Golden tests of `sluice convert` (controller/ingress/convert.ts, convert-gateway-api.ts): every
+ * test/golden/convert/<case>.in.yaml (Ingresses, with other objects skipped) is converted both
+ * ways, and what the command prints must equal the files: <case>.out.yaml (GatewayRoutes and
+ * GatewayPlugins) with <case>.left-out.txt (stderr's list), and <case>.gateway-api.out.yaml with
+ * <case>.gateway-api.left-out.txt (--to gateway-api, --gateway gateways/public). That the
+ * outputs apply is test/k8s/convert.test.ts's. To add a case: write the .in.yaml (a comment at
+ * the top says what), run `make golden`, review, commit.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { parseAllDocuments } from 'yaml';
+import { convertToHTTPRoutes } from '../../controller/ingress/convert-gateway-api.ts';
+import { convertToGatewayRoutes, renderConverted } from '../../controller/ingress/convert.ts';
+import { expectGolden } from '../helpers/golden.ts';
+
+const DIR = join(import.meta.dirname, 'convert');
+const cases = readdirSync(DIR)
+  .filter((f) => f.endsWith('.in.yaml'))
+  .map((f) => f.slice(0, -'.in.yaml'.length))
+  .sort();
+
+const objects = (name: string) =>
+  parseAllDocuments(readFileSync(join(DIR, `${name}.in.yaml`), 'utf8')).map((d) => d.toJS());
+const lines = (l: string[]) => l.map((x) => `${x}\n`).join('');
+
+describe('convert golden files', () => {
+  it.each(cases)('%s → GatewayRoute', (name) => {
+    const out = renderConverted(convertToGatewayRoutes(objects(name)));
+    expectGolden(out.yaml, join(DIR, `${name}.out.yaml`));
+    expectGolden(lines(out.leftOut), join(DIR, `${name}.left-out.txt`));
+  });
+
+  it.each(cases)('%s → HTTPRoute', (name) => {
+    const out = renderConverted(convertToHTTPRoutes(objects(name), { namespace: 'gateways', name: 'public' }));
+    expectGolden(out.yaml, join(DIR, `${name}.gateway-api.out.yaml`));
+    expectGolden(lines(out.leftOut), join(DIR, `${name}.gateway-api.left-out.txt`));
+  });
+});
+
+describe('convert', () => {
+  it('reads the annotations as the controller does: an invalid value is left out naming it and the value', () => {
+    const ing = {
+      apiVersion: 'networking.k8s.io/v1',
+      kind: 'Ingress',
+      metadata: { name: 'a', namespace: 'n', annotations: { 'nginx.ingress.kubernetes.io/limit-rps': 'fast' } },
+      spec: { defaultBackend: { service: { name: 's', port: { number: 80 } } } },
+    };
+    const c = convertToGatewayRoutes([ing]);
+    expect(c.leftOut).toEqual([
+      {
+        ingress: 'n/a',
+        field: 'metadata.annotations[nginx.ingress.kubernetes.io/limit-rps]',
+        message: expect.stringContaining('"fast"'),
+      },
+    ]);
+    expect(c.objects.map((o) => o.kind)).toEqual(['GatewayRoute']);
+  });
+
+  it('reads the items of a List, and nothing but Ingresses', () => {
+    const ing = {
+      apiVersion: 'networking.k8s.io/v1',
+      kind: 'Ingress',
+      metadata: { name: 'a' },
+      spec: { defaultBackend: { service: { name: 's', port: { number: 80 } } } },
+    };
+    const c = convertToGatewayRoutes([{ kind: 'List', items: [ing, { apiVersion: 'v1', kind: 'Service' }] }, null]);
+    expect(c).toEqual({
+      objects: [
+        {
+          apiVersion: 'sluice.dev/v1alpha1',
+          kind: 'GatewayRoute',
+          metadata: { name: 'a' },
+          spec: {
+            service: { name: 's', backendRef: { name: 's', port: 80 } },
+            routes: [{ name: 'default-backend', paths: ['/'], pathType: 'Prefix' }],
+          },
+        },
+      ],
+      leftOut: [],
+    });
+  });
+});
