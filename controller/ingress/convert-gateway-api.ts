@@ -32,6 +32,9 @@ export interface GatewayRef {
   name: string;
 }
 
+/** spec.rules' maxItems in the HTTPRoute CRD. */
+const MAX_RULES = 16;
+
 const PATH_TYPE = { Exact: 'Exact', Prefix: 'PathPrefix', RegularExpression: 'RegularExpression' } as const;
 
 export function convertToHTTPRoutes(objects: readonly unknown[], gateway: GatewayRef): Converted {
@@ -148,16 +151,22 @@ export function convertToHTTPRoutes(objects: readonly unknown[], gateway: Gatewa
         });
     const parentRefs = [{ ...(gateway.namespace && { namespace: gateway.namespace }), name: gateway.name }];
     for (const [host, rules] of byHost) {
-      const name =
+      const base =
         byHost.size === 1
           ? ing.metadata.name
           : `${ing.metadata.name}-${host === '' ? 'any-host' : host.replace(/^\*\./, 'wildcard.').replaceAll('.', '-')}`;
-      out.push({
-        apiVersion: `${GATEWAY_API_GROUP}/v1`,
-        kind: 'HTTPRoute',
-        metadata: metadataOf(ing, name),
-        spec: { parentRefs, ...(host !== '' && { hostnames: [host] }), rules },
-      });
+      // An HTTPRoute holds 16 rules at most: more go to <name>-2, <name>-3, …
+      for (let i = 0; i < rules.length; i += MAX_RULES)
+        out.push({
+          apiVersion: `${GATEWAY_API_GROUP}/v1`,
+          kind: 'HTTPRoute',
+          metadata: metadataOf(ing, i === 0 ? base : `${base}-${i / MAX_RULES + 1}`),
+          spec: {
+            parentRefs,
+            ...(host !== '' && { hostnames: [host] }),
+            rules: rules.slice(i, i + MAX_RULES),
+          },
+        });
     }
     if (byHost.size && plugins.length) out.push(...gatewayPlugins({ ...r, plugins }));
   }

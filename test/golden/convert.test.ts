@@ -81,4 +81,26 @@ describe('convert', () => {
       leftOut: [],
     });
   });
+
+  it("splits an HTTPRoute at 16 rules (the CRD's most): <name>-2 takes the rest", () => {
+    const paths = Array.from({ length: 17 }, (_, i) => ({
+      path: `/p${i}`,
+      pathType: 'Prefix',
+      backend: { service: { name: 's', port: { number: 80 } } },
+    }));
+    const ing = {
+      apiVersion: 'networking.k8s.io/v1',
+      kind: 'Ingress',
+      metadata: { name: 'many' },
+      spec: { rules: [{ host: 'a.example.test', http: { paths } }] },
+    };
+    const c = convertToHTTPRoutes([ing], { name: 'gw' });
+    const routes = c.objects as { metadata: { name: string }; spec: { rules: { name: string }[] } }[];
+    expect(routes.map((r) => [r.metadata.name, r.spec.rules.length])).toEqual([
+      ['many', 16],
+      ['many-2', 1],
+    ]);
+    expect(routes[1].spec.rules[0].name).toBe('rule-0-path-16');
+    expect(c.leftOut).toEqual([]);
+  });
 });

@@ -73,4 +73,24 @@ describe('sluice convert output applies', () => {
       c.objects.map((o) => String(o.kind)),
     );
   });
+
+  it('an Ingress of 40 paths: HTTPRoutes of 16 rules at most, each accepted', async () => {
+    const paths = Array.from({ length: 40 }, (_, i) => ({
+      path: `/p${i}`,
+      pathType: 'Prefix',
+      backend: { service: { name: 's', port: { number: 80 } } },
+    }));
+    const ing = {
+      apiVersion: 'networking.k8s.io/v1',
+      kind: 'Ingress',
+      metadata: { name: 'many' },
+      spec: { rules: [{ host: 'a.example.test', http: { paths } }] },
+    };
+    const c = convertToHTTPRoutes([ing], { name: 'gw' });
+    expect(c.objects).toHaveLength(3);
+    await dryRun(
+      yamlOf(c),
+      c.objects.map((o) => String(o.kind)),
+    );
+  });
 });
