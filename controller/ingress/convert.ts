@@ -46,6 +46,18 @@ export interface ReadIngress {
   ruleHosts: string[];
 }
 
+/**
+ * A GatewayPlugin's name, which routes reference as a DNS label: <ingress>-<plugin>, an Ingress
+ * name's dots as "-", cut to 63 characters (the plugin's name kept whole).
+ */
+export function pluginName(ingress: string, plugin: string): string {
+  const head = ingress
+    .replaceAll('.', '-')
+    .slice(0, 62 - plugin.length)
+    .replace(/-+$/, '');
+  return `${head}-${plugin}`;
+}
+
 export const annotationField = (name: string) => `metadata.annotations[${NGINX_PREFIX}${name}]`;
 
 /** The Ingresses among the objects (a `kind: List`'s items too). */
@@ -78,7 +90,7 @@ export function readIngress(ing: Ingress, out: LeftOut[]): ReadIngress {
   for (const p of problems)
     leftOut(p.annotation ? `metadata.annotations[${p.annotation}]` : p.field, p.message);
   const plugins = model.map((p) => ({
-    name: `${ing.metadata.name}-${p.plugin}`,
+    name: pluginName(ing.metadata.name, p.plugin),
     plugin: p.plugin,
     config: p.config as Record<string, unknown>,
   }));

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { convertToHTTPRoutes } from '../../controller/ingress/convert-gateway-api.ts';
-import { convertToGatewayRoutes, renderConverted } from '../../controller/ingress/convert.ts';
+import { convertToGatewayRoutes, pluginName, renderConverted } from '../../controller/ingress/convert.ts';
 import { expectGolden } from '../helpers/golden.ts';
 
 const DIR = join(import.meta.dirname, 'convert');
@@ -102,5 +102,13 @@ describe('convert', () => {
     ]);
     expect(routes[1].spec.rules[0].name).toBe('rule-0-path-16');
     expect(c.leftOut).toEqual([]);
+  });
+
+  it('names GatewayPlugins as routes can reference them: a DNS label of at most 63 characters', () => {
+    expect(pluginName('web', 'cors')).toBe('web-cors');
+    expect(pluginName('shop.example.com', 'rate-limiting')).toBe('shop-example-com-rate-limiting');
+    const long = pluginName(`${'a'.repeat(47)}.${'b'.repeat(30)}`, 'request-transformer');
+    expect(long).toBe(`${'a'.repeat(43)}-request-transformer`);
+    expect(long).toHaveLength(63);
   });
 });
