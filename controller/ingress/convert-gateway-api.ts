@@ -8,13 +8,19 @@
  * host (rules without a host and the default backend: one without hostnames). Annotations with
  * an HTTPRoute form are written in it: permanent-/temporal-redirect and app-root as
  * RequestRedirect filters, upstream-vhost as a URLRewrite hostname, x-forwarded-prefix as a
- * RequestHeaderModifier. What has none in the standard channel is listed: the certificates
+ * RequestHeaderModifier; a canary Ingress's paths join the main paths (same namespace, host and
+ * path, as index.ts joins them) as weighted backendRefs and header-matched rules. What has none in the standard channel is listed: the certificates
  * (they belong on the Gateway's listeners), the redirect to https (a RequestRedirect on the
  * plain-HTTP listener), the proxy timeouts (HTTPRoute's bound the whole request), retries
  * (experimental channel) and backend-protocol (the Service port's appProtocol, BackendTLSPolicy).
  */
 import { GROUP } from '../api/common.ts';
-import { GATEWAY_API_GROUP, type HTTPRouteFilter, type HTTPRouteRule } from '../api/gateway-api.ts';
+import {
+  GATEWAY_API_GROUP,
+  type HTTPBackendRef,
+  type HTTPRouteFilter,
+  type HTTPRouteRule,
+} from '../api/gateway-api.ts';
 import {
   annotationField,
   type Converted,
@@ -23,6 +29,7 @@ import {
   type LeftOut,
   metadataOf,
   pathsOf,
+  type ReadIngress,
   readIngress,
   serviceOf,
 } from './convert.ts';
@@ -40,9 +47,12 @@ const PATH_TYPE = { Exact: 'Exact', Prefix: 'PathPrefix', RegularExpression: 'Re
 export function convertToHTTPRoutes(objects: readonly unknown[], gateway: GatewayRef): Converted {
   const leftOut: LeftOut[] = [];
   const out: Record<string, unknown>[] = [];
-  for (const ing of ingressesIn(objects)) {
-    const r = readIngress(ing, leftOut);
+  const read = ingressesIn(objects).map((ing) => readIngress(ing, leftOut));
+  const canaries = canariesOf(read);
+  const used = new Set<string>();
+  for (const r of read) {
     if (r.effects.canary.enabled) continue;
+    const ing = r.ing;
     const e = r.effects;
     const tlsHosts = r.tls.flatMap((t) => t.hosts);
     if (r.tls.length)
@@ -127,12 +137,32 @@ export function convertToHTTPRoutes(objects: readonly unknown[], gateway: Gatewa
         r.leftOut(`${p.field}.backend`, svc);
         continue;
       }
-      rulesOf(p.host).push({
-        name: p.name,
-        matches: [match],
-        ...(filters.length && { filters }),
-        backendRefs: [{ name: svc.name, port: svc.port }],
-      });
+      const main = { name: svc.name, port: svc.port };
+      const k = canaryKey(ing.metadata.namespace, p.host, p.path);
+      const c = canaries.get(k);
+      if (c) used.add(k);
+      const rule = (name: string, backendRefs: HTTPBackendRef[], header?: { name: string; value: string }) =>
+        rulesOf(p.host).push({
+          name,
+          matches: [header ? { ...match, headers: [header] } : match],
+          ...(filters.length && { filters }),
+          backendRefs,
+        });
+      // canary-by-header: the value (or "always") to the canary; without a value, "never" to the main one.
+      if (c?.header) {
+        rule(`${p.name}-canary`, [c.service], { name: c.header.name, value: c.header.value ?? 'always' });
+        if (c.header.value === undefined)
+          rule(`${p.name}-main`, [main], { name: c.header.name, value: 'never' });
+      }
+      // canary-weight: the path's requests spread over both.
+      const w = c?.weight ?? 0;
+      if (c === undefined || w <= 0) rule(p.name, [main]);
+      else if (w >= c.total) rule(p.name, [c.service]);
+      else
+        rule(p.name, [
+          { ...main, weight: c.total - w },
+          { ...c.service, weight: w },
+        ]);
     }
     if (e.appRoot !== undefined)
       for (const h of r.ruleHosts.length ? r.ruleHosts : [undefined])
@@ -170,5 +200,59 @@ export function convertToHTTPRoutes(objects: readonly unknown[], gateway: Gatewa
     }
     if (byHost.size && plugins.length) out.push(...gatewayPlugins({ ...r, plugins }));
   }
+  for (const [k, c] of canaries)
+    if (!used.has(k)) {
+      const [, host, path] = k.split('\n');
+      c.from.leftOut(
+        c.field,
+        `no Ingress of the namespace serves ${host || '(any host)'} ${path}: the canary path is not converted`,
+      );
+    }
+  // Each Ingress's lines together, in the Ingresses' order (canaries are read before the rest).
+  const order = new Map(read.map((r, i) => [r.key, i]));
+  leftOut.sort((a, b) => order.get(a.ingress)! - order.get(b.ingress)!);
   return { objects: out, leftOut };
+}
+
+/** A canary Ingress's path (ingress-nginx's canary: "true"), for the main path it joins. */
+interface Canary {
+  from: ReadIngress;
+  field: string;
+  service: HTTPBackendRef;
+  weight: number;
+  total: number;
+  header?: { name: string; value?: string };
+}
+
+/** Where a canary applies: the same namespace, host and path (as written) as the main path, as index.ts joins them. */
+const canaryKey = (ns: string | undefined, host: string | undefined, path: string) =>
+  `${ns ?? ''}\n${host ?? ''}\n${path}`;
+
+/** The canary paths of the canary Ingresses, by canaryKey (the first Ingress's for each). */
+function canariesOf(read: readonly ReadIngress[]): Map<string, Canary> {
+  const out = new Map<string, Canary>();
+  for (const r of read) {
+    const c = r.effects.canary;
+    if (!c.enabled) continue;
+    for (const p of pathsOf(r)) {
+      const svc = serviceOf(p.backend);
+      if (typeof svc === 'string') {
+        r.leftOut(`${p.field}.backend`, svc);
+        continue;
+      }
+      const k = canaryKey(r.ing.metadata.namespace, p.host, p.path);
+      if (out.has(k)) continue;
+      out.set(k, {
+        from: r,
+        field: `${p.field}.path`,
+        service: { name: svc.name, port: svc.port },
+        weight: c.weight ?? 0,
+        total: c.total,
+        ...(c.header !== undefined && {
+          header: { name: c.header, ...(c.headerValue !== undefined && { value: c.headerValue }) },
+        }),
+      });
+    }
+  }
+  return out;
 }

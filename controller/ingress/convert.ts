@@ -105,11 +105,6 @@ export function readIngress(ing: Ingress, out: LeftOut[]): ReadIngress {
     else if (hosts.length === 0) leftOut(`spec.tls[${i}].hosts`, 'no hosts, and no rule names one');
     else tls.push({ hosts, secretName: t.secretName });
   });
-  if (read.effects.canary.enabled)
-    leftOut(
-      annotationField('canary'),
-      'a canary Ingress is not converted: give the main route weighted backends (GatewayRoute spec.versions, HTTPRoute backendRefs weights) or a header match',
-    );
   return { ing, key, effects: read.effects, plugins, leftOut, tls, ruleHosts };
 }
 
@@ -177,7 +172,13 @@ export function convertToGatewayRoutes(objects: readonly unknown[]): Converted {
   const out: Record<string, unknown>[] = [];
   for (const ing of ingressesIn(objects)) {
     const r = readIngress(ing, leftOut);
-    if (r.effects.canary.enabled) continue;
+    if (r.effects.canary.enabled) {
+      r.leftOut(
+        annotationField('canary'),
+        'a canary Ingress has no GatewayRoute form here: use --to gateway-api (weighted backendRefs, a header match), or spec.versions',
+      );
+      continue;
+    }
     const e = r.effects;
     if (e.redirect)
       r.leftOut(
@@ -264,10 +265,16 @@ export function convertToGatewayRoutes(objects: readonly unknown[]): Converted {
   return { objects: out, leftOut };
 }
 
+/**
+ * YAML 1.1 quoting: kubectl reads YAML 1.1, where an unquoted yes, on or no is a boolean (a
+ * header value "yes" must stay a string); no anchors for shared objects, no line folding.
+ */
+const YAML_OPTIONS = { version: '1.1', aliasDuplicateObjects: false, lineWidth: 0 } as const;
+
 /** The output as `sluice convert` prints it: the objects as YAML documents, one line per thing left out. */
 export function renderConverted(c: Converted): { yaml: string; leftOut: string[] } {
   return {
-    yaml: c.objects.map((o) => stringify(o, { aliasDuplicateObjects: false, lineWidth: 0 })).join('---\n'),
+    yaml: c.objects.map((o) => stringify(o, YAML_OPTIONS)).join('---\n'),
     leftOut: c.leftOut.map((l) => `Ingress ${l.ingress}: ${l.field}: ${l.message}`),
   };
 }
