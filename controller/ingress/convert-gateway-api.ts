@@ -14,6 +14,7 @@
  * plain-HTTP listener), the proxy timeouts (HTTPRoute's bound the whole request), retries
  * (experimental channel) and backend-protocol (the Service port's appProtocol, BackendTLSPolicy).
  */
+import { pathRegexProblem } from '../../dataplane/config/path-regex.ts';
 import { GROUP } from '../api/common.ts';
 import {
   GATEWAY_API_GROUP,
@@ -33,6 +34,7 @@ import {
   readIngress,
   serviceOf,
 } from './convert.ts';
+import { pathProblem } from './index.ts';
 
 export interface GatewayRef {
   namespace?: string;
@@ -127,6 +129,12 @@ export function convertToHTTPRoutes(objects: readonly unknown[], gateway: Gatewa
       return byHost.get(k)!;
     };
     for (const p of pathsOf(r)) {
+      // As the controller serves them (index.ts): a path or pattern it would refuse is not written.
+      const bad = p.type === 'RegularExpression' ? pathRegexProblem(p.path) : pathProblem(p.path, p.pathType);
+      if (bad) {
+        r.leftOut(`${p.field}.path`, `${JSON.stringify(p.path)} ${bad}`);
+        continue;
+      }
       const match = { path: { type: PATH_TYPE[p.type], value: p.path } };
       if (redirect) {
         rulesOf(p.host).push({ name: p.name, matches: [match], filters: [redirect] });

@@ -16,7 +16,7 @@ import { stringify } from 'yaml';
 import { API_VERSION } from '../api/common.ts';
 import { configField } from '../api/gateway-plugin.ts';
 import type { GatewayRouteSpec, RouteRule, RouteTls } from '../api/gateway-route.ts';
-import type { Ingress, IngressBackend } from '../api/ingress.ts';
+import type { Ingress, IngressBackend, PathType } from '../api/ingress.ts';
 import { type IngressEffects, NGINX_PREFIX, readAnnotations } from './annotations.ts';
 import { hostCovers, type IngressProblem, pathProblem, pluginsOf, serviceTuning } from './index.ts';
 
@@ -115,6 +115,8 @@ export interface IngressPath {
   host?: string;
   path: string;
   type: 'Exact' | 'Prefix' | 'RegularExpression';
+  /** As written (its reading: `type`). */
+  pathType?: PathType;
   backend?: IngressBackend;
 }
 
@@ -128,6 +130,7 @@ export function pathsOf(r: ReadIngress): IngressPath[] {
         ...(rule.host && { host: rule.host.toLowerCase() }),
         path: p.path || '/',
         type: p.pathType === 'Exact' ? 'Exact' : r.effects.useRegex ? 'RegularExpression' : 'Prefix',
+        ...(p.pathType && { pathType: p.pathType }),
         backend: p.backend,
       });
     });
@@ -214,7 +217,7 @@ export function convertToGatewayRoutes(objects: readonly unknown[]): Converted {
           );
           continue;
         }
-        const bad = pathProblem(p.path, p.type);
+        const bad = pathProblem(p.path, p.pathType);
         if (bad) {
           r.leftOut(`${p.field}.path`, `${JSON.stringify(p.path)} ${bad}`);
           continue;
