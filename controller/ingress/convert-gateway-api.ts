@@ -34,7 +34,7 @@ import {
   readIngress,
   serviceOf,
 } from './convert.ts';
-import { pathProblem } from './index.ts';
+import { canaryHeaderMatches, pathProblem } from './index.ts';
 
 export interface GatewayRef {
   namespace?: string;
@@ -156,11 +156,10 @@ export function convertToHTTPRoutes(objects: readonly unknown[], gateway: Gatewa
           ...(filters.length && { filters }),
           backendRefs,
         });
-      // canary-by-header: the value (or "always") to the canary; without a value, "never" to the main one.
       if (c?.header) {
-        rule(`${p.name}-canary`, [c.service], { name: c.header.name, value: c.header.value ?? 'always' });
-        if (c.header.value === undefined)
-          rule(`${p.name}-main`, [main], { name: c.header.name, value: 'never' });
+        const by = canaryHeaderMatches(c.header);
+        rule(`${p.name}-canary`, [c.service], by.canary);
+        if (by.main) rule(`${p.name}-main`, [main], by.main);
       }
       // canary-weight: the path's requests spread over both.
       const w = c?.weight ?? 0;

@@ -18,7 +18,7 @@ import { configField } from '../api/gateway-plugin.ts';
 import type { GatewayRouteSpec, RouteRule, RouteTls } from '../api/gateway-route.ts';
 import type { Ingress, IngressBackend, PathType } from '../api/ingress.ts';
 import { type IngressEffects, NGINX_PREFIX, readAnnotations } from './annotations.ts';
-import { hostCovers, type IngressProblem, pathProblem, pluginsOf, serviceTuning } from './index.ts';
+import { httpsRedirectOf, type IngressProblem, pathProblem, pluginsOf, serviceTuning } from './index.ts';
 
 /** Something of an Ingress the output does not hold. */
 export interface LeftOut {
@@ -229,9 +229,7 @@ export function convertToGatewayRoutes(objects: readonly unknown[]): Converted {
         }
         const k = `${svc.name}:${svc.port}`;
         if (!byService.has(k)) byService.set(k, { service: svc, rules: [] });
-        const redirectHttp =
-          e.forceSslRedirect ||
-          (e.sslRedirect && p.host !== undefined && tlsHosts.some((t) => hostCovers(t, p.host!)));
+        const redirectHttp = httpsRedirectOf(e, p.host, tlsHosts);
         byService.get(k)!.rules.push({
           name: p.name,
           paths: [p.path],

@@ -188,9 +188,7 @@ function translateIngress(
     const entry = 'entry' in answer ? answer.entry : undefined;
     const c = more.weighted;
     const all = c ? [backend, c.backend] : [backend];
-    const redirectHttp =
-      effects.forceSslRedirect ||
-      (effects.sslRedirect && host !== undefined && tlsHosts.some((t) => hostCovers(t, host)));
+    const redirectHttp = httpsRedirectOf(effects, host, tlsHosts);
     const rule: RouteRule = {
       name: ruleName,
       paths: [path],
@@ -302,13 +300,11 @@ function translateIngress(
       else if (c.weight >= c.total) add(`${at}.path`, name, path, type, host, { backend: c.backend }, true);
       else add(`${at}.path`, name, path, type, host, answer, true, { weighted: c });
       if (c?.header === undefined) return;
-      // By header: the value (or "always") to the canary; without a value, "never" to the main one.
-      const to = { name: c.header.name.toLowerCase(), value: c.header.value ?? 'always' };
-      add(`${at}.path`, `${name}-canary`, path, type, host, { backend: c.backend }, true, { headers: [to] });
-      if (c.header.value === undefined)
-        add(`${at}.path`, `${name}-main`, path, type, host, answer, true, {
-          headers: [{ name: to.name, value: 'never' }],
-        });
+      const by = canaryHeaderMatches(c.header);
+      add(`${at}.path`, `${name}-canary`, path, type, host, { backend: c.backend }, true, {
+        headers: [by.canary],
+      });
+      if (by.main) add(`${at}.path`, `${name}-main`, path, type, host, answer, true, { headers: [by.main] });
     });
   });
   if (canaryOf === undefined) return { routes: [], plugins: [], problems, canaries };
@@ -359,6 +355,32 @@ export function serviceTuning(e: IngressEffects): { timeouts?: Timeouts; retries
     ...(Object.keys(e.timeouts).length && { timeouts: { ...e.timeouts } }),
     ...(e.tries !== undefined && e.tries > 1 && { retries: { attempts: e.tries - 1 } }),
   };
+}
+
+/**
+ * canary-by-header's matches: the value (or "always") to the canary; without a value, "never" to
+ * the main backend (ingress-nginx's reading; also `sluice convert`'s).
+ */
+export function canaryHeaderMatches(h: { name: string; value?: string }): {
+  canary: { name: string; value: string };
+  main?: { name: string; value: string };
+} {
+  const name = h.name.toLowerCase();
+  return {
+    canary: { name, value: h.value ?? 'always' },
+    ...(h.value === undefined && { main: { name, value: 'never' } }),
+  };
+}
+
+/** ssl-redirect / force-ssl-redirect: whether plain-HTTP requests for the host get 308 to https. */
+export function httpsRedirectOf(
+  e: IngressEffects,
+  host: string | undefined,
+  tlsHosts: readonly string[],
+): boolean {
+  return (
+    e.forceSslRedirect || (e.sslRedirect && host !== undefined && tlsHosts.some((t) => hostCovers(t, host)))
+  );
 }
 
 /** Whether a TLS host (exact, or "*.suffix": one label) covers a rule's host. */
