@@ -3,7 +3,8 @@
  * test/golden/convert/<case>.in.yaml (Ingresses, with other objects skipped) is converted both
  * ways, and what the command prints must equal the files: <case>.out.yaml (GatewayRoutes and
  * GatewayPlugins) with <case>.left-out.txt (stderr's list), and <case>.gateway-api.out.yaml with
- * <case>.gateway-api.left-out.txt (--to gateway-api, --gateway gateways/public). That the
+ * <case>.gateway-api.left-out.txt (--to gateway-api, --gateway gateways/public). The controller's
+ * Ingress golden inputs, converted, compile to the routes their Ingresses compile to. That the
  * outputs apply is test/k8s/convert.test.ts's. To add a case: write the .in.yaml (a comment at
  * the top says what), run `make golden`, review, commit.
  */
@@ -13,6 +14,10 @@ import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { convertToHTTPRoutes } from '../../controller/ingress/convert-gateway-api.ts';
 import { convertToGatewayRoutes, pluginName, renderConverted } from '../../controller/ingress/convert.ts';
+import type { Resource } from '../../controller/api/index.ts';
+import { build } from '../../controller/build.ts';
+import { DEFAULT_INGRESS_CLASS, ingressesOf } from '../../controller/ingress/classes.ts';
+import { resourceSetFrom } from '../../controller/source/resource-set.ts';
 import { expectGolden } from '../helpers/golden.ts';
 
 const DIR = join(import.meta.dirname, 'convert');
@@ -111,4 +116,39 @@ describe('convert', () => {
     expect(long).toBe(`${'a'.repeat(43)}-request-transformer`);
     expect(long).toHaveLength(63);
   });
+
+  // The controller's golden inputs (Ingresses of class sluice, with their Services and
+  // EndpointSlices): what convert writes compiles to routes the Ingresses compile to (the same
+  // match, https redirect, answer and plugins), and where nothing is left out, to all of them.
+  const INGRESS = join(import.meta.dirname, 'ingress');
+  it.each(readdirSync(INGRESS).filter((f) => f.endsWith('.in.yaml')))(
+    'the GatewayRoutes of %s compile to routes the Ingresses compile to',
+    (file) => {
+      const all = parseAllDocuments(readFileSync(join(INGRESS, file), 'utf8'))
+        .map((d) => d.toJS() as Resource | null)
+        .filter((o): o is Resource => o !== null);
+      // The Ingresses the controller serves (by class, IngressClass or annotation), as it picks them.
+      const ours = [...ingressesOf(resourceSetFrom(all, { withServices: true }), DEFAULT_INGRESS_CLASS).values()];
+      const c = convertToGatewayRoutes(ours);
+      const others = all.filter((o) => o.kind !== 'Ingress');
+      const before = build(resourceSetFrom(all, { withServices: true }));
+      const after = build(resourceSetFrom([...others, ...(c.objects as unknown as Resource[])], { withServices: true }));
+      // Plugins by kind: the controller names its instances ingress.<name>.<plugin>, convert <name>-<plugin>.
+      const routes = (b: typeof before) =>
+        b.snapshot.table.routes
+          .map((r) =>
+            JSON.stringify({
+              match: r.match,
+              httpsRedirect: r.httpsRedirect ?? false,
+              answer: r.handler.type,
+              plugins: r.plugins.map((p) => String(p).replace(/^.*[.-](cors|rate-limiting|request-transformer)$/, '$1')),
+            }),
+          )
+          .sort();
+      const [was, now] = [routes(before), routes(after)];
+      expect(now.length).toBeGreaterThan(0);
+      expect(now.filter((r) => !was.includes(r))).toEqual([]);
+      if (c.leftOut.length === 0) expect(now).toEqual(was);
+    },
+  );
 });
