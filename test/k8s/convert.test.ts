@@ -4,8 +4,10 @@
  * project's CRDs, crds/) and the HTTPRoutes of --to gateway-api (against the upstream standard
  * channel's, ../shared/gateway-api: never copied into the project) pass `kubectl apply
  * --dry-run=server --validate=strict`, the server's own schema and CEL rules. The objects are put
- * in one namespace (-n): the conversion keeps the Ingress's, which need not exist here.
+ * in one namespace (-n): the conversion keeps the Ingress's, which need not exist here. The
+ * command's own stdout, piped as a user would, applies too.
  */
+import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -92,5 +94,31 @@ describe('sluice convert output applies', () => {
       yamlOf(c),
       c.objects.map((o) => String(o.kind)),
     );
+  });
+
+  it('the command itself: `sluice convert -f DIR | kubectl apply --dry-run=server -f -`, both outputs', async () => {
+    for (const args of [[], ['--to', 'gateway-api', '--gateway', 'gateways/public']]) {
+      const r = spawnSync(
+        process.execPath,
+        [
+          '--disable-warning=ExperimentalWarning',
+          'bin/sluice.ts',
+          'convert',
+          ...args,
+          '-f',
+          join(DIR, 'canary.in.yaml'),
+        ],
+        { cwd: ROOT, encoding: 'utf8' },
+      );
+      // Something is left out of each (a canary without a main path): listed, exit 1, the rest printed.
+      expect(r.status).toBe(1);
+      expect(r.stderr).toContain('sluice convert: left out: Ingress web/by-weight:');
+      const docs = parseAllDocuments(r.stdout);
+      for (const d of docs) d.deleteIn(['metadata', 'namespace']);
+      await dryRun(
+        docs.map((d) => d.toString()).join('---\n'),
+        docs.map((d) => String(d.get('kind'))),
+      );
+    }
   });
 });
