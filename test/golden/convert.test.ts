@@ -133,7 +133,8 @@ describe('convert', () => {
       const others = all.filter((o) => o.kind !== 'Ingress');
       const before = build(resourceSetFrom(all, { withServices: true }));
       const after = build(resourceSetFrom([...others, ...(c.objects as unknown as Resource[])], { withServices: true }));
-      // Plugins by kind: the controller names its instances ingress.<name>.<plugin>, convert <name>-<plugin>.
+      // Plugins by kind and config, as a set: the controller names its instances
+      // ingress.<name>.<plugin>, convert <name>-<plugin>; the data plane runs them by phase.
       const routes = (b: typeof before) =>
         b.snapshot.table.routes
           .map((r) =>
@@ -141,7 +142,9 @@ describe('convert', () => {
               match: r.match,
               httpsRedirect: r.httpsRedirect ?? false,
               answer: r.handler.type,
-              plugins: r.plugins.map((p) => String(p).replace(/^.*[.-](cors|rate-limiting|request-transformer)$/, '$1')),
+              plugins: r.plugins
+                .map((p) => JSON.stringify({ plugin: p.name, config: p.config }))
+                .sort(),
             }),
           )
           .sort();
@@ -149,6 +152,54 @@ describe('convert', () => {
       expect(now.length).toBeGreaterThan(0);
       expect(now.filter((r) => !was.includes(r))).toEqual([]);
       if (c.leftOut.length === 0) expect(now).toEqual(was);
+    },
+  );
+
+  // The same through Sluice's Gateway API translation: the HTTPRoutes (on a Gateway of Sluice's
+  // class that admits routes of every namespace) compile to routes the Ingresses compile to. The
+  // https redirect is not compared: the HTTPRoute output lists it as left out.
+  const GATEWAY = `apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: { name: sluice, generation: 1 }
+spec: { controllerName: sluice.dev/gateway-controller }
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: { name: gw, namespace: infra, generation: 1 }
+spec:
+  gatewayClassName: sluice
+  listeners: [{ name: http, port: 80, protocol: HTTP, allowedRoutes: { namespaces: { from: All } } }]
+`;
+  it.each(readdirSync(INGRESS).filter((f) => f.endsWith('.in.yaml')))(
+    'the HTTPRoutes of %s compile to routes the Ingresses compile to',
+    (file) => {
+      const all = parseAllDocuments(readFileSync(join(INGRESS, file), 'utf8'))
+        .map((d) => d.toJS() as Resource | null)
+        .filter((o): o is Resource => o !== null);
+      const ours = [...ingressesOf(resourceSetFrom(all, { withServices: true }), DEFAULT_INGRESS_CLASS).values()];
+      const c = convertToHTTPRoutes(ours, { namespace: 'infra', name: 'gw' });
+      const gateway = parseAllDocuments(GATEWAY).map((d) => d.toJS() as Resource);
+      const others = all.filter((o) => o.kind !== 'Ingress');
+      const before = build(resourceSetFrom(all, { withServices: true }));
+      const after = build(
+        resourceSetFrom([...gateway, ...others, ...(c.objects as unknown as Resource[])], { withServices: true }),
+      );
+      // Plugins as a set (the data plane runs them by phase), by kind and config.
+      const routes = (b: typeof before) =>
+        b.snapshot.table.routes
+          .map((r) =>
+            JSON.stringify({
+              match: r.match,
+              answer: r.handler.type,
+              plugins: r.plugins
+                .map((p) => JSON.stringify({ plugin: p.name, config: p.config }))
+                .sort(),
+            }),
+          )
+          .sort();
+      const [was, now] = [routes(before), routes(after)];
+      expect(now.length).toBeGreaterThan(0);
+      expect(now.filter((r) => !was.includes(r))).toEqual([]);
     },
   );
 });
