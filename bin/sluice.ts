@@ -17,6 +17,7 @@ const LOADERS: Record<string, () => Promise<Command>> = {
   dataplane: async () => (await import('./commands/dataplane.ts')).dataplane,
   controller: async () => (await import('./commands/controller.ts')).controller,
   migrate: async () => (await import('./commands/migrate.ts')).migrate,
+  convert: async () => (await import('./commands/convert.ts')).convert,
   crds: async () => (await import('./commands/crds.ts')).crds,
 };
 
@@ -30,7 +31,7 @@ ${commands.map((c) => `  ${c.usage}\n      ${c.summary}`).join('\n')}
   sluice --version
 
 Shared by several commands:
-  -f FILE|DIR (run, validate, migrate), --state-dir DIR and --workers N|auto (run, dataplane), --log-level LEVEL,
+  -f FILE|DIR (run, validate, migrate, convert), --state-dir DIR and --workers N|auto (run, dataplane), --log-level LEVEL,
   --admin-token TOKEN / --admin-token-file FILE / env SLUICE_ADMIN_TOKEN (the admin API's bearer token)
 `;
 };

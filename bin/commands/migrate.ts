@@ -1,10 +1,9 @@
 /** `sluice migrate`: rewrite GatewayPlugins of the deprecated `spec.config` shape into the typed one. */
-import { readdir, readFile, stat, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
-import { text as readStream } from 'node:stream/consumers';
+import { writeFile } from 'node:fs/promises';
 import { migratePlugins } from '../../controller/api/migrate.ts';
-import { isYamlFile, STDIN, STDIN_NAME } from '../../controller/source/file.ts';
+import { STDIN } from '../../controller/source/file.ts';
 import { type Command, failIn, parseCommand } from '../lib/command.ts';
+import { joinDocuments, readAll } from '../lib/read-files.ts';
 
 const flags = {
   file: {
@@ -48,7 +47,7 @@ export const migrate: Command<typeof flags> = {
     if (values.write && paths.includes(STDIN)) failIn('migrate', '-w rewrites files; it cannot rewrite -');
     let failed = false;
     const outputs: string[] = [];
-    for (const { file, text } of await readAll(paths)) {
+    for (const { file, text } of await readAll('migrate', paths)) {
       const r = migratePlugins(text);
       for (const p of r.problems) process.stderr.write(`sluice migrate: ${file}:${p.line}: ${p.message}\n`);
       failed ||= r.problems.length > 0;
@@ -63,30 +62,3 @@ export const migrate: Command<typeof flags> = {
     if (failed) process.exit(1);
   },
 };
-
-/** The files named: a directory's *.yaml/*.yml (sorted, not recursive), "-" standard input. */
-async function readAll(paths: readonly string[]): Promise<{ file: string; text: string }[]> {
-  const out: { file: string; text: string }[] = [];
-  for (const path of paths) {
-    try {
-      if (path === STDIN) out.push({ file: STDIN_NAME, text: await readStream(process.stdin) });
-      else if ((await stat(path)).isDirectory()) {
-        for (const name of (await readdir(path)).filter(isYamlFile).sort()) {
-          const file = join(path, name);
-          out.push({ file, text: await readFile(file, 'utf8') });
-        }
-      } else out.push({ file: path, text: await readFile(path, 'utf8') });
-    } catch (err) {
-      failIn('migrate', `${path} cannot be read (${(err as NodeJS.ErrnoException).code ?? String(err)})`, 1);
-    }
-  }
-  return out;
-}
-
-/** Several files as one stream of documents: a "---" between them, each ending in a newline. */
-function joinDocuments(texts: string[]): string {
-  return texts
-    .filter((t) => t.trim() !== '')
-    .map((t) => (t.endsWith('\n') ? t : `${t}\n`))
-    .join('---\n');
-}

@@ -33,7 +33,7 @@
 import { normalizeRoutePath, ROUTE_PATH_PATTERN } from '../../dataplane/config/path-grammar.ts';
 import { pathRegexProblem } from '../../dataplane/config/path-regex.ts';
 import type { Route } from '../../dataplane/config/route-table.ts';
-import type { RouteRule, RouteTls } from '../api/gateway-route.ts';
+import type { Retries, RouteRule, RouteTls, Timeouts } from '../api/gateway-route.ts';
 import type { Ingress, IngressBackend, PathType } from '../api/ingress.ts';
 import { INVALID_BACKEND, NO_BACKEND } from '../gateway-api/redirects.ts';
 import type { ObjectRef, ResourceSet } from '../source/resource-set.ts';
@@ -188,9 +188,7 @@ function translateIngress(
     const entry = 'entry' in answer ? answer.entry : undefined;
     const c = more.weighted;
     const all = c ? [backend, c.backend] : [backend];
-    const redirectHttp =
-      effects.forceSslRedirect ||
-      (effects.sslRedirect && host !== undefined && tlsHosts.some((t) => hostCovers(t, host)));
+    const redirectHttp = httpsRedirectOf(effects, host, tlsHosts);
     const rule: RouteRule = {
       name: ruleName,
       paths: [path],
@@ -209,9 +207,7 @@ function translateIngress(
         service: {
           name: backend.service,
           url: backend.url,
-          ...(Object.keys(effects.timeouts).length && { timeouts: { ...effects.timeouts } }),
-          ...(effects.tries !== undefined &&
-            effects.tries > 1 && { retries: { attempts: effects.tries - 1 } }),
+          ...serviceTuning(effects),
         },
         routes: [rule],
       },
@@ -304,13 +300,11 @@ function translateIngress(
       else if (c.weight >= c.total) add(`${at}.path`, name, path, type, host, { backend: c.backend }, true);
       else add(`${at}.path`, name, path, type, host, answer, true, { weighted: c });
       if (c?.header === undefined) return;
-      // By header: the value (or "always") to the canary; without a value, "never" to the main one.
-      const to = { name: c.header.name.toLowerCase(), value: c.header.value ?? 'always' };
-      add(`${at}.path`, `${name}-canary`, path, type, host, { backend: c.backend }, true, { headers: [to] });
-      if (c.header.value === undefined)
-        add(`${at}.path`, `${name}-main`, path, type, host, answer, true, {
-          headers: [{ name: to.name, value: 'never' }],
-        });
+      const by = canaryHeaderMatches(c.header);
+      add(`${at}.path`, `${name}-canary`, path, type, host, { backend: c.backend }, true, {
+        headers: [by.canary],
+      });
+      if (by.main) add(`${at}.path`, `${name}-main`, path, type, host, answer, true, { headers: [by.main] });
     });
   });
   if (canaryOf === undefined) return { routes: [], plugins: [], problems, canaries };
@@ -346,7 +340,7 @@ function translateIngress(
 }
 
 /** Why a path cannot be matched by the data plane, or undefined. */
-function pathProblem(path: string, type: PathType | undefined): string | undefined {
+export function pathProblem(path: string, type: PathType | undefined): string | undefined {
   if (!new RegExp(ROUTE_PATH_PATTERN).test(path))
     return type === 'ImplementationSpecific' || type === undefined
       ? 'holds characters a path cannot (a regular expression needs nginx.ingress.kubernetes.io/use-regex: "true")'
@@ -355,8 +349,42 @@ function pathProblem(path: string, type: PathType | undefined): string | undefin
   return typeof n === 'string' ? undefined : n.error;
 }
 
+/** The GatewayRoute service's timeouts and retries the annotations ask for (also `sluice convert`'s). */
+export function serviceTuning(e: IngressEffects): { timeouts?: Timeouts; retries?: Retries } {
+  return {
+    ...(Object.keys(e.timeouts).length && { timeouts: { ...e.timeouts } }),
+    ...(e.tries !== undefined && e.tries > 1 && { retries: { attempts: e.tries - 1 } }),
+  };
+}
+
+/**
+ * canary-by-header's matches: the value (or "always") to the canary; without a value, "never" to
+ * the main backend (ingress-nginx's reading; also `sluice convert`'s).
+ */
+export function canaryHeaderMatches(h: { name: string; value?: string }): {
+  canary: { name: string; value: string };
+  main?: { name: string; value: string };
+} {
+  const name = h.name.toLowerCase();
+  return {
+    canary: { name, value: h.value ?? 'always' },
+    ...(h.value === undefined && { main: { name, value: 'never' } }),
+  };
+}
+
+/** ssl-redirect / force-ssl-redirect: whether plain-HTTP requests for the host get 308 to https. */
+export function httpsRedirectOf(
+  e: IngressEffects,
+  host: string | undefined,
+  tlsHosts: readonly string[],
+): boolean {
+  return (
+    e.forceSslRedirect || (e.sslRedirect && host !== undefined && tlsHosts.some((t) => hostCovers(t, host)))
+  );
+}
+
 /** Whether a TLS host (exact, or "*.suffix": one label) covers a rule's host. */
-function hostCovers(tls: string, host: string): boolean {
+export function hostCovers(tls: string, host: string): boolean {
   if (tls === host) return true;
   if (!tls.startsWith('*.') || host.startsWith('*.')) return false;
   const rest = host.slice(0, host.length - tls.length + 1);
@@ -401,7 +429,7 @@ function certificatesOf(
 }
 
 /** The redirect entry of permanent-redirect / temporal-redirect: the URL's scheme, host, port and path. */
-function redirectEntry(r: NonNullable<IngressEffects['redirect']>): Route['handler'] {
+export function redirectEntry(r: NonNullable<IngressEffects['redirect']>): Route['handler'] {
   const scheme = r.url.protocol === 'https:' ? 'https' : 'http';
   return {
     hostname: r.url.hostname,
@@ -419,7 +447,7 @@ function redirectEntry(r: NonNullable<IngressEffects['redirect']>): Route['handl
  * GatewayPlugin name holds no dot, so none shares it). A config the plugin refuses (a cors origin
  * it cannot read) is reported naming the annotations, and that plugin left out.
  */
-function pluginsOf(ing: Ingress, e: IngressEffects, problems: IngressProblem[]): ModelPlugin[] {
+export function pluginsOf(ing: Ingress, e: IngressEffects, problems: IngressProblem[]): ModelPlugin[] {
   const ns = ing.metadata.namespace!;
   const name = ing.metadata.name;
   const out: ModelPlugin[] = [];

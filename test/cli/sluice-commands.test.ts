@@ -14,7 +14,7 @@ import { parse, parseAllDocuments } from 'yaml';
 
 const SLUICE = ['--disable-warning=ExperimentalWarning', 'bin/sluice.ts'];
 const VERSION = (JSON.parse(await readFile('package.json', 'utf8')) as { version: string }).version;
-const COMMANDS = ['run', 'validate', 'dataplane', 'controller', 'migrate', 'crds'];
+const COMMANDS = ['run', 'validate', 'dataplane', 'controller', 'migrate', 'convert', 'crds'];
 
 interface Result {
   code: number | null;
@@ -160,6 +160,10 @@ describe('help', () => {
       migrate: [
         ['--file', '--write', 'FILE|DIR|-'],
         ['--output', '--watch', '--state-dir'],
+      ],
+      convert: [
+        ['--file', '--to', '--gateway', 'FILE|DIR|-'],
+        ['--write', '--output', '--state-dir'],
       ],
       crds: [['kubectl apply --server-side --force-conflicts -f -'], ['--file', '--state-dir']],
     };
