@@ -129,7 +129,9 @@ export const Route = Type.Object(
     /**
      * What the upstream is sent in place of the request's (Gateway API's URLRewrite), applied by
      * the proxy (upstream/path.ts): `path` replaces the whole path or the matched prefix (not
-     * with stripPrefix, which is one such rewrite); `hostname` is the Host header the upstream
+     * with stripPrefix, which is one such rewrite), or, on a RegularExpression path match, is
+     * the whole path built from the match's captures (ReplaceFullPathWithCaptures: "$1" … "$9"
+     * in `value`, ingress-nginx's rewrite-target); `hostname` is the Host header the upstream
      * gets (absent: the upstream url's host, as always).
      */
     rewrite: Type.Optional(
@@ -141,7 +143,11 @@ export const Route = Type.Object(
           path: Type.Optional(
             Type.Object(
               {
-                type: Type.Union([Type.Literal('ReplaceFullPath'), Type.Literal('ReplacePrefixMatch')]),
+                type: Type.Union([
+                  Type.Literal('ReplaceFullPath'),
+                  Type.Literal('ReplacePrefixMatch'),
+                  Type.Literal('ReplaceFullPathWithCaptures'),
+                ]),
                 /** Written normalized (path-grammar.ts rewritePathProblem); a trailing "/" is kept. */
                 value: Type.String({ minLength: 1, maxLength: 1024, pattern: ROUTE_PATH_PATTERN }),
               },
