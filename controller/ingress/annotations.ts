@@ -51,7 +51,14 @@ export interface IngressEffects {
   /** The Host header the back end gets. */
   upstreamVhost?: string;
   /** canary: "true": this Ingress's paths are the canary of the same host and path of another. */
-  canary: { enabled: boolean; weight?: number; total: number; header?: string; headerValue?: string };
+  canary: {
+    enabled: boolean;
+    weight?: number;
+    total: number;
+    header?: string;
+    headerValue?: string;
+    cookie?: string;
+  };
 }
 
 export function defaultEffects(): IngressEffects {
@@ -385,6 +392,16 @@ export const ANNOTATIONS: readonly Annotation<unknown>[] = [
       e.canary.headerValue = v;
     },
     effect: 'with canary-by-header: requests whose header has this value go to the canary; others by weight',
+  }),
+  annotation({
+    name: 'canary-by-cookie',
+    parse: (v) =>
+      /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(v.trim()) ? v.trim() : { invalid: 'must be a cookie name' },
+    apply: (e, v) => {
+      e.canary.cookie = v;
+    },
+    effect:
+      'requests with this cookie "always" go to the canary, "never" to the main backend; others by weight (canary-by-header first)',
   }),
   annotation({
     name: 'backend-protocol',

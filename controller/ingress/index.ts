@@ -24,7 +24,8 @@
  * joins the path of another Ingress with the same namespace, host and path, as the second of
  * weighted backends (canary-weight) and as a route with a header match (canary-by-header: its
  * value, or "always", to the canary; without a value, "never" to the main backend), which ranks
- * before the plain path by precedence rule 4.
+ * before the plain path by precedence rule 4, and as two routes with a cookie match
+ * (canary-by-cookie: "always" to the canary, "never" to the main backend; rule 5c).
  *
  * What cannot be served is reported on the Ingress (Warning Events: status/ingress-writer.ts)
  * and left out alone, the rest of the Ingress keeps serving: a path the data plane cannot match
@@ -87,15 +88,18 @@ interface Canary {
   weight: number;
   total: number;
   header?: { name: string; value?: string };
+  /** canary-by-cookie: the cookie whose value "always" takes the canary, "never" the main backend. */
+  cookie?: string;
 }
 
 function canaryOfPath(key: string, backend: ServiceBackend, e: IngressEffects['canary']): Canary {
-  const { header, headerValue, total, weight = 0 } = e;
+  const { header, headerValue, cookie, total, weight = 0 } = e;
   return {
     key,
     backend,
     weight,
     total,
+    ...(cookie !== undefined && { cookie }),
     ...(header !== undefined && {
       header: { name: header, ...(headerValue !== undefined && { value: headerValue }) },
     }),
@@ -189,7 +193,12 @@ function translateIngress(
     host: string | undefined,
     answer: { backend: ServiceBackend } | { entry: Route['handler'] },
     withPlugins: boolean,
-    more: { weighted?: Canary; headers?: { name: string; value: string }[]; rewrite?: Route['rewrite'] } = {},
+    more: {
+      weighted?: Canary;
+      headers?: { name: string; value: string }[];
+      cookies?: { name: string; value: string }[];
+      rewrite?: Route['rewrite'];
+    } = {},
   ) => {
     const backend: ServiceBackend = 'backend' in answer ? answer.backend : NO_BACKEND;
     const entry = 'entry' in answer ? answer.entry : undefined;
@@ -225,6 +234,7 @@ function translateIngress(
       upstreamUrl: backend.url,
       ...(pathType === 'RegularExpression' && { regex: true as const }),
       ...(more.rewrite && entry === undefined && { rewrite: more.rewrite }),
+      ...(more.cookies && { cookies: more.cookies }),
       field,
       handlers: [entry ? { kind: entry.type, config: undefined, urls: [], entry } : null],
       // On one route of the Ingress (compile collects them by Secret; once is enough).
@@ -339,6 +349,19 @@ function translateIngress(
       else if (c.weight >= c.total)
         add(`${at}.path`, name, path, type, host, { backend: c.backend }, true, { rewrite });
       else add(`${at}.path`, name, path, type, host, answer, true, { weighted: c, rewrite });
+      // By cookie: "always" to the canary, "never" to the main backend; its routes rank after the
+      // header's (fewer header matches) and before the plain path (a cookie match), as
+      // ingress-nginx takes canary-by-header, then canary-by-cookie, then canary-weight.
+      if (c?.cookie !== undefined) {
+        add(`${at}.path`, `${name}-cookie-canary`, path, type, host, { backend: c.backend }, true, {
+          cookies: [{ name: c.cookie, value: 'always' }],
+          rewrite,
+        });
+        add(`${at}.path`, `${name}-cookie-main`, path, type, host, answer, true, {
+          cookies: [{ name: c.cookie, value: 'never' }],
+          rewrite,
+        });
+      }
       if (c?.header === undefined) return;
       // By header: the value (or "always") to the canary; without a value, "never" to the main one.
       const to = { name: c.header.name.toLowerCase(), value: c.header.value ?? 'always' };

@@ -70,6 +70,22 @@ export const RouteMatch = Type.Object(
       ),
     ),
     /**
+     * Cookies that must all be sent with these exact values (the first of a name in the Cookie
+     * header, as the balancer reads one), as an Ingress's canary-by-cookie asks. Ranks after query.
+     */
+    cookies: Type.Optional(
+      Type.Array(
+        Type.Object(
+          {
+            name: Type.String({ minLength: 1, pattern: "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$" }),
+            value: Type.String(),
+          },
+          { additionalProperties: false },
+        ),
+        { minItems: 1, maxItems: 16 },
+      ),
+    ),
+    /**
      * Query parameters that must all match: the first value of the name (case-sensitive, as
      * decoded by URLSearchParams: percent escapes and "+" as a space) equals `value`, or with
      * type RegularExpression matches it whole (config/regex.ts: anchored, refused when it could
