@@ -28,6 +28,7 @@ const routes = Array.from({ length: N }, (_, i) => {
     methods: null,
     hosts: null,
     headers: null,
+    cookies: null,
     query: null,
   };
 }) as unknown as RuntimeRoute[];

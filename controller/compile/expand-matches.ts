@@ -27,7 +27,7 @@ export const expandMatches: Pass = (state) => {
           name,
           createdMs: route.createdMs,
           ...(route.ruleIndex !== undefined && { gatewayApiRule: route.ruleIndex }),
-          match: matchOf(rule, path, route.regex === true),
+          match: matchOf(rule, path, route.regex === true, route.cookies),
           stripPrefix: rule.stripPrefix ?? false,
           httpsRedirect: rule.httpsRedirect ?? false,
           ...(rule.websocket && { websocket: webSocketSettings(rule.websocket) }),
@@ -47,7 +47,12 @@ function webSocketSettings(ws: NonNullable<RouteRule['websocket']>): NonNullable
   };
 }
 
-function matchOf(rule: RouteRule, path: string, regex: boolean): RouteMatch {
+function matchOf(
+  rule: RouteRule,
+  path: string,
+  regex: boolean,
+  cookies: readonly { name: string; value: string }[] | undefined,
+): RouteMatch {
   const headers =
     rule.headers?.length &&
     setOf([...new Set(rule.headers.map((h) => `${h.name.toLowerCase()}\n${h.value}`))]).map((k) => {
@@ -62,6 +67,9 @@ function matchOf(rule: RouteRule, path: string, regex: boolean): RouteMatch {
     .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   // Keys in sorted order: see tableOf in compile/index.ts.
   return {
+    ...(cookies?.length && {
+      cookies: [...cookies].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)),
+    }),
     ...(headers && { headers }),
     ...(rule.hosts?.length && { hosts: setOf(rule.hosts.map((h) => h.toLowerCase())) }),
     ...(rule.methods?.length && { methods: setOf(rule.methods.map((m) => m.toUpperCase())) }),

@@ -185,7 +185,7 @@ function takesPrefix(m: RouteMatch, path: string, hosts: readonly string[] | und
 }
 
 function getsAll(m: RouteMatch, hosts: readonly string[] | undefined): boolean {
-  if (m.headers || m.mediaType || m.query) return false;
+  if (m.headers || m.mediaType || m.query || m.cookies) return false;
   if (m.methods && !m.methods.includes('GET')) return false;
   return !m.hosts || (hosts?.every((h) => m.hosts!.includes(h)) ?? false);
 }

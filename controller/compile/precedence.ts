@@ -13,6 +13,8 @@
  *   4. More header matches first (a media-type parameter match counts as one).
  *   5. Routes with methods before those without (any method).
  *   5b. More query matches first (Gateway API's last match rule, after headers and method).
+ *   5c. More cookie matches first (an Ingress's canary-by-cookie: after its header's routes,
+ *       before its plain path, as ingress-nginx ranks header, cookie, weight).
  *   6. Older creationTimestamp first; missing sorts last. An existing route is never taken
  *      over by one created later (the rule Gateway API uses).
  *   7. namespace, name, route name, match index: a total order, so ties cannot depend on input order.
@@ -42,6 +44,7 @@ export function comparePrecedence(a: Ranked, b: Ranked): number {
     a4 - b4 || // 4 (Gateway API: 5)
     a5 - b5 || // 5 (Gateway API: 4)
     queryCount(b) - queryCount(a) || // 5b
+    cookieCount(b) - cookieCount(a) || // 5c
     compareCreated(a.createdMs, b.createdMs) || // 6
     compareText(owner(a), owner(b)) || // 7
     compareText(ownerName(a), ownerName(b)) ||
@@ -75,6 +78,10 @@ const ownerName = (r: Ranked) => (r.gatewayApiRule === undefined ? r.name : '');
 
 function queryCount(r: Ranked): number {
   return r.match.query?.length ?? 0;
+}
+
+function cookieCount(r: Ranked): number {
+  return r.match.cookies?.length ?? 0;
 }
 
 function headerCount(r: Ranked): number {
@@ -112,6 +119,7 @@ export const sortByPrecedence: Pass = (state) => {
       k4,
       k5,
       queries: queryCount(d),
+      cookies: cookieCount(d),
       created: d.createdMs ?? Number.POSITIVE_INFINITY, // missing sorts last
       owner: owner(d),
       ownerName: ownerName(d),
@@ -128,6 +136,7 @@ export const sortByPrecedence: Pass = (state) => {
       a.k4 - b.k4 || // 4 (Gateway API: 5)
       a.k5 - b.k5 || // 5 (Gateway API: 4)
       b.queries - a.queries || // 5b
+      b.cookies - a.cookies || // 5c
       (a.created === b.created ? 0 : a.created < b.created ? -1 : 1) || // 6
       compareText(a.owner, b.owner) || // 7
       compareText(a.ownerName, b.ownerName) ||

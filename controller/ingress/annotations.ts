@@ -10,6 +10,9 @@
  * annotation is left out: the Ingress's rules keep serving.
  */
 
+import { rewritePathProblem } from '../../dataplane/config/path-grammar.ts';
+import { captureRefsProblem } from '../../dataplane/config/path-regex.ts';
+
 export const NGINX_PREFIX = 'nginx.ingress.kubernetes.io/';
 
 /** What an Ingress's honoured annotations ask of its routes (defaults as ingress-nginx's). */
@@ -41,12 +44,21 @@ export interface IngressEffects {
   backendProtocol: 'HTTP' | 'HTTPS' | 'GRPC' | 'GRPCS';
   /** Prefix and ImplementationSpecific paths are regular expressions. */
   useRegex: boolean;
+  /** The path the back end gets, "$1" … "$9" the path regex's captures (implies useRegex). */
+  rewriteTarget?: string;
   /** X-Forwarded-Prefix sent to the back end. */
   forwardedPrefix?: string;
   /** The Host header the back end gets. */
   upstreamVhost?: string;
   /** canary: "true": this Ingress's paths are the canary of the same host and path of another. */
-  canary: { enabled: boolean; weight?: number; total: number; header?: string; headerValue?: string };
+  canary: {
+    enabled: boolean;
+    weight?: number;
+    total: number;
+    header?: string;
+    headerValue?: string;
+    cookie?: string;
+  };
 }
 
 export function defaultEffects(): IngressEffects {
@@ -135,6 +147,22 @@ export const ANNOTATIONS: readonly Annotation<unknown>[] = [
       "true: the Ingress's Prefix and ImplementationSpecific paths are regular expressions, matched case-insensitively from the start of the path (nginx's location ~*); Exact paths stay exact",
     differs:
       "it applies to this Ingress's paths only (ingress-nginx makes every path of the host a regex, across Ingresses); a pattern that could backtrack catastrophically is refused",
+  }),
+  annotation({
+    name: 'rewrite-target',
+    parse: (v) => {
+      const target = v.trim();
+      const problem = rewritePathProblem(target) ?? captureRefsProblem(target, 9);
+      return problem ? { invalid: problem } : target;
+    },
+    apply: (e, v) => {
+      e.rewriteTarget = v;
+      e.useRegex = true; // as ingress-nginx: rewrite-target makes the paths regular expressions
+    },
+    effect:
+      'the whole path the back end gets, "$1" … "$9" the path regex\'s captures (path /api(/|$)(.*), target /$2: /api/users → /users); the query is kept; implies use-regex',
+    differs:
+      'a reference to a group the path lacks leaves that path out (reported; nginx would refuse its whole configuration); the result is normalized ("//" collapsed, dot segments resolved); not on Exact paths with references, nor on the default backend',
   }),
   annotation({
     name: 'ssl-redirect',
@@ -364,6 +392,16 @@ export const ANNOTATIONS: readonly Annotation<unknown>[] = [
       e.canary.headerValue = v;
     },
     effect: 'with canary-by-header: requests whose header has this value go to the canary; others by weight',
+  }),
+  annotation({
+    name: 'canary-by-cookie',
+    parse: (v) =>
+      /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(v.trim()) ? v.trim() : { invalid: 'must be a cookie name' },
+    apply: (e, v) => {
+      e.canary.cookie = v;
+    },
+    effect:
+      'requests with this cookie "always" go to the canary, "never" to the main backend; others by weight (canary-by-header first)',
   }),
   annotation({
     name: 'backend-protocol',

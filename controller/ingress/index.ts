@@ -11,7 +11,9 @@
  *     element-wise (nginx's `location /foo` would also take /foobar);
  *   - with use-regex, Prefix and ImplementationSpecific paths are regular expressions
  *     (dataplane/config/path-regex.ts: case-insensitive, anchored at the start, as nginx's
- *     `location ~*`), ranked after Exact paths and before Prefix ones, the longer first.
+ *     `location ~*`), ranked after Exact paths and before Prefix ones, the longer first;
+ *   - rewrite-target (which implies use-regex) is the path's rewrite: the whole path, built from
+ *     the regex's captures when it refers to them (route-table ReplaceFullPathWithCaptures).
  * spec.defaultBackend is a Prefix "/" route without host: it ranks after every rule (shortest
  * path, no host), so it takes what no rule matches. spec.tls certificates are served on the data
  * plane's TLS port (--https-port) by SNI, like a GatewayRoute's spec.tls. Backends are Services
@@ -22,7 +24,8 @@
  * joins the path of another Ingress with the same namespace, host and path, as the second of
  * weighted backends (canary-weight) and as a route with a header match (canary-by-header: its
  * value, or "always", to the canary; without a value, "never" to the main backend), which ranks
- * before the plain path by precedence rule 4.
+ * before the plain path by precedence rule 4, and as two routes with a cookie match
+ * (canary-by-cookie: "always" to the canary, "never" to the main backend; rule 5c).
  *
  * What cannot be served is reported on the Ingress (Warning Events: status/ingress-writer.ts)
  * and left out alone, the rest of the Ingress keeps serving: a path the data plane cannot match
@@ -31,7 +34,12 @@
  * does not resolve, an annotation not honoured or not readable (annotations.ts).
  */
 import { normalizeRoutePath, ROUTE_PATH_PATTERN } from '../../dataplane/config/path-grammar.ts';
-import { pathRegexProblem } from '../../dataplane/config/path-regex.ts';
+import {
+  CAPTURE_REF,
+  captureGroups,
+  captureRefsProblem,
+  pathRegexProblem,
+} from '../../dataplane/config/path-regex.ts';
 import type { Route } from '../../dataplane/config/route-table.ts';
 import type { Retries, RouteRule, RouteTls, Timeouts } from '../api/gateway-route.ts';
 import type { Ingress, IngressBackend, PathType } from '../api/ingress.ts';
@@ -80,15 +88,18 @@ interface Canary {
   weight: number;
   total: number;
   header?: { name: string; value?: string };
+  /** canary-by-cookie: the cookie whose value "always" takes the canary, "never" the main backend. */
+  cookie?: string;
 }
 
 function canaryOfPath(key: string, backend: ServiceBackend, e: IngressEffects['canary']): Canary {
-  const { header, headerValue, total, weight = 0 } = e;
+  const { header, headerValue, cookie, total, weight = 0 } = e;
   return {
     key,
     backend,
     weight,
     total,
+    ...(cookie !== undefined && { cookie }),
     ...(header !== undefined && {
       header: { name: header, ...(headerValue !== undefined && { value: headerValue }) },
     }),
@@ -182,7 +193,12 @@ function translateIngress(
     host: string | undefined,
     answer: { backend: ServiceBackend } | { entry: Route['handler'] },
     withPlugins: boolean,
-    more: { weighted?: Canary; headers?: { name: string; value: string }[] } = {},
+    more: {
+      weighted?: Canary;
+      headers?: { name: string; value: string }[];
+      cookies?: { name: string; value: string }[];
+      rewrite?: Route['rewrite'];
+    } = {},
   ) => {
     const backend: ServiceBackend = 'backend' in answer ? answer.backend : NO_BACKEND;
     const entry = 'entry' in answer ? answer.entry : undefined;
@@ -213,6 +229,8 @@ function translateIngress(
       },
       upstreamUrl: backend.url,
       ...(pathType === 'RegularExpression' && { regex: true as const }),
+      ...(more.rewrite && entry === undefined && { rewrite: more.rewrite }),
+      ...(more.cookies && { cookies: more.cookies }),
       field,
       handlers: [entry ? { kind: entry.type, config: undefined, urls: [], entry } : null],
       // On one route of the Ingress (compile collects them by Secret; once is enough).
@@ -276,6 +294,30 @@ function translateIngress(
     return { ...b, url: url.origin };
   };
 
+  // rewrite-target: the path's rewrite (one with captures when the target refers to any); null
+  // when it refers to a group the path lacks: reported, and the path left out rather than served
+  // with the back end sent the unrewritten path.
+  const rewriteOf = (path: string, type: string, at: string): Route['rewrite'] | null => {
+    const target = effects.rewriteTarget;
+    if (target === undefined) return undefined;
+    const wrong = captureRefsProblem(target, type === 'RegularExpression' ? captureGroups(path) : 0);
+    if (wrong === undefined)
+      return {
+        path: {
+          type: CAPTURE_REF.test(target) ? 'ReplaceFullPathWithCaptures' : 'ReplaceFullPath',
+          value: target,
+        },
+      };
+    const annotation = `${NGINX_PREFIX}rewrite-target`;
+    problems.push({
+      field: `metadata.annotations[${annotation}]`,
+      reason: 'InvalidAnnotation',
+      annotation,
+      message: `${annotation}: ${JSON.stringify(target)} ${wrong} (${at}.path ${JSON.stringify(path)}${type === 'Exact' ? ', an Exact path' : ''}): the path is left out`,
+    });
+    return null;
+  };
+
   (spec.rules ?? []).forEach((rule, i) => {
     const host = rule.host?.toLowerCase();
     (rule.http?.paths ?? []).forEach((p, j) => {
@@ -294,17 +336,36 @@ function translateIngress(
           canaries.set(k, canaryOfPath(key, answer.backend, effects.canary));
         return;
       }
+      const rewrite = rewriteOf(path, type, at);
+      if (rewrite === null) return;
       const c = 'backend' in answer ? canaryOf(k) : undefined;
       const name = `rule-${i}-path-${j}`;
-      if (c === undefined || c.weight <= 0) add(`${at}.path`, name, path, type, host, answer, true);
-      else if (c.weight >= c.total) add(`${at}.path`, name, path, type, host, { backend: c.backend }, true);
-      else add(`${at}.path`, name, path, type, host, answer, true, { weighted: c });
+      if (c === undefined || c.weight <= 0)
+        add(`${at}.path`, name, path, type, host, answer, true, { rewrite });
+      else if (c.weight >= c.total)
+        add(`${at}.path`, name, path, type, host, { backend: c.backend }, true, { rewrite });
+      else add(`${at}.path`, name, path, type, host, answer, true, { weighted: c, rewrite });
+      // By cookie: "always" to the canary, "never" to the main backend; its routes rank after the
+      // header's (fewer header matches) and before the plain path (a cookie match), as
+      // ingress-nginx takes canary-by-header, then canary-by-cookie, then canary-weight.
+      if (c?.cookie !== undefined) {
+        add(`${at}.path`, `${name}-cookie-canary`, path, type, host, { backend: c.backend }, true, {
+          cookies: [{ name: c.cookie, value: 'always' }],
+          rewrite,
+        });
+        add(`${at}.path`, `${name}-cookie-main`, path, type, host, answer, true, {
+          cookies: [{ name: c.cookie, value: 'never' }],
+          rewrite,
+        });
+      }
       if (c?.header === undefined) return;
       const by = canaryHeaderMatches(c.header);
       add(`${at}.path`, `${name}-canary`, path, type, host, { backend: c.backend }, true, {
         headers: [by.canary],
+        rewrite,
       });
-      if (by.main) add(`${at}.path`, `${name}-main`, path, type, host, answer, true, { headers: [by.main] });
+      if (by.main)
+        add(`${at}.path`, `${name}-main`, path, type, host, answer, true, { headers: [by.main], rewrite });
     });
   });
   if (canaryOf === undefined) return { routes: [], plugins: [], problems, canaries };

@@ -73,6 +73,8 @@ export interface ModelRoute {
     url: string;
     fraction?: { numerator: number; denominator: number };
   }[];
+  /** Cookies its entries match (an Ingress's canary-by-cookie routes): the table's match.cookies. */
+  cookies?: readonly { name: string; value: string }[];
   /** An HTTPRoute rule's URLRewrite: the table's `rewrite` of each of its entries. */
   rewrite?: Route['rewrite'];
   /**

@@ -70,6 +70,22 @@ export const RouteMatch = Type.Object(
       ),
     ),
     /**
+     * Cookies that must all be sent with these exact values (the first of a name in the Cookie
+     * header, as the balancer reads one), as an Ingress's canary-by-cookie asks. Ranks after query.
+     */
+    cookies: Type.Optional(
+      Type.Array(
+        Type.Object(
+          {
+            name: Type.String({ minLength: 1, pattern: "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$" }),
+            value: Type.String(),
+          },
+          { additionalProperties: false },
+        ),
+        { minItems: 1, maxItems: 16 },
+      ),
+    ),
+    /**
      * Query parameters that must all match: the first value of the name (case-sensitive, as
      * decoded by URLSearchParams: percent escapes and "+" as a space) equals `value`, or with
      * type RegularExpression matches it whole (config/regex.ts: anchored, refused when it could
@@ -129,7 +145,9 @@ export const Route = Type.Object(
     /**
      * What the upstream is sent in place of the request's (Gateway API's URLRewrite), applied by
      * the proxy (upstream/path.ts): `path` replaces the whole path or the matched prefix (not
-     * with stripPrefix, which is one such rewrite); `hostname` is the Host header the upstream
+     * with stripPrefix, which is one such rewrite), or, on a RegularExpression path match, is
+     * the whole path built from the match's captures (ReplaceFullPathWithCaptures: "$1" … "$9"
+     * in `value`, ingress-nginx's rewrite-target); `hostname` is the Host header the upstream
      * gets (absent: the upstream url's host, as always).
      */
     rewrite: Type.Optional(
@@ -141,7 +159,11 @@ export const Route = Type.Object(
           path: Type.Optional(
             Type.Object(
               {
-                type: Type.Union([Type.Literal('ReplaceFullPath'), Type.Literal('ReplacePrefixMatch')]),
+                type: Type.Union([
+                  Type.Literal('ReplaceFullPath'),
+                  Type.Literal('ReplacePrefixMatch'),
+                  Type.Literal('ReplaceFullPathWithCaptures'),
+                ]),
                 /** Written normalized (path-grammar.ts rewritePathProblem); a trailing "/" is kept. */
                 value: Type.String({ minLength: 1, maxLength: 1024, pattern: ROUTE_PATH_PATTERN }),
               },

@@ -3,7 +3,7 @@
  * a table is only run when this returns no errors; each error names the route (or upstream)
  * id and the field, so the controller can put it on the object that caused it.
  */
-import { pathRegexProblem } from './path-regex.ts';
+import { captureGroups, captureRefsProblem, pathRegexProblem } from './path-regex.ts';
 import { TypeCompiler } from '@sinclair/typebox/compiler';
 import { HANDLER_MANIFESTS, PLUGIN_MANIFESTS } from './catalog.ts';
 import { RouteTable, Snapshot } from './route-table.ts';
@@ -176,6 +176,16 @@ function checkShaped(t: RouteTable): TableError[] {
           field: 'rewrite.path.type',
           message: 'ReplacePrefixMatch needs a Prefix match',
         });
+      if (rewritten.type === 'ReplaceFullPathWithCaptures') {
+        const m = r.match.path;
+        const problem =
+          m.type !== 'RegularExpression'
+            ? 'ReplaceFullPathWithCaptures needs a RegularExpression path match'
+            : pathRegexProblem(m.value) === undefined
+              ? captureRefsProblem(rewritten.value, captureGroups(m.value))
+              : undefined; // the match's own problem is reported below
+        if (problem) errors.push({ id: r.id, field: 'rewrite.path', message: problem });
+      }
     }
     r.match.query?.forEach((q, j) => {
       const problem = q.type === 'RegularExpression' ? regexProblem(q.value) : undefined;

@@ -64,6 +64,8 @@ export interface RuntimeRoute {
   methods: ReadonlySet<string> | null;
   hosts: ((host: string) => boolean) | null;
   headers: ReadonlyArray<readonly [name: string, value: string]> | null;
+  /** The cookie matches (name, exact value), or null: the Cookie header is then never read. */
+  cookies: ReadonlyArray<readonly [name: string, value: string]> | null;
   /** The query matches (router.ts queryMatcher), or null: the query is then never parsed. */
   query: ((params: URLSearchParams) => boolean) | null;
   /** The path the upstream gets in place of the request's (stripPrefix, rewrite.path: upstream/path.ts), or null. */

@@ -123,6 +123,7 @@ function buildRoute(
     // A route of Gateway listeners reads its hostnames as Gateway API does (route-table.ts).
     hosts: m.hosts ? hostMatcher(m.hosts, entry.listeners !== undefined) : null,
     headers: m.headers ? m.headers.map((h) => [h.name, h.value] as const) : null,
+    cookies: m.cookies ? m.cookies.map((c) => [c.name, c.value] as const) : null,
     query: m.query ? queryMatcher(m.query) : null,
     rewritePath,
     requestHooks: chain.requestHooks.length ? chain.requestHooks : null,

@@ -17,6 +17,7 @@ import { pathRegex } from '../config/path-regex.ts';
 import type { QueryMatch } from '../config/route-table.ts';
 import type { RuntimeRoute } from '../pipeline/route.ts';
 import { anchoredRegex } from '../config/regex.ts';
+import { cookieValue } from '../upstream/balancer.ts';
 
 /**
  * accepts[i]: the media-type check of candidates[i] (versions selected by an Accept parameter);
@@ -129,7 +130,7 @@ export class RouteMatcher {
 /** A lookup's query string, and its parameters once a candidate has needed them. */
 type Query = { raw: string; params: URLSearchParams | null };
 
-/** A candidate's conditions besides its path: methods, hosts, headers, query, the Accept parameter. */
+/** A candidate's conditions besides its path: methods, hosts, headers, cookies, query, the Accept parameter. */
 function conditionsMatch(
   r: RuntimeRoute,
   method: string,
@@ -141,6 +142,7 @@ function conditionsMatch(
   if (r.methods !== null && !r.methods.has(method)) return false;
   if (r.hosts !== null && !r.hosts(host)) return false;
   if (r.headers !== null && !headersMatch(r.headers, headers)) return false;
+  if (r.cookies !== null && !cookiesMatch(r.cookies, headers.cookie)) return false;
   if (r.query !== null) {
     query.params ??= new URLSearchParams(query.raw);
     if (!r.query(query.params)) return false;
@@ -155,6 +157,12 @@ function ascending(a: number, b: number): number {
 
 function headersMatch(want: ReadonlyArray<readonly [string, string]>, have: Record<string, string>): boolean {
   for (const [name, value] of want) if (have[name] !== value) return false;
+  return true;
+}
+
+function cookiesMatch(want: ReadonlyArray<readonly [string, string]>, cookie: string | undefined): boolean {
+  if (cookie === undefined) return false;
+  for (const [name, value] of want) if (cookieValue(cookie, name) !== value) return false;
   return true;
 }
 

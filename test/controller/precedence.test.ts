@@ -57,6 +57,13 @@ describe('comparePrecedence', () => {
     expectFirst(ranked('/a', { methods: ['GET'] }), ranked('/a'));
   });
 
+  it('rule 5c: more cookie matches first, after headers (canary-by-header before canary-by-cookie)', () => {
+    const cookie = { cookies: [{ name: 'canary', value: 'always' }] };
+    expectFirst(ranked('/a', cookie), ranked('/a'));
+    expectFirst(ranked('/a', { headers: [{ name: 'x-canary', value: 'always' }] }), ranked('/a', cookie));
+    expectFirst(ranked('/a', { methods: ['GET'] }), ranked('/a', cookie));
+  });
+
   it('rule 6: older creationTimestamp first; missing last', () => {
     expectFirst(ranked('/a', {}, { createdMs: 1, name: 'z' }), ranked('/a', {}, { createdMs: 2, name: 'a' }));
     expectFirst(ranked('/a', {}, { createdMs: 5, name: 'z' }), ranked('/a', {}, { name: 'a' }));
@@ -130,6 +137,7 @@ describe('sortByPrecedence', () => {
             },
           ]),
           ...pick([{}, { methods: ['GET'] }]),
+          ...pick([{}, { cookies: [{ name: 'c', value: 'always' }] }]),
         },
         {
           createdMs: pick([undefined, 0, 5, 1e12]),

@@ -93,6 +93,36 @@ describe('RouteMatcher', () => {
     expect(m('/')).toBe('root');
   });
 
+  it('matches cookies: exact values, the first of a repeated name, all of them; no Cookie header, no match', () => {
+    const at = (cookies: Route['match']['cookies']) => ({
+      match: { path: { type: 'Prefix' as const, value: '/' }, cookies },
+    });
+    const m = matcher(
+      route(
+        'both',
+        'u',
+        '/',
+        at([
+          { name: 'canary', value: 'always' },
+          { name: 'team', value: 'a' },
+        ]),
+      ),
+      route('always', 'u', '/', at([{ name: 'canary', value: 'always' }])),
+      route('never', 'u', '/', at([{ name: 'canary', value: 'never' }])),
+      route('root', 'u', '/'),
+    );
+    const cookie = (c: string) => m('/x', 'GET', 'example.com', { cookie: c });
+    expect(cookie('canary=always')).toBe('always');
+    expect(cookie('a=1; canary=never; b=2')).toBe('never');
+    expect(cookie('team=a; canary=always')).toBe('both');
+    expect(cookie('canary=Always')).toBe('root'); // values are exact
+    expect(cookie('Canary=always')).toBe('root'); // names too
+    expect(cookie('canary=sometimes')).toBe('root');
+    expect(cookie('canary=never; canary=always')).toBe('never'); // the first value counts
+    expect(cookie('xcanary=always')).toBe('root');
+    expect(m('/x')).toBe('root');
+  });
+
   it('matches hosts exactly or by one-label wildcard', () => {
     const m = matcher(
       route('api', 'u', '/', { match: { path: { type: 'Prefix', value: '/' }, hosts: ['api.example.com'] } }),

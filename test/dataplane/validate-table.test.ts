@@ -220,3 +220,29 @@ describe('validateRouteTable, regular-expression paths', () => {
     ]);
   });
 });
+
+describe('validateRouteTable, a rewrite with captures', () => {
+  const withRewrite = (type: 'RegularExpression' | 'Prefix', pattern: string, value: string) => {
+    const table = snapshot([route('a', 'u', '/a')], [upstream('u', 'http://127.0.0.1:9')]).table;
+    table.routes[0].match.path = { type, value: pattern };
+    table.routes[0].rewrite = { path: { type: 'ReplaceFullPathWithCaptures', value } };
+    return validateRouteTable(table).map((e) => [e.field, e.message]);
+  };
+
+  it('accepts references to groups the path regex has', () => {
+    expect(withRewrite('RegularExpression', '/api(/|$)(.*)', '/v2/$2')).toEqual([]);
+    expect(withRewrite('RegularExpression', '/api', '/static/')).toEqual([]);
+  });
+
+  it('refuses a reference past the groups, a bare "$", and a match that is not a regular expression', () => {
+    expect(withRewrite('RegularExpression', '/api(/|$)(.*)', '/$3')).toEqual([
+      ['rewrite.path', 'refers to $3, but the path has 2 capture groups'],
+    ]);
+    expect(withRewrite('RegularExpression', '/api/(.*)', '/$0')).toEqual([
+      ['rewrite.path', '"$" must start a capture reference, $1 to $9'],
+    ]);
+    expect(withRewrite('Prefix', '/api', '/$1')).toEqual([
+      ['rewrite.path', 'ReplaceFullPathWithCaptures needs a RegularExpression path match'],
+    ]);
+  });
+});

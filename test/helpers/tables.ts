@@ -103,6 +103,7 @@ export function routeMatcherInput(entry: Route, anyLabels = false): RuntimeRoute
     methods: m.methods ? new Set(m.methods) : null,
     hosts: m.hosts ? hostMatcher(m.hosts, anyLabels) : null,
     headers: m.headers ? m.headers.map((h) => [h.name, h.value] as const) : null,
+    cookies: m.cookies ? m.cookies.map((c) => [c.name, c.value] as const) : null,
     query: m.query ? queryMatcher(m.query) : null,
   } as RuntimeRoute;
 }
