@@ -148,7 +148,15 @@ function compileRoutePath(path: string): string | { error: string } {
 }
 
 function runtimeRoute(entry: Route): RuntimeRoute {
-  return { id: entry.id, entry, methods: null, hosts: null, headers: null, query: null } as RuntimeRoute;
+  return {
+    id: entry.id,
+    entry,
+    methods: null,
+    hosts: null,
+    headers: null,
+    cookies: null,
+    query: null,
+  } as RuntimeRoute;
 }
 
 /** Whether a route with this (table) path, of this type, matches a request for `requestPath`. */
