@@ -101,5 +101,7 @@ describe('cookieValue', () => {
     expect(cookieValue('mysession=1; session2=2', 'session')).toBeUndefined();
     expect(cookieValue('flag; session=v=1', 'session')).toBe('v=1');
     expect(cookieValue(undefined, 'session')).toBeUndefined();
+    expect(cookieValue(' session = a=b ', 'session')).toBe('a=b');
+    expect(cookieValue('session=', 'session')).toBe('');
   });
 });

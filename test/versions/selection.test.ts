@@ -1,19 +1,7 @@
-/** The pure parts of canary selection: the cookie a sticky canary reads, and the bucket of a key. */
+/** The pure parts of canary selection: the bucket of a key, and the choice a sticky canary makes. */
 import { describe, expect, it } from 'vitest';
-import { bucketOf, canaryChooser, cookieValue } from '../../dataplane/handlers/proxy/canary.ts';
+import { bucketOf, canaryChooser } from '../../dataplane/handlers/proxy/canary.ts';
 import type { RequestContext } from '../../dataplane/pipeline/context.ts';
-
-describe('cookieValue', () => {
-  it('finds the named cookie among others, by exact name', () => {
-    expect(cookieValue('theme=dark; session=abc; xsession=zzz', 'session')).toBe('abc');
-    expect(cookieValue('xsession=zzz', 'session')).toBeUndefined();
-    expect(cookieValue(' session = a=b ', 'session')).toBe('a=b');
-  });
-  it('an absent header or an empty value is no cookie (such callers are split at random)', () => {
-    expect(cookieValue(undefined, 'session')).toBeUndefined();
-    expect(cookieValue('session=', 'session')).toBeUndefined();
-  });
-});
 
 describe('bucketOf', () => {
   it('spreads keys evenly over 0..99: 10,000 consumer ids, each decile within ±2 % of 10 %', () => {
@@ -41,6 +29,15 @@ describe('canaryChooser', () => {
     for (const id of ['alice', 'bob', 'carol', 'dave']) {
       expect(byConsumer(ctx(id))).toBe(bucketOf(id) < 30);
       expect(byCookie(ctx(null, `sid=${id}`))).toBe(bucketOf(id) < 30);
+    }
+  });
+
+  it('sticky by cookie: no cookie or an empty one is split by weight, not pinned to the bucket of ""', () => {
+    const byCookie = canaryChooser({ upstream: 'c', weight: 30, sticky: { cookie: 'sid' } });
+    for (const cookie of [undefined, 'sid=', 'other=1']) {
+      const canary = Array.from({ length: 200 }, () => byCookie(ctx(null, cookie))).filter(Boolean).length;
+      expect(canary, `cookie ${cookie}`).toBeGreaterThan(30);
+      expect(canary, `cookie ${cookie}`).toBeLessThan(100);
     }
   });
 });

@@ -6,6 +6,7 @@
  * everyone else by the proxy's one weighted choice (weighted.ts), the canary two backends
  * weighted 100 − weight and weight.
  */
+import { cookieValue } from '../../upstream/balancer.ts';
 import type { RequestContext } from '../../pipeline/context.ts';
 import type { Canary } from './manifest.ts';
 import { weightedChooser } from './weighted.ts';
@@ -19,7 +20,8 @@ export function canaryChooser(canary: Canary): (ctx: RequestContext) => boolean 
   const keyOf =
     'consumer' in sticky
       ? (ctx: RequestContext) => ctx.consumer?.id
-      : (ctx: RequestContext) => cookieValue(ctx.headers.cookie, sticky.cookie);
+      : // An empty value is no cookie: such a caller is split at random.
+        (ctx: RequestContext) => cookieValue(ctx.headers.cookie, sticky.cookie) || undefined;
   return (ctx) => {
     const key = keyOf(ctx);
     return key === undefined ? split() : bucketOf(key) < weight;
@@ -36,17 +38,4 @@ export function bucketOf(key: string): number {
   // FNV's low bits mix poorly for short keys: fold the high half in before taking the rest.
   h ^= h >>> 16;
   return (h >>> 0) % 100;
-}
-
-/** The value of cookie `name` in a Cookie header ("a=1; b=2"), or undefined (RFC 6265 §4.2). */
-export function cookieValue(header: string | undefined, name: string): string | undefined {
-  if (header === undefined) return undefined;
-  for (const pair of header.split(';')) {
-    const eq = pair.indexOf('=');
-    if (eq > 0 && pair.slice(0, eq).trim() === name) {
-      const value = pair.slice(eq + 1).trim();
-      return value === '' ? undefined : value;
-    }
-  }
-  return undefined;
 }
