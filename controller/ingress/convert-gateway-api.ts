@@ -128,7 +128,16 @@ export function convertToHTTPRoutes(objects: readonly unknown[], gateway: Gatewa
       if (!byHost.has(k)) byHost.set(k, []);
       return byHost.get(k)!;
     };
-    for (const p of pathsOf(r)) {
+    // The rewrite of a rewrite-target is built from the path's regular expression captures (or
+    // replaces the whole path): URLRewrite has neither, so none of the paths is written rather
+    // than sending their requests to the back end at other paths.
+    const unrewritable = !redirect && e.rewriteTarget !== undefined;
+    if (unrewritable)
+      r.leftOut(
+        annotationField('rewrite-target'),
+        `${JSON.stringify(e.rewriteTarget)}: an HTTPRoute URLRewrite cannot build a path from regular expression captures; the Ingress's paths are not written`,
+      );
+    for (const p of unrewritable ? [] : pathsOf(r)) {
       // As the controller serves them (index.ts): a path or pattern it would refuse is not written.
       const bad = p.type === 'RegularExpression' ? pathRegexProblem(p.path) : pathProblem(p.path, p.pathType);
       if (bad) {

@@ -208,7 +208,15 @@ export function convertToGatewayRoutes(objects: readonly unknown[]): Converted {
     const tlsHosts = r.tls.flatMap((t) => t.hosts);
     // One GatewayRoute per Service and port, its rules in the Ingress's order.
     const byService = new Map<string, { service: { name: string; port: number }; rules: RouteRule[] }>();
-    if (e.redirect === undefined)
+    // A GatewayRoute rewrites paths only by stripPrefix: served without the rewrite, the paths
+    // would reach the back end at other paths than the Ingress sends them to, so none is written.
+    const unrewritable = e.redirect === undefined && e.rewriteTarget !== undefined;
+    if (unrewritable)
+      r.leftOut(
+        annotationField('rewrite-target'),
+        `${JSON.stringify(e.rewriteTarget)}: a GatewayRoute has no such path rewrite; the Ingress's paths are not written`,
+      );
+    if (e.redirect === undefined && !unrewritable)
       for (const p of pathsOf(r)) {
         if (p.type === 'RegularExpression') {
           r.leftOut(

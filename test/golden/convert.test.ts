@@ -63,6 +63,37 @@ describe('convert', () => {
     expect(c.objects.map((o) => o.kind)).toEqual(['GatewayRoute']);
   });
 
+  it('writes none of the paths of an Ingress with a rewrite-target (neither output can rewrite so), and says why', () => {
+    const ing = {
+      apiVersion: 'networking.k8s.io/v1',
+      kind: 'Ingress',
+      metadata: { name: 'rw', namespace: 'n', annotations: { 'nginx.ingress.kubernetes.io/rewrite-target': '/$2' } },
+      spec: {
+        rules: [
+          {
+            host: 'rw.example.test',
+            http: {
+              paths: [
+                { path: '/a(/|$)(.*)', pathType: 'ImplementationSpecific', backend: { service: { name: 's', port: { number: 80 } } } },
+                { path: '/health', pathType: 'Exact', backend: { service: { name: 's', port: { number: 80 } } } },
+              ],
+            },
+          },
+        ],
+      },
+    };
+    for (const c of [convertToGatewayRoutes([ing]), convertToHTTPRoutes([ing], { name: 'gw' })]) {
+      expect(c.leftOut).toEqual([
+        {
+          ingress: 'n/rw',
+          field: 'metadata.annotations[nginx.ingress.kubernetes.io/rewrite-target]',
+          message: expect.stringContaining("the Ingress's paths are not written"),
+        },
+      ]);
+      expect(c.objects).toEqual([]);
+    }
+  });
+
   it('reads the items of a List, and nothing but Ingresses', () => {
     const ing = {
       apiVersion: 'networking.k8s.io/v1',
