@@ -44,12 +44,15 @@ export class RouteMatcher {
    * first in the table. Empty in tables without them, which pay one length test.
    */
   readonly #patterns: { index: number; re: RegExp; route: RuntimeRoute }[] = [];
+  /** Whether a route matches on the query: a table without one allocates nothing per lookup for it. */
+  readonly #queries: boolean;
 
   constructor(routes: RuntimeRoute[]) {
     // Lists hold table indices (ascending as pushed) rather than routes sorted through a Map of
     // positions, and each key's prefix chain is collected once for its two nodes.
     const exact = new Map<string, number[]>();
     const prefix = new Map<string, number[]>();
+    this.#queries = routes.some((r) => r.query !== null);
     for (let i = 0; i < routes.length; i++) {
       const { type, value } = routes[i].entry.match.path;
       if (type === 'RegularExpression') {
@@ -107,8 +110,9 @@ export class RouteMatcher {
     // and route paths are literal too, so both compare as text.
     let node = this.#at.get(path);
     for (let p = parentOf(path); node === undefined && p !== null; p = parentOf(p)) node = this.#below.get(p);
-    // The query is parsed only when a candidate has query matches, and then once.
-    const q: Query = { raw: query, params: null };
+    // The query is parsed only when a candidate has query matches, and then once; a table
+    // without them shares one holder conditionsMatch never reads.
+    const q: Query = this.#queries ? { raw: query, params: null } : NO_QUERY;
     let i = -1;
     if (node !== undefined) {
       const { candidates, accepts } = node;
@@ -129,6 +133,7 @@ export class RouteMatcher {
 
 /** A lookup's query string, and its parameters once a candidate has needed them. */
 type Query = { raw: string; params: URLSearchParams | null };
+const NO_QUERY: Query = Object.freeze({ raw: '', params: null }) as Query;
 
 /** A candidate's conditions besides its path: methods, hosts, headers, cookies, query, the Accept parameter. */
 function conditionsMatch(
