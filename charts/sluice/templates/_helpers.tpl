@@ -138,7 +138,8 @@ seccompProfile:
 - apiGroups: [discovery.k8s.io]
   resources: [endpointslices]
   verbs: [list, watch]
-# An Event on a route or plugin when one of its conditions changes; patch raises the count
+# An Event on a route or plugin (and a Gateway, HTTPRoute or GRPCRoute, an Ingress) when one of
+# its conditions changes; patch raises the count
 # of the same Event seen again (client-go's correlator does the same).
 - apiGroups: [""]
   resources: [events]
