@@ -169,6 +169,11 @@ seccompProfile:
 - apiGroups: [""]
   resources: [services]
   verbs: [create, update, delete]
+# The CA bundles (ca.crt) Gateways validate client certificates with (spec.tls.frontend):
+# watched, so a rotated CA is served at once; only the ConfigMaps a Gateway names are read.
+- apiGroups: [""]
+  resources: [configmaps]
+  verbs: [list, watch]
 {{- end }}
 {{- end -}}
 
