@@ -189,4 +189,32 @@ describe('Gateway API: client certificate validation', () => {
       await expectRefused(await env.gatewayUrls(INFRA, gw, 443, 'https'), tls('example.org'));
     });
   }, 90_000);
+
+  it('a CA bundle changed in its ConfigMap is served without a restart (ConfigMaps are watched)', async () => {
+    await env.withManifest('gateway-with-clientcertificate-validation', async () => {
+      const gw = 'client-validation-default';
+      await gatewayProgrammed(env, INFRA, gw);
+      const byDefault = await env.gatewayUrls(INFRA, gw, 443, 'https');
+      const v1 = { namespace: INFRA, backend: 'infra-backend-v1' };
+      await expectRequest(byDefault, '/', v1, tls('example.org', defaultClient));
+      const setDefaultCa = (ca: string) =>
+        ok([
+          'patch',
+          'configmap',
+          'tls-validity-checks-ca-certificate',
+          '-n',
+          INFRA,
+          '--type=merge',
+          '-p',
+          JSON.stringify({ data: { 'ca.crt': ca } }),
+        ]);
+      await setDefaultCa(perPortCa.ca);
+      try {
+        await expectRequest(byDefault, '/', v1, tls('example.org', perPortClient));
+        await expectRefused(byDefault, tls('example.org', defaultClient));
+      } finally {
+        await setDefaultCa(defaultCa.ca);
+      }
+    });
+  }, 90_000);
 });
