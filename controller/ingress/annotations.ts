@@ -11,6 +11,7 @@
  */
 
 import { rewritePathProblem } from '../../dataplane/config/path-grammar.ts';
+import { cidrProblem } from '../../dataplane/config/cidr.ts';
 import { captureRefsProblem } from '../../dataplane/config/path-regex.ts';
 
 export const NGINX_PREFIX = 'nginx.ingress.kubernetes.io/';
@@ -59,6 +60,8 @@ export interface IngressEffects {
     headerValue?: string;
     cookie?: string;
   };
+  /** whitelist-source-range / denylist-source-range: the ip-restriction plugin's allow and deny. */
+  sourceRanges: { allow?: string[]; deny?: string[] };
 }
 
 export function defaultEffects(): IngressEffects {
@@ -71,6 +74,7 @@ export function defaultEffects(): IngressEffects {
     backendProtocol: 'HTTP',
     useRegex: false,
     canary: { enabled: false, total: 100 },
+    sourceRanges: {},
   };
 }
 
@@ -128,6 +132,17 @@ const list = (v: string): string[] =>
     .split(',')
     .map((s) => s.trim())
     .filter(Boolean);
+
+/** ingress-nginx's source ranges: comma-separated addresses and CIDR ranges, IPv4 or IPv6. */
+const cidrs = (v: string): string[] | Invalid => {
+  const entries = list(v);
+  if (entries.length === 0) return { invalid: 'must list IP addresses or CIDR ranges' };
+  for (const entry of entries) {
+    const problem = cidrProblem(entry);
+    if (problem) return { invalid: `holds ${JSON.stringify(entry)}, which ${problem}` };
+  }
+  return entries;
+};
 
 const redirect =
   (statusCode: 301 | 302) =>
@@ -416,6 +431,27 @@ export const ANNOTATIONS: readonly Annotation<unknown>[] = [
     },
     effect: 'HTTP: HTTP/1.1; GRPC: HTTP/2 in cleartext (h2c); HTTPS, GRPCS: TLS (h2 by ALPN)',
     differs: "over TLS the back end's certificate is verified (ingress-nginx does not by default)",
+  }),
+  annotation({
+    name: 'whitelist-source-range',
+    parse: cidrs,
+    apply: (e, v) => {
+      e.sourceRanges.allow = v;
+    },
+    effect:
+      'only clients in these ranges (comma-separated addresses and CIDRs, IPv4 and IPv6) are served; others get 403 (the ip-restriction plugin)',
+    differs:
+      'the client address is the socket peer, or behind --trusted-proxies the first untrusted X-Forwarded-For hop (not nginx real_ip settings); 403 is problem+json',
+  }),
+  annotation({
+    name: 'denylist-source-range',
+    parse: cidrs,
+    apply: (e, v) => {
+      e.sourceRanges.deny = v;
+    },
+    effect:
+      'clients in these ranges get 403, even when whitelist-source-range holds them (the ip-restriction plugin)',
+    differs: 'the client address as for whitelist-source-range',
   }),
 ];
 

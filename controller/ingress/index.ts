@@ -69,7 +69,7 @@ export interface IngressReport {
 
 export interface IngressResult {
   routes: ModelRoute[];
-  /** Plugin instances the annotations make (cors, rate-limiting, request-transformer), by "namespace/name". */
+  /** Plugin instances the annotations make (ip-restriction, cors, rate-limiting, request-transformer), by "namespace/name". */
   plugins: Map<string, ModelPlugin>;
   /** Sluice's Ingresses by "namespace/name", in key order. */
   ingresses: Map<string, IngressReport>;
@@ -503,8 +503,8 @@ export function redirectEntry(r: NonNullable<IngressEffects['redirect']>): Route
 }
 
 /**
- * The plugin instances an Ingress's annotations make (cors, rate-limiting, a request-transformer
- * for X-Forwarded-Prefix), named ingress.<name>.<plugin> (a
+ * The plugin instances an Ingress's annotations make (ip-restriction, cors, rate-limiting, a
+ * request-transformer for X-Forwarded-Prefix), named ingress.<name>.<plugin> (a
  * GatewayPlugin name holds no dot, so none shares it). A config the plugin refuses (a cors origin
  * it cannot read) is reported naming the annotations, and that plugin left out.
  */
@@ -513,7 +513,7 @@ export function pluginsOf(ing: Ingress, e: IngressEffects, problems: IngressProb
   const name = ing.metadata.name;
   const out: ModelPlugin[] = [];
   const make = (
-    plugin: 'cors' | 'rate-limiting' | 'request-transformer',
+    plugin: 'cors' | 'rate-limiting' | 'request-transformer' | 'ip-restriction',
     config: Record<string, unknown>,
     annotations: string,
   ) => {
@@ -535,6 +535,10 @@ export function pluginsOf(ing: Ingress, e: IngressEffects, problems: IngressProb
       config: sortedKeys(config),
     });
   };
+  // Before the others: a refused address is answered first (its phase, access, comes before
+  // authentication and rate limits anyway).
+  if (e.sourceRanges.allow !== undefined || e.sourceRanges.deny !== undefined)
+    make('ip-restriction', { ...e.sourceRanges }, 'whitelist-source-range, denylist-source-range');
   if (e.cors.enabled) {
     const origins = e.cors.origins ?? ['*'];
     const any = origins.includes('*');

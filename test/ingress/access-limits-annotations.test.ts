@@ -1,0 +1,43 @@
+/**
+ * Reading the ingress-nginx annotations on who may send what and how much (controller/ingress/
+ * annotations.ts): whitelist-source-range, denylist-source-range. Each value is read into the
+ * Ingress's effects, or reported naming the annotation and the value and left out. Pure.
+ */
+import { describe, expect, it } from 'vitest';
+import { NGINX_PREFIX, readAnnotations } from '../../controller/ingress/annotations.ts';
+
+const read = (annotations: Record<string, string>) =>
+  readAnnotations(Object.fromEntries(Object.entries(annotations).map(([k, v]) => [NGINX_PREFIX + k, v])));
+
+describe('whitelist-source-range / denylist-source-range', () => {
+  it('read comma-separated addresses and CIDR ranges, IPv4 and IPv6, spaces or not', () => {
+    const r = read({
+      'whitelist-source-range': '10.0.0.0/8, 192.0.2.7,2001:db8::/32',
+      'denylist-source-range': ' 10.1.0.0/16 ',
+    });
+    expect(r.problems).toEqual([]);
+    expect(r.effects.sourceRanges).toEqual({
+      allow: ['10.0.0.0/8', '192.0.2.7', '2001:db8::/32'],
+      deny: ['10.1.0.0/16'],
+    });
+  });
+
+  it.each([
+    ['10.0.0.0/33', 'prefix length that is not a whole number from 0 to 32'],
+    ['2001:db8::/129', 'from 0 to 128'],
+    ['10.0.0.0/8, intranet', '"intranet", which is not an IP address or CIDR range'],
+    ['10.0.0.256', 'not an IP address'],
+    [' , ', 'must list IP addresses or CIDR ranges'],
+  ])('%j is reported naming the annotation and the value, and left out', (value, why) => {
+    const r = read({ 'whitelist-source-range': value });
+    expect(r.effects.sourceRanges).toEqual({});
+    expect(r.problems).toEqual([
+      {
+        annotation: `${NGINX_PREFIX}whitelist-source-range`,
+        reason: 'InvalidAnnotation',
+        message: expect.stringContaining(why),
+      },
+    ]);
+    expect(r.problems[0].message).toContain(JSON.stringify(value));
+  });
+});
