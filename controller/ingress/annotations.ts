@@ -62,6 +62,8 @@ export interface IngressEffects {
   };
   /** whitelist-source-range / denylist-source-range: the ip-restriction plugin's allow and deny. */
   sourceRanges: { allow?: string[]; deny?: string[] };
+  /** proxy-body-size in bytes: the request-size-limiting plugin; 0: no limit of its own. */
+  proxyBodySize?: number;
 }
 
 export function defaultEffects(): IngressEffects {
@@ -142,6 +144,13 @@ const cidrs = (v: string): string[] | Invalid => {
     if (problem) return { invalid: `holds ${JSON.stringify(entry)}, which ${problem}` };
   }
   return entries;
+};
+
+/** nginx's size syntax (client_max_body_size): bytes, or with k, m or g (1024-based); 0 allowed. */
+const nginxSize = (v: string): number | Invalid => {
+  const m = /^(\d{1,15})([kmg]?)$/i.exec(v.trim());
+  const n = m ? Number(m[1]) * 1024 ** ' kmg'.indexOf(m[2].toLowerCase() || ' ') : Number.NaN;
+  return Number.isSafeInteger(n) ? n : { invalid: 'must be a size: bytes, or a number with k, m or g (8m)' };
 };
 
 const redirect =
@@ -452,6 +461,17 @@ export const ANNOTATIONS: readonly Annotation<unknown>[] = [
     effect:
       'clients in these ranges get 403, even when whitelist-source-range holds them (the ip-restriction plugin)',
     differs: 'the client address as for whitelist-source-range',
+  }),
+  annotation({
+    name: 'proxy-body-size',
+    parse: nginxSize,
+    apply: (e, v) => {
+      e.proxyBodySize = v;
+    },
+    effect:
+      'the largest request body (8m, 512k, bytes; 0: no limit of its own): over it 413, on Content-Length before anything is sent, on a chunked body as it streams (the request-size-limiting plugin)',
+    differs:
+      "without it, and with 0, the data plane's --max-body-bytes holds (default 10 MiB; ingress-nginx's default is 1m and 0 lifts every limit); a larger value than that changes nothing; 413 is problem+json",
   }),
 ];
 

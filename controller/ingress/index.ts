@@ -503,8 +503,8 @@ export function redirectEntry(r: NonNullable<IngressEffects['redirect']>): Route
 }
 
 /**
- * The plugin instances an Ingress's annotations make (ip-restriction, cors, rate-limiting, a
- * request-transformer for X-Forwarded-Prefix), named ingress.<name>.<plugin> (a
+ * The plugin instances an Ingress's annotations make (ip-restriction, request-size-limiting, cors,
+ * rate-limiting, a request-transformer for X-Forwarded-Prefix), named ingress.<name>.<plugin> (a
  * GatewayPlugin name holds no dot, so none shares it). A config the plugin refuses (a cors origin
  * it cannot read) is reported naming the annotations, and that plugin left out.
  */
@@ -513,7 +513,7 @@ export function pluginsOf(ing: Ingress, e: IngressEffects, problems: IngressProb
   const name = ing.metadata.name;
   const out: ModelPlugin[] = [];
   const make = (
-    plugin: 'cors' | 'rate-limiting' | 'request-transformer' | 'ip-restriction',
+    plugin: 'cors' | 'rate-limiting' | 'request-transformer' | 'ip-restriction' | 'request-size-limiting',
     config: Record<string, unknown>,
     annotations: string,
   ) => {
@@ -539,6 +539,7 @@ export function pluginsOf(ing: Ingress, e: IngressEffects, problems: IngressProb
   // authentication and rate limits anyway).
   if (e.sourceRanges.allow !== undefined || e.sourceRanges.deny !== undefined)
     make('ip-restriction', { ...e.sourceRanges }, 'whitelist-source-range, denylist-source-range');
+  if (e.proxyBodySize) make('request-size-limiting', { maxBytes: e.proxyBodySize }, 'proxy-body-size');
   if (e.cors.enabled) {
     const origins = e.cors.origins ?? ['*'];
     const any = origins.includes('*');

@@ -23,6 +23,7 @@ import { manifest as mtlsAuth } from '../plugins/mtls-auth/manifest.ts';
 import { manifest as oidc } from '../plugins/oidc/manifest.ts';
 import { manifest as proxyCache } from '../plugins/proxy-cache/manifest.ts';
 import { manifest as rateLimiting } from '../plugins/rate-limiting/manifest.ts';
+import { manifest as requestSizeLimiting } from '../plugins/request-size-limiting/manifest.ts';
 import { manifest as requestTransformer } from '../plugins/request-transformer/manifest.ts';
 import { manifest as responseTransformer } from '../plugins/response-transformer/manifest.ts';
 import type { AnyHandlerManifest, AnyPluginManifest } from './manifest.ts';
@@ -39,6 +40,7 @@ export const PLUGIN_MANIFESTS = [
   oidc,
   mtlsAuth,
   ipRestriction,
+  requestSizeLimiting,
 ] as const;
 
 export const HANDLER_MANIFESTS = [proxy, aggregate, soap, grpc, redirect, respond] as const;

@@ -79,6 +79,8 @@ export interface RuntimeRoute {
    * nothing does (the body then streams to the upstream).
    */
   bodyAt: number;
+  /** The largest request body: the data plane's limit, or lower where a plugin of the route says so. */
+  maxBodyBytes: number;
   handler: BoundHandler;
   /**
    * A plugin of the cors-preflight phase is on the route: a browser's preflight (OPTIONS asking

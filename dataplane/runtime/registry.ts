@@ -29,6 +29,7 @@ const PLUGIN_CODE: { [N in PluginName]: Code<Plugin<PluginConfig<N>>> } = {
   oidc: () => import('../plugins/oidc/index.ts'),
   'mtls-auth': () => import('../plugins/mtls-auth/index.ts'),
   'ip-restriction': () => import('../plugins/ip-restriction/index.ts'),
+  'request-size-limiting': () => import('../plugins/request-size-limiting/index.ts'),
 };
 
 const HANDLER_CODE: { [K in HandlerKind]: Code<Handler<HandlerEntry<K>>> } = {

@@ -1,6 +1,6 @@
 /**
  * Reading the ingress-nginx annotations on who may send what and how much (controller/ingress/
- * annotations.ts): whitelist-source-range, denylist-source-range. Each value is read into the
+ * annotations.ts): whitelist-source-range, denylist-source-range, proxy-body-size. Each value is read into the
  * Ingress's effects, or reported naming the annotation and the value and left out. Pure.
  */
 import { describe, expect, it } from 'vitest';
@@ -39,5 +39,32 @@ describe('whitelist-source-range / denylist-source-range', () => {
       },
     ]);
     expect(r.problems[0].message).toContain(JSON.stringify(value));
+  });
+});
+
+describe('proxy-body-size', () => {
+  it.each([
+    ['8m', 8 * 1024 * 1024],
+    ['512k', 512 * 1024],
+    ['1G', 1024 ** 3],
+    ['1000', 1000],
+    [' 2M ', 2 * 1024 * 1024],
+    ['0', 0],
+  ])('reads %j as nginx does (1024-based units): %d bytes', (value, bytes) => {
+    const r = read({ 'proxy-body-size': value });
+    expect(r.problems).toEqual([]);
+    expect(r.effects.proxyBodySize).toBe(bytes);
+  });
+
+  it.each(['8 MB', '8mb', '-1', '1.5m', 'big', ''])('%j is reported and left out', (value) => {
+    const r = read({ 'proxy-body-size': value });
+    expect(r.effects.proxyBodySize).toBeUndefined();
+    expect(r.problems).toEqual([
+      {
+        annotation: `${NGINX_PREFIX}proxy-body-size`,
+        reason: 'InvalidAnnotation',
+        message: expect.stringContaining(`${JSON.stringify(value)} must be a size`),
+      },
+    ]);
   });
 });
