@@ -64,6 +64,8 @@ export interface IngressEffects {
   sourceRanges: { allow?: string[]; deny?: string[] };
   /** proxy-body-size in bytes: the request-size-limiting plugin; 0: no limit of its own. */
   proxyBodySize?: number;
+  /** limit-connections: the concurrency-limiting plugin's requests in progress per client address. */
+  connections?: number;
 }
 
 export function defaultEffects(): IngressEffects {
@@ -472,6 +474,16 @@ export const ANNOTATIONS: readonly Annotation<unknown>[] = [
       'the largest request body (8m, 512k, bytes; 0: no limit of its own): over it 413, on Content-Length before anything is sent, on a chunked body as it streams (the request-size-limiting plugin)',
     differs:
       "without it, and with 0, the data plane's --max-body-bytes holds (default 10 MiB; ingress-nginx's default is 1m and 0 lifts every limit); a larger value than that changes nothing; 413 is problem+json",
+  }),
+  annotation({
+    name: 'limit-connections',
+    parse: integer(1, 1_000_000),
+    apply: (e, v) => {
+      e.connections = v;
+    },
+    effect:
+      "requests of one client address in progress at once, per data-plane process (nginx's limit_conn: a connection counts while its request is served); over it 429 (the concurrency-limiting plugin)",
+    differs: '429 SLC_ERR_RATE_LIMITED as limit-rps, not 503; each Ingress counts its own',
   }),
 ];
 

@@ -504,7 +504,7 @@ export function redirectEntry(r: NonNullable<IngressEffects['redirect']>): Route
 
 /**
  * The plugin instances an Ingress's annotations make (ip-restriction, request-size-limiting, cors,
- * rate-limiting, a request-transformer for X-Forwarded-Prefix), named ingress.<name>.<plugin> (a
+ * rate-limiting, concurrency-limiting, a request-transformer for X-Forwarded-Prefix), named ingress.<name>.<plugin> (a
  * GatewayPlugin name holds no dot, so none shares it). A config the plugin refuses (a cors origin
  * it cannot read) is reported naming the annotations, and that plugin left out.
  */
@@ -513,7 +513,13 @@ export function pluginsOf(ing: Ingress, e: IngressEffects, problems: IngressProb
   const name = ing.metadata.name;
   const out: ModelPlugin[] = [];
   const make = (
-    plugin: 'cors' | 'rate-limiting' | 'request-transformer' | 'ip-restriction' | 'request-size-limiting',
+    plugin:
+      | 'cors'
+      | 'rate-limiting'
+      | 'request-transformer'
+      | 'ip-restriction'
+      | 'request-size-limiting'
+      | 'concurrency-limiting',
     config: Record<string, unknown>,
     annotations: string,
   ) => {
@@ -570,6 +576,8 @@ export function pluginsOf(ing: Ingress, e: IngressEffects, problems: IngressProb
   }
   if (e.rateLimit.second !== undefined || e.rateLimit.minute !== undefined)
     make('rate-limiting', { ...e.rateLimit, limitBy: 'ip' }, 'limit-rps, limit-rpm');
+  if (e.connections !== undefined)
+    make('concurrency-limiting', { perClient: e.connections }, 'limit-connections');
   if (e.forwardedPrefix !== undefined) {
     // Set, as nginx's proxy_set_header: replaced when the client sent one, added when not.
     const headers = [`X-Forwarded-Prefix:${e.forwardedPrefix}`];

@@ -14,6 +14,7 @@ import { manifest as proxy } from '../handlers/proxy/manifest.ts';
 import { manifest as redirect } from '../handlers/redirect/manifest.ts';
 import { manifest as respond } from '../handlers/respond/manifest.ts';
 import { manifest as soap } from '../handlers/soap/manifest.ts';
+import { manifest as concurrencyLimiting } from '../plugins/concurrency-limiting/manifest.ts';
 import { manifest as cors } from '../plugins/cors/manifest.ts';
 import { manifest as ipRestriction } from '../plugins/ip-restriction/manifest.ts';
 import { manifest as idempotency } from '../plugins/idempotency/manifest.ts';
@@ -41,6 +42,7 @@ export const PLUGIN_MANIFESTS = [
   mtlsAuth,
   ipRestriction,
   requestSizeLimiting,
+  concurrencyLimiting,
 ] as const;
 
 export const HANDLER_MANIFESTS = [proxy, aggregate, soap, grpc, redirect, respond] as const;

@@ -1,6 +1,7 @@
 /**
  * Reading the ingress-nginx annotations on who may send what and how much (controller/ingress/
- * annotations.ts): whitelist-source-range, denylist-source-range, proxy-body-size. Each value is read into the
+ * annotations.ts): whitelist-source-range, denylist-source-range, proxy-body-size,
+ * limit-connections. Each value is read into the
  * Ingress's effects, or reported naming the annotation and the value and left out. Pure.
  */
 import { describe, expect, it } from 'vitest';
@@ -65,6 +66,26 @@ describe('proxy-body-size', () => {
         reason: 'InvalidAnnotation',
         message: expect.stringContaining(`${JSON.stringify(value)} must be a size`),
       },
+    ]);
+  });
+});
+
+describe('limit-connections', () => {
+  it('reads a whole number of requests in progress per client', () => {
+    const r = read({ 'limit-connections': '20' });
+    expect(r.problems).toEqual([]);
+    expect(r.effects.connections).toBe(20);
+  });
+
+  it.each(['0', '-1', 'ten', '1.5'])('%j is reported and left out', (value) => {
+    const r = read({ 'limit-connections': value });
+    expect(r.effects.connections).toBeUndefined();
+    expect(r.problems).toEqual([
+      expect.objectContaining({
+        annotation: `${NGINX_PREFIX}limit-connections`,
+        reason: 'InvalidAnnotation',
+        message: expect.stringContaining(`${JSON.stringify(value)} must be a whole number from 1 to 1000000`),
+      }),
     ]);
   });
 });
