@@ -13,6 +13,7 @@
 import { rewritePathProblem } from '../../dataplane/config/path-grammar.ts';
 import { cidrProblem } from '../../dataplane/config/cidr.ts';
 import { captureRefsProblem } from '../../dataplane/config/path-regex.ts';
+import { regexProblem } from '../../dataplane/config/regex.ts';
 
 export const NGINX_PREFIX = 'nginx.ingress.kubernetes.io/';
 
@@ -58,6 +59,8 @@ export interface IngressEffects {
     total: number;
     header?: string;
     headerValue?: string;
+    /** canary-by-header-pattern: as ingress-nginx reads it, found anywhere in the value (canaryHeaderRegex). */
+    headerPattern?: string;
     cookie?: string;
   };
   /** whitelist-source-range / denylist-source-range: the ip-restriction plugin's allow and deny. */
@@ -147,6 +150,12 @@ const cidrs = (v: string): string[] | Invalid => {
   }
   return entries;
 };
+
+/**
+ * canary-by-header-pattern as a header match's pattern (matched whole, config/regex.ts): ingress-nginx
+ * finds it anywhere in the value (ngx.re.match, unanchored), so it is wrapped to match so.
+ */
+export const canaryHeaderRegex = (pattern: string): string => `.*(?:${pattern}).*`;
 
 /** nginx's size syntax (client_max_body_size): bytes, or with k, m or g (1024-based); 0 allowed. */
 const nginxSize = (v: string): number | Invalid => {
@@ -484,6 +493,21 @@ export const ANNOTATIONS: readonly Annotation<unknown>[] = [
     effect:
       "requests of one client address in progress at once, per data-plane process (nginx's limit_conn: a connection counts while its request is served); over it 429 (the concurrency-limiting plugin)",
     differs: '429 SLC_ERR_RATE_LIMITED as limit-rps, not 503; each Ingress counts its own',
+  }),
+  annotation({
+    name: 'canary-by-header-pattern',
+    parse: (v) => {
+      if (v === '' || /[\r\n]/.test(v)) return { invalid: 'must be a regular expression' };
+      const problem = regexProblem(canaryHeaderRegex(v));
+      return problem ? { invalid: problem } : v;
+    },
+    apply: (e, v) => {
+      e.canary.headerPattern = v;
+    },
+    effect:
+      'with canary-by-header: requests whose header matches this regular expression (anywhere in the value, case-sensitive) go to the canary; others by weight; ignored when canary-by-header-value is set',
+    differs:
+      'JavaScript regular expression syntax, not PCRE; a pattern that could backtrack catastrophically is refused',
   }),
 ];
 

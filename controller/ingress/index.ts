@@ -49,7 +49,7 @@ import { pluginConfigProblems } from '../validate/gateway-plugin.ts';
 import type { ModelPlugin, ModelRoute } from '../validate/model.ts';
 import { resolveServiceBackend, type ServiceBackend } from '../validate/service-backend.ts';
 import { type ModelCertificate, resolveTlsRefs } from '../validate/tls-refs.ts';
-import { type IngressEffects, NGINX_PREFIX, readAnnotations } from './annotations.ts';
+import { canaryHeaderRegex, type IngressEffects, NGINX_PREFIX, readAnnotations } from './annotations.ts';
 import { DEFAULT_INGRESS_CLASS, ingressesOf } from './classes.ts';
 
 /** One thing about an Ingress that is not served as written: a Warning Event. */
@@ -87,23 +87,29 @@ interface Canary {
   backend: ServiceBackend;
   weight: number;
   total: number;
-  header?: { name: string; value?: string };
+  header?: CanaryHeader;
   /** canary-by-cookie: the cookie whose value "always" takes the canary, "never" the main backend. */
   cookie?: string;
 }
 
 function canaryOfPath(key: string, backend: ServiceBackend, e: IngressEffects['canary']): Canary {
-  const { header, headerValue, cookie, total, weight = 0 } = e;
-  return {
-    key,
-    backend,
-    weight,
-    total,
-    ...(cookie !== undefined && { cookie }),
-    ...(header !== undefined && {
-      header: { name: header, ...(headerValue !== undefined && { value: headerValue }) },
-    }),
-  };
+  const { cookie, total, weight = 0 } = e;
+  const header = canaryHeaderOf(e);
+  return { key, backend, weight, total, ...(cookie !== undefined && { cookie }), ...(header && { header }) };
+}
+
+/** canary-by-header with its value or its pattern (a value wins, as ingress-nginx reads them). */
+export interface CanaryHeader {
+  name: string;
+  value?: string;
+  pattern?: string;
+}
+
+/** The canary's header, when canary-by-header names one (also `sluice convert`'s). */
+export function canaryHeaderOf(e: IngressEffects['canary']): CanaryHeader | undefined {
+  if (e.header === undefined) return undefined;
+  if (e.headerValue !== undefined) return { name: e.header, value: e.headerValue };
+  return { name: e.header, ...(e.headerPattern !== undefined && { pattern: e.headerPattern }) };
 }
 
 /** Where a canary applies: the same namespace, host and path (as written) as the main path. */
@@ -195,7 +201,7 @@ function translateIngress(
     withPlugins: boolean,
     more: {
       weighted?: Canary;
-      headers?: { name: string; value: string }[];
+      headers?: HeaderMatch[];
       cookies?: { name: string; value: string }[];
       rewrite?: Route['rewrite'];
     } = {},
@@ -418,15 +424,22 @@ export function serviceTuning(e: IngressEffects): { timeouts?: Timeouts; retries
   };
 }
 
+/** A header match of a rule: the value exactly, or a pattern it matches whole. */
+export interface HeaderMatch {
+  name: string;
+  value: string;
+  type?: 'RegularExpression';
+}
+
 /**
- * canary-by-header's matches: the value (or "always") to the canary; without a value, "never" to
- * the main backend (ingress-nginx's reading; also `sluice convert`'s).
+ * canary-by-header's matches: the value, the pattern (found anywhere in the value) or "always" to
+ * the canary; with neither value nor pattern, "never" to the main backend (ingress-nginx's
+ * reading; also `sluice convert`'s).
  */
-export function canaryHeaderMatches(h: { name: string; value?: string }): {
-  canary: { name: string; value: string };
-  main?: { name: string; value: string };
-} {
+export function canaryHeaderMatches(h: CanaryHeader): { canary: HeaderMatch; main?: HeaderMatch } {
   const name = h.name.toLowerCase();
+  if (h.value === undefined && h.pattern !== undefined)
+    return { canary: { name, type: 'RegularExpression', value: canaryHeaderRegex(h.pattern) } };
   return {
     canary: { name, value: h.value ?? 'always' },
     ...(h.value === undefined && { main: { name, value: 'never' } }),

@@ -63,7 +63,8 @@ export interface RuntimeRoute {
   /** null = any method / host / headers. */
   methods: ReadonlySet<string> | null;
   hosts: ((host: string) => boolean) | null;
-  headers: ReadonlyArray<readonly [name: string, value: string]> | null;
+  /** The header matches (router.ts headerMatches): an exact value, or an anchored pattern. */
+  headers: ReadonlyArray<readonly [name: string, value: string | RegExp]> | null;
   /** The cookie matches (name, exact value), or null: the Cookie header is then never read. */
   cookies: ReadonlyArray<readonly [name: string, value: string]> | null;
   /** The query matches (router.ts queryMatcher), or null: the query is then never parsed. */

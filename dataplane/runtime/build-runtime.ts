@@ -17,7 +17,7 @@ import type { RuntimeDeps, RuntimeRoute } from '../pipeline/route.ts';
 import type { LivePlugin, PluginHooks } from '../plugins/types.ts';
 import type { PoolRegistry, UpstreamRuntime } from '../upstream/pools.ts';
 import { HANDLERS, PLUGINS } from './registry.ts';
-import { hostMatcher, queryMatcher, RouteMatcher } from './router.ts';
+import { headerMatches, hostMatcher, queryMatcher, RouteMatcher } from './router.ts';
 import { Certificates } from '../tls/certificates.ts';
 import { BUILTIN_STEPS } from './builtin-steps.ts';
 import { pathRewrite } from '../upstream/path.ts';
@@ -122,7 +122,7 @@ function buildRoute(
     methods: m.methods ? new Set(m.methods) : null,
     // A route of Gateway listeners reads its hostnames as Gateway API does (route-table.ts).
     hosts: m.hosts ? hostMatcher(m.hosts, entry.listeners !== undefined) : null,
-    headers: m.headers ? m.headers.map((h) => [h.name, h.value] as const) : null,
+    headers: m.headers ? headerMatches(m.headers) : null,
     cookies: m.cookies ? m.cookies.map((c) => [c.name, c.value] as const) : null,
     query: m.query ? queryMatcher(m.query) : null,
     rewritePath,

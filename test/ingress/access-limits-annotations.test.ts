@@ -1,11 +1,13 @@
 /**
  * Reading the ingress-nginx annotations on who may send what and how much (controller/ingress/
  * annotations.ts): whitelist-source-range, denylist-source-range, proxy-body-size,
- * limit-connections. Each value is read into the
+ * limit-connections, canary-by-header-pattern. Each value is read into the
  * Ingress's effects, or reported naming the annotation and the value and left out. Pure.
  */
 import { describe, expect, it } from 'vitest';
 import { NGINX_PREFIX, readAnnotations } from '../../controller/ingress/annotations.ts';
+import { canaryHeaderMatches, canaryHeaderOf } from '../../controller/ingress/index.ts';
+import { anchoredRegex } from '../../dataplane/config/regex.ts';
 
 const read = (annotations: Record<string, string>) =>
   readAnnotations(Object.fromEntries(Object.entries(annotations).map(([k, v]) => [NGINX_PREFIX + k, v])));
@@ -85,6 +87,49 @@ describe('limit-connections', () => {
         annotation: `${NGINX_PREFIX}limit-connections`,
         reason: 'InvalidAnnotation',
         message: expect.stringContaining(`${JSON.stringify(value)} must be a whole number from 1 to 1000000`),
+      }),
+    ]);
+  });
+});
+
+describe('canary-by-header-pattern', () => {
+  it('reads a regular expression the canary header must hold', () => {
+    const r = read({
+      canary: 'true',
+      'canary-by-header': 'X-Canary',
+      'canary-by-header-pattern': '^(beta|team-[a-z]+)$',
+    });
+    expect(r.problems).toEqual([]);
+    expect(r.effects.canary).toMatchObject({ header: 'X-Canary', headerPattern: '^(beta|team-[a-z]+)$' });
+  });
+
+  it('matches anywhere in the value, as ingress-nginx (ngx.re.match, unanchored); a value wins over it', () => {
+    const by = canaryHeaderMatches({ name: 'X-Canary', pattern: 'beta' });
+    expect(by).toEqual({ canary: { name: 'x-canary', type: 'RegularExpression', value: '.*(?:beta).*' } });
+    const re = anchoredRegex(by.canary.value);
+    expect(['beta', 'is-beta-1'].map((v) => re.test(v))).toEqual([true, true]);
+    expect(['Beta', 'alpha'].map((v) => re.test(v))).toEqual([false, false]);
+    const r = read({
+      canary: 'true',
+      'canary-by-header': 'X-Canary',
+      'canary-by-header-value': 'yes',
+      'canary-by-header-pattern': 'b',
+    });
+    expect(canaryHeaderOf(r.effects.canary)).toEqual({ name: 'X-Canary', value: 'yes' });
+  });
+
+  it.each([
+    ['(a+)+$', 'could backtrack catastrophically'],
+    ['(unclosed', 'is not a valid regular expression'],
+    ['', 'must be a regular expression'],
+  ])('%j is reported and left out', (value, why) => {
+    const r = read({ 'canary-by-header-pattern': value });
+    expect(r.effects.canary.headerPattern).toBeUndefined();
+    expect(r.problems).toEqual([
+      expect.objectContaining({
+        annotation: `${NGINX_PREFIX}canary-by-header-pattern`,
+        reason: 'InvalidAnnotation',
+        message: expect.stringContaining(why),
       }),
     ]);
   });
