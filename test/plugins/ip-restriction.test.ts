@@ -6,10 +6,13 @@
  */
 import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { build } from '../../controller/build.ts';
+import { resourceSetFrom } from '../../controller/source/resource-set.ts';
 import { cidrList, cidrProblem, inCidrList } from '../../dataplane/config/cidr.ts';
 import { validateRouteTable } from '../../dataplane/config/validate.ts';
 import type { DataPlane } from '../../dataplane/main.ts';
 import { checkIpRestrictionConfig } from '../../dataplane/plugins/ip-restriction/manifest.ts';
+import { gatewayPlugin } from '../helpers/fixtures.ts';
 import { startTestDataPlane, startUpstream, type Upstream } from '../helpers/servers.ts';
 import { pluginInstance, route, snapshot, upstream } from '../helpers/tables.ts';
 
@@ -105,6 +108,15 @@ describe('ip-restriction config', () => {
     expect(checkIpRestrictionConfig({})).toEqual([
       { field: '', message: expect.stringContaining('set allow or deny') },
     ]);
+  });
+
+  it("a GatewayPlugin's bad range is refused in its status, naming the spec field", () => {
+    const r = build(
+      resourceSetFrom([gatewayPlugin('office', 'ip-restriction', { allow: ['10.0.0.0/8', '10.0.0.0/33'] })]),
+    );
+    expect(JSON.stringify(r.status['GatewayPlugin/default/office'])).toContain(
+      'spec.ipRestriction.allow[1]: \\"10.0.0.0/33\\" has a prefix length that is not a whole number from 0 to 32',
+    );
   });
 
   it('the data plane refuses a table with a bad range, naming the plugin config field', () => {
