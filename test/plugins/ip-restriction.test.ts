@@ -10,7 +10,7 @@ import { build } from '../../controller/build.ts';
 import { resourceSetFrom } from '../../controller/source/resource-set.ts';
 import { cidrList, cidrProblem, inCidrList } from '../../dataplane/config/cidr.ts';
 import { validateRouteTable } from '../../dataplane/config/validate.ts';
-import type { DataPlane } from '../../dataplane/main.ts';
+import { type DataPlane, parseTrustedProxies } from '../../dataplane/main.ts';
 import { checkIpRestrictionConfig } from '../../dataplane/plugins/ip-restriction/manifest.ts';
 import { gatewayPlugin } from '../helpers/fixtures.ts';
 import { startTestDataPlane, startUpstream, type Upstream } from '../helpers/servers.ts';
@@ -142,5 +142,12 @@ describe('ip-restriction config', () => {
     expect(inCidrList(list, 'not-an-address')).toBe(false);
     expect(cidrProblem('2001:db8::/32')).toBeUndefined();
     expect(cidrProblem('10.0.0.0/')).toBeDefined();
+  });
+
+  it('--trusted-proxies reads its entries the same way, naming a bad one', () => {
+    expect(parseTrustedProxies(['10.0.0.0/8', '::1'])?.check('10.9.9.9', 'ipv4')).toBe(true);
+    expect(() => parseTrustedProxies(['10.0.0.0/x'])).toThrow(
+      '--trusted-proxies: "10.0.0.0/x" has a prefix length that is not a whole number from 0 to 32',
+    );
   });
 });
