@@ -1,4 +1,7 @@
-/** The rebuild holdoff (controller/holdoff.ts) on a fake clock: 100 ms after the last change, at most 1 s after the first. */
+/**
+ * The rebuild holdoff (controller/holdoff.ts) on a fake clock: a change after a quiet spell at
+ * once, a burst 100 ms after its last change, at most 1 s after its first.
+ */
 import { describe, expect, it } from 'vitest';
 import { type Clock, Holdoff } from '../../controller/holdoff.ts';
 
@@ -50,19 +53,37 @@ describe('Holdoff', () => {
     expect(h.pending).toBe(false);
   });
 
-  it('fires 100 ms after a lone change', () => {
+  it('fires a lone change at once, with the changes of the same turn', () => {
     const { clock, fired, h } = setup();
     h.start();
     fired.length = 0;
     clock.advance(50);
     h.changed();
-    clock.advance(99);
-    expect(fired).toEqual([]);
-    clock.advance(1);
-    expect(fired).toEqual([{ at: 1_150, since: 1_050 }]);
+    h.changed(); // delivered with it (one watch chunk): joins its firing
+    expect(h.pending).toBe(true);
+    clock.advance(0);
+    expect(fired).toEqual([{ at: 1_050, since: 1_050 }]);
+    expect(clock.live).toBe(0);
+    clock.advance(5_000);
+    expect(fired).toHaveLength(1);
   });
 
-  it('coalesces a burst into one firing, 100 ms after the last change', () => {
+  it('fires a change 100 ms after another after 100 ms, a quiet spell, at once again', () => {
+    const { clock, fired, h } = setup();
+    h.start();
+    fired.length = 0;
+    clock.advance(100);
+    h.changed();
+    clock.advance(100);
+    h.changed();
+    clock.advance(0);
+    expect(fired).toEqual([
+      { at: 1_100, since: 1_100 },
+      { at: 1_200, since: 1_200 },
+    ]);
+  });
+
+  it('coalesces the rest of a burst into one firing, 100 ms after its last change', () => {
     const { clock, fired, h } = setup();
     h.start();
     fired.length = 0;
@@ -70,9 +91,13 @@ describe('Holdoff', () => {
       h.changed();
       clock.advance(60);
     }
-    expect(fired).toEqual([]);
+    // The first change fired at once (nothing told it a burst would follow); the other four wait.
+    expect(fired).toEqual([{ at: 1_000, since: 1_000 }]);
     clock.advance(40);
-    expect(fired).toEqual([{ at: 1_340, since: 1_000 }]);
+    expect(fired).toEqual([
+      { at: 1_000, since: 1_000 },
+      { at: 1_340, since: 1_060 },
+    ]);
     expect(clock.live).toBe(0);
   });
 
@@ -84,8 +109,8 @@ describe('Holdoff', () => {
       h.changed();
       clock.advance(50);
     }
-    expect(fired.map((f) => f.at - f.since)).toEqual([1_000, 1_000]);
-    expect(fired[0]).toEqual({ at: 2_000, since: 1_000 });
+    expect(fired.map((f) => f.at - f.since)).toEqual([0, 1_000]);
+    expect(fired[1]).toEqual({ at: 2_050, since: 1_050 });
   });
 
   it('takes its delays from the options', () => {
@@ -93,12 +118,19 @@ describe('Holdoff', () => {
     h.start();
     fired.length = 0;
     h.changed();
+    clock.advance(0);
+    h.changed();
+    clock.advance(9);
+    h.changed();
     clock.advance(9);
     h.changed();
     clock.advance(9);
     h.changed();
     clock.advance(7);
-    expect(fired).toEqual([{ at: 1_025, since: 1_000 }]);
+    expect(fired).toEqual([
+      { at: 1_000, since: 1_000 },
+      { at: 1_025, since: 1_000 },
+    ]);
   });
 
   it('stop() cancels a pending firing and later changes schedule nothing', () => {
