@@ -137,7 +137,7 @@ export function convertToHTTPRoutes(objects: readonly unknown[], gateway: Gatewa
         annotationField('rewrite-target'),
         `${JSON.stringify(e.rewriteTarget)}: an HTTPRoute URLRewrite cannot build a path from regular expression captures; the Ingress's paths are not written`,
       );
-    for (const p of unrewritable ? [] : pathsOf(r)) {
+    for (const p of unrewritable || r.denied ? [] : pathsOf(r)) {
       // As the controller serves them (index.ts): a path or pattern it would refuse is not written.
       const bad = p.type === 'RegularExpression' ? pathRegexProblem(p.path) : pathProblem(p.path, p.pathType);
       if (bad) {

@@ -18,7 +18,14 @@ import { configField } from '../api/gateway-plugin.ts';
 import type { GatewayRouteSpec, RouteRule, RouteTls } from '../api/gateway-route.ts';
 import type { Ingress, IngressBackend, PathType } from '../api/ingress.ts';
 import { type IngressEffects, NGINX_PREFIX, readAnnotations } from './annotations.ts';
-import { httpsRedirectOf, type IngressProblem, pathProblem, pluginsOf, serviceTuning } from './index.ts';
+import {
+  httpsRedirectOf,
+  type IngressProblem,
+  missingAuth,
+  pathProblem,
+  pluginsOf,
+  serviceTuning,
+} from './index.ts';
 
 /** Something of an Ingress the output does not hold. */
 export interface LeftOut {
@@ -44,6 +51,11 @@ export interface ReadIngress {
   /** TLS entries with a Secret and hosts (an entry without hosts is for the rule hosts). */
   tls: RouteTls[];
   ruleHosts: string[];
+  /**
+   * Authentication the annotations ask for could not be converted (missingAuth): none of the
+   * Ingress's paths is written, rather than written unauthenticated.
+   */
+  denied: boolean;
 }
 
 /**
@@ -105,7 +117,13 @@ export function readIngress(ing: Ingress, out: LeftOut[]): ReadIngress {
     else if (hosts.length === 0) leftOut(`spec.tls[${i}].hosts`, 'no hosts, and no rule names one');
     else tls.push({ hosts, secretName: t.secretName });
   });
-  return { ing, key, effects: read.effects, plugins, leftOut, tls, ruleHosts };
+  const missing = missingAuth(read.effects, plugins);
+  for (const a of missing)
+    leftOut(
+      annotationField(a),
+      "its authentication is not converted, so the Ingress's paths are not written",
+    );
+  return { ing, key, effects: read.effects, plugins, leftOut, tls, ruleHosts, denied: missing.length > 0 };
 }
 
 /** One path of an Ingress (or its default backend) as both conversions walk them. */
@@ -216,7 +234,7 @@ export function convertToGatewayRoutes(objects: readonly unknown[]): Converted {
         annotationField('rewrite-target'),
         `${JSON.stringify(e.rewriteTarget)}: a GatewayRoute has no such path rewrite; the Ingress's paths are not written`,
       );
-    if (e.redirect === undefined && !unrewritable)
+    if (e.redirect === undefined && !unrewritable && !r.denied)
       for (const p of pathsOf(r)) {
         if (p.type === 'RegularExpression') {
           r.leftOut(

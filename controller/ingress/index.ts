@@ -45,7 +45,11 @@ import type { Retries, RouteRule, RouteTls, Timeouts } from '../api/gateway-rout
 import type { Ingress, IngressBackend, PathType } from '../api/ingress.ts';
 import { INVALID_BACKEND, NO_BACKEND } from '../gateway-api/redirects.ts';
 import type { ObjectRef, ResourceSet } from '../source/resource-set.ts';
+import { withSortedKeys } from '../../dataplane/config/canonical-json.ts';
+import { pluginManifest } from '../../dataplane/config/catalog.ts';
+import { resolvedSecretField } from '../../dataplane/config/manifest.ts';
 import { pluginConfigProblems } from '../validate/gateway-plugin.ts';
+import { resolveSecretRefs } from '../validate/secret-refs.ts';
 import type { ModelPlugin, ModelRoute } from '../validate/model.ts';
 import { resolveServiceBackend, type ServiceBackend } from '../validate/service-backend.ts';
 import { type ModelCertificate, resolveTlsRefs } from '../validate/tls-refs.ts';
@@ -177,7 +181,17 @@ function translateIngress(
   const effects = read.effects;
   if (canaryOf === undefined && !effects.canary.enabled) return { routes: [], plugins: [], problems: [] };
   for (const p of read.problems) problems.push({ field: `metadata.annotations[${p.annotation}]`, ...p });
-  const plugins = pluginsOf(ing, effects, problems);
+  const plugins = withSecrets(
+    set,
+    ref,
+    pluginsOf(ing, effects, problems, (secret) => {
+      const s = set.secrets.get(`${ns}/${secret}`);
+      return s && [...new Set([...Object.keys(s.data ?? {}), ...Object.keys(s.stringData ?? {})])];
+    }),
+    problems,
+  );
+  // Authentication asked for and not made: its paths answer 500 rather than serve unauthenticated.
+  const denied = missingAuth(effects, plugins);
 
   const ruleHosts = [...new Set((spec.rules ?? []).flatMap((r) => (r.host ? [r.host.toLowerCase()] : [])))];
   const certificates = certificatesOf(set, ing, ruleHosts, problem);
@@ -256,6 +270,7 @@ function translateIngress(
     at: string,
   ): { backend: ServiceBackend } | { entry: Route['handler'] } => {
     if (effects.redirect) return { entry: redirectEntry(effects.redirect) };
+    if (denied.length) return { entry: INVALID_BACKEND };
     if (b?.service === undefined) {
       const kind = b?.resource ? `${b.resource.apiGroup ?? ''}/${b.resource.kind}` : 'an empty';
       problem(
@@ -400,6 +415,32 @@ function translateIngress(
   return { routes, plugins, problems };
 }
 
+/**
+ * The plugins' secretKeyRefs resolved as a GatewayPlugin's are (validate/secret-refs.ts: the
+ * value beside each, as the plugin's manifest says), from Secrets of the Ingress's namespace; a
+ * plugin with one that does not resolve is reported and left out.
+ */
+function withSecrets(
+  set: ResourceSet,
+  ref: ObjectRef,
+  plugins: ModelPlugin[],
+  problems: IngressProblem[],
+): ModelPlugin[] {
+  return plugins.flatMap((p) => {
+    const as = resolvedSecretField(pluginManifest(p.plugin));
+    const wrong = resolveSecretRefs(ref, p.config as Record<string, unknown>, set.secrets, as, p.field);
+    for (const d of wrong)
+      problems.push({
+        field: p.plugin === 'basic-auth' ? `metadata.annotations[${NGINX_PREFIX}auth-secret]` : d.field,
+        ...(p.plugin === 'basic-auth' && { annotation: `${NGINX_PREFIX}auth-secret` }),
+        reason: d.reason,
+        message: `${d.message}: ${p.plugin} is left out${p.plugin.endsWith('-auth') ? ', the paths answer 500' : ''}`,
+      });
+    // Keys sorted once more (the resolved values added), as validate does a GatewayPlugin's.
+    return wrong.length === 0 ? [{ ...p, config: withSortedKeys(p.config) }] : [];
+  });
+}
+
 /** Why a path cannot be matched by the data plane, or undefined. */
 export function pathProblem(path: string, type: PathType | undefined): string | undefined {
   if (!new RegExp(ROUTE_PATH_PATTERN).test(path))
@@ -508,12 +549,18 @@ export function redirectEntry(r: NonNullable<IngressEffects['redirect']>): Route
  * GatewayPlugin name holds no dot, so none shares it). A config the plugin refuses (a cors origin
  * it cannot read) is reported naming the annotations, and that plugin left out.
  */
-export function pluginsOf(ing: Ingress, e: IngressEffects, problems: IngressProblem[]): ModelPlugin[] {
+export function pluginsOf(
+  ing: Ingress,
+  e: IngressEffects,
+  problems: IngressProblem[],
+  /** The keys of a Secret of the Ingress's namespace (an auth-map's users); absent: not seen (convert). */
+  secretKeys?: (name: string) => string[] | undefined,
+): ModelPlugin[] {
   const ns = ing.metadata.namespace!;
   const name = ing.metadata.name;
   const out: ModelPlugin[] = [];
   const make = (
-    plugin: 'cors' | 'rate-limiting' | 'request-transformer',
+    plugin: 'cors' | 'rate-limiting' | 'request-transformer' | 'basic-auth',
     config: Record<string, unknown>,
     annotations: string,
   ) => {
@@ -570,7 +617,55 @@ export function pluginsOf(ing: Ingress, e: IngressEffects, problems: IngressProb
     const headers = [`X-Forwarded-Prefix:${e.forwardedPrefix}`];
     make('request-transformer', { add: { headers }, replace: { headers } }, 'x-forwarded-prefix');
   }
+  const basic = basicAuthConfig(e, secretKeys);
+  if (typeof basic === 'string')
+    problems.push({
+      field: `metadata.annotations[${NGINX_PREFIX}auth-type]`,
+      reason: 'InvalidAnnotation',
+      annotation: `${NGINX_PREFIX}auth-type`,
+      message: basic,
+    });
+  else if (basic) make('basic-auth', basic, 'auth-type, auth-secret, auth-secret-type, auth-realm');
   return out;
+}
+
+/**
+ * auth-type: basic's plugin config: the Secret's key "auth" (auth-file), or each of its keys as a
+ * user (auth-map); why not, or undefined when no basic authentication is asked for.
+ */
+function basicAuthConfig(
+  e: IngressEffects,
+  secretKeys: ((name: string) => string[] | undefined) | undefined,
+): Record<string, unknown> | string | undefined {
+  const { type, secret, secretType, realm } = e.basicAuth;
+  if (type === undefined) return undefined;
+  if (type !== 'basic')
+    return `${NGINX_PREFIX}auth-type: ${JSON.stringify(type)} is not supported (basic is): the paths answer 500`;
+  if (secret === undefined)
+    return `${NGINX_PREFIX}auth-type: basic needs ${NGINX_PREFIX}auth-secret: the paths answer 500`;
+  const realmOf = { realm: realm ?? '' };
+  if (secretType === 'auth-file')
+    return { ...realmOf, credentials: [{ secretKeyRef: { name: secret, key: 'auth' } }] };
+  const users = secretKeys?.(secret);
+  if (users === undefined)
+    return secretKeys === undefined
+      ? `${NGINX_PREFIX}auth-secret-type: auth-map: the users are the keys of Secret ${secret}, which are not seen here`
+      : `${NGINX_PREFIX}auth-secret: Secret ${secret} (auth-map) not found: the paths answer 500`;
+  if (users.length === 0)
+    return `${NGINX_PREFIX}auth-secret: Secret ${secret} (auth-map) has no keys: the paths answer 500`;
+  return {
+    ...realmOf,
+    credentials: users.sort().map((user) => ({ secretKeyRef: { name: secret, key: user }, user })),
+  };
+}
+
+/**
+ * The authentication an Ingress's annotations ask for whose plugin is not made (reported
+ * already): its paths are not served as written, they answer 500 (ingress-nginx denies them too).
+ */
+export function missingAuth(e: IngressEffects, plugins: readonly { plugin: string }[]): string[] {
+  const has = (p: string) => plugins.some((x) => x.plugin === p);
+  return e.basicAuth.type !== undefined && !has('basic-auth') ? ['auth-type'] : [];
 }
 
 function sortedKeys(o: Record<string, unknown>): Record<string, unknown> {

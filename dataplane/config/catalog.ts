@@ -14,6 +14,7 @@ import { manifest as proxy } from '../handlers/proxy/manifest.ts';
 import { manifest as redirect } from '../handlers/redirect/manifest.ts';
 import { manifest as respond } from '../handlers/respond/manifest.ts';
 import { manifest as soap } from '../handlers/soap/manifest.ts';
+import { manifest as basicAuth } from '../plugins/basic-auth/manifest.ts';
 import { manifest as cors } from '../plugins/cors/manifest.ts';
 import { manifest as idempotency } from '../plugins/idempotency/manifest.ts';
 import { manifest as jwt } from '../plugins/jwt/manifest.ts';
@@ -37,6 +38,7 @@ export const PLUGIN_MANIFESTS = [
   proxyCache,
   oidc,
   mtlsAuth,
+  basicAuth,
 ] as const;
 
 export const HANDLER_MANIFESTS = [proxy, aggregate, soap, grpc, redirect, respond] as const;
