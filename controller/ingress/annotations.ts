@@ -61,13 +61,26 @@ export interface IngressEffects {
   };
   /** auth-type: basic with auth-secret (htpasswd hashes in a Secret of the Ingress's namespace). */
   basicAuth: {
-    /** As written: anything but "basic" (digest) is refused, and the paths answer 500. */
-    type?: string;
+    type?: 'basic';
     secret?: string;
     /** auth-file: the Secret's key "auth" is an htpasswd file; auth-map: its keys are users, values hashes. */
     secretType: 'auth-file' | 'auth-map';
     realm?: string;
   };
+  /** auth-url and its family: the ext-auth plugin's sub-request. */
+  extAuth: {
+    url?: string;
+    method?: string;
+    signin?: string;
+    signinParam?: string;
+    responseHeaders?: string[];
+    requestRedirect?: string;
+  };
+  /**
+   * Authentication annotations whose value could not be read (failClosed): the Ingress's paths
+   * answer 500 rather than serve without the authentication they ask for.
+   */
+  unreadableAuth: string[];
 }
 
 export function defaultEffects(): IngressEffects {
@@ -81,6 +94,8 @@ export function defaultEffects(): IngressEffects {
     useRegex: false,
     canary: { enabled: false, total: 100 },
     basicAuth: { secretType: 'auth-file' },
+    extAuth: {},
+    unreadableAuth: [],
   };
 }
 
@@ -98,6 +113,11 @@ interface Annotation<T> {
   effect: string;
   /** Where Sluice's behaviour differs from ingress-nginx's. */
   differs?: string;
+  /**
+   * A value that cannot be read denies the Ingress's paths (500) rather than leaving the
+   * annotation out: authentication, which left out would serve them open.
+   */
+  failClosed?: true;
 }
 
 const annotation = <T>(a: Annotation<T>): Annotation<unknown> => a as Annotation<unknown>;
@@ -438,16 +458,18 @@ export const ANNOTATIONS: readonly Annotation<unknown>[] = [
   // unauthenticated (ingress-nginx denies such a location too).
   annotation({
     name: 'auth-type',
-    // Any value is taken: one that is not basic (digest) denies the paths (pluginsOf reports it),
-    // never leaves them open.
-    parse: (v) => (v.trim() === '' ? { invalid: 'must be "basic"' } : v.trim()),
+    parse: (v) =>
+      v.trim() === 'basic'
+        ? ('basic' as const)
+        : { invalid: v.trim() === 'digest' ? 'is not supported (basic is)' : 'must be "basic"' },
     apply: (e, v) => {
-      e.basicAuth.type = v as string;
+      e.basicAuth.type = v as 'basic';
     },
+    failClosed: true,
     effect:
       'basic: HTTP Basic authentication (the basic-auth plugin) against the htpasswd hashes of auth-secret (bcrypt, apr1/MD5, {SHA}); missing or wrong credentials get 401 with WWW-Authenticate: Basic realm=auth-realm',
     differs:
-      'digest or another type is refused; the 401 is a problem+json body; if the plugin cannot be made (no auth-secret, the Secret or its key missing the paths answer 500 rather than serve unauthenticated',
+      'digest is refused; the 401 is a problem+json body; if the plugin cannot be made (no auth-secret, the Secret or its key missing the paths answer 500 rather than serve unauthenticated',
   }),
   annotation({
     name: 'auth-secret',
@@ -455,6 +477,7 @@ export const ANNOTATIONS: readonly Annotation<unknown>[] = [
     apply: (e, v) => {
       e.basicAuth.secret = v;
     },
+    failClosed: true,
     effect:
       "the Secret (of the Ingress's namespace) with the users: its key auth an htpasswd file, or with auth-secret-type: auth-map one key per user, its value the hash; watched, so a change is served",
     differs: 'no "namespace/name" form (only the Ingress\'s namespace)',
@@ -468,6 +491,7 @@ export const ANNOTATIONS: readonly Annotation<unknown>[] = [
     apply: (e, v) => {
       e.basicAuth.secretType = v as 'auth-file' | 'auth-map';
     },
+    failClosed: true,
     effect:
       "auth-file (default): the key auth holds an htpasswd file; auth-map: the Secret's keys are the users",
   }),
@@ -482,6 +506,93 @@ export const ANNOTATIONS: readonly Annotation<unknown>[] = [
     },
     effect: 'the realm of the Basic challenge (default empty, as ingress-nginx)',
     differs: 'htpasswd lines of other hash formats (crypt(3) DES, {SSHA}, plain) never authenticate',
+  }),
+  // External authentication (the ext-auth plugin): a sub-request to auth-url before each request.
+  annotation({
+    name: 'auth-url',
+    parse: (v) => {
+      if (/\$[A-Za-z_]/.test(v))
+        return {
+          invalid:
+            "holds an nginx variable: not expanded (a client's Host would choose where the sub-request goes)",
+        };
+      const url = absoluteUrl(v);
+      return url instanceof URL ? url.href : url;
+    },
+    apply: (e, v) => {
+      e.extAuth.url = v;
+    },
+    effect:
+      'each request is first sent (headers, no body, with X-Original-URL, X-Original-Method, X-Auth-Request-Redirect, X-Real-IP) to this URL: 2xx lets it through, 401 and 403 are passed back, any other answer or none within the time allowed (proxy-read-timeout, default 5s) is 500 (the ext-auth plugin)',
+    differs:
+      'nginx variables ($host …) are not expanded in it; the wait is bounded by proxy-read-timeout or 5s (ingress-nginx: 60s); auth-cache-*, auth-snippet, auth-proxy-set-headers and auth-always-set-cookie are not read',
+    failClosed: true,
+  }),
+  annotation({
+    name: 'auth-method',
+    parse: (v) =>
+      /^[A-Za-z]{1,32}$/.test(v.trim()) ? v.trim().toUpperCase() : { invalid: 'must be an HTTP method' },
+    apply: (e, v) => {
+      e.extAuth.method = v;
+    },
+    effect: "the sub-request's method (default GET)",
+    failClosed: true,
+  }),
+  annotation({
+    name: 'auth-signin',
+    parse: (v) => {
+      const vars = (v.match(/\$[A-Za-z_]+/g) ?? []).filter(
+        (x) => !['$host', '$scheme', '$request_uri', '$escaped_request_uri'].includes(x),
+      );
+      if (vars.length)
+        return {
+          invalid: `holds ${vars.join(', ')}: only $host, $scheme, $request_uri and $escaped_request_uri are expanded`,
+        };
+      return /^(https?:\/\/|\/)\S*$/.test(v.trim()) && v.trim().length <= 2048
+        ? v.trim()
+        : { invalid: 'must be an http(s) URL or a path' };
+    },
+    apply: (e, v) => {
+      e.extAuth.signin = v;
+    },
+    effect:
+      'a 401 of auth-url becomes a 302 to this URL, the original URL in its rd parameter (unless the URL has one); $host, $scheme, $request_uri, $escaped_request_uri expanded',
+    failClosed: true,
+  }),
+  annotation({
+    name: 'auth-signin-redirect-param',
+    parse: (v) =>
+      /^[A-Za-z0-9_.~-]{1,64}$/.test(v.trim()) ? v.trim() : { invalid: 'must be a query parameter name' },
+    apply: (e, v) => {
+      e.extAuth.signinParam = v;
+    },
+    effect: 'the parameter of auth-signin that carries the original URL (default rd)',
+  }),
+  annotation({
+    name: 'auth-response-headers',
+    parse: (v) => {
+      const names = list(v);
+      return names.length > 0 &&
+        names.length <= 32 &&
+        names.every((n) => /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(n))
+        ? names
+        : { invalid: 'must be header names, comma-separated (at most 32)' };
+    },
+    apply: (e, v) => {
+      e.extAuth.responseHeaders = v;
+    },
+    effect:
+      "these headers of auth-url's 2xx answer are set on the request to the back end (removed when the answer lacks them: a client's copy never passes)",
+    failClosed: true,
+  }),
+  annotation({
+    name: 'auth-request-redirect',
+    parse: (v) =>
+      /^[\t\x20-\x7e]{1,2048}$/.test(v) ? v : { invalid: 'must be a header value (printable, at most 2048)' },
+    apply: (e, v) => {
+      e.extAuth.requestRedirect = v;
+    },
+    effect: 'X-Auth-Request-Redirect sent to auth-url (default: the request URI)',
   }),
 ];
 
@@ -529,8 +640,9 @@ export function readAnnotations(annotations: Readonly<Record<string, string>> | 
       problems.push({
         annotation: key,
         reason: 'InvalidAnnotation',
-        message: `${key}: ${JSON.stringify(value)} ${(parsed as Invalid).invalid}; the annotation is left out`,
+        message: `${key}: ${JSON.stringify(value)} ${(parsed as Invalid).invalid}; ${a.failClosed ? "the Ingress's paths answer 500" : 'the annotation is left out'}`,
       });
+      if (a.failClosed) effects.unreadableAuth.push(name);
       continue;
     }
     a.apply(effects, parsed);

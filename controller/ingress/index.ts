@@ -226,7 +226,10 @@ function translateIngress(
       ...(host !== undefined && { hosts: [host] }),
       ...(more.headers && { headers: more.headers }),
       ...(redirectHttp && { httpsRedirect: true }),
-      ...(withPlugins && plugins.length && { plugins: plugins.map((p) => ({ name: p.ref.name })) }),
+      // A denied path (its authentication not made) answers 500 and runs no plugin.
+      ...(withPlugins &&
+        plugins.length &&
+        !denied.length && { plugins: plugins.map((p) => ({ name: p.ref.name })) }),
     };
     const protocols = new Map(all.flatMap((b) => (b.protocol ? [[b.url, b.protocol] as const] : [])));
     routes.push({
@@ -560,7 +563,7 @@ export function pluginsOf(
   const name = ing.metadata.name;
   const out: ModelPlugin[] = [];
   const make = (
-    plugin: 'cors' | 'rate-limiting' | 'request-transformer' | 'basic-auth',
+    plugin: 'cors' | 'rate-limiting' | 'request-transformer' | 'basic-auth' | 'ext-auth',
     config: Record<string, unknown>,
     annotations: string,
   ) => {
@@ -617,6 +620,26 @@ export function pluginsOf(
     const headers = [`X-Forwarded-Prefix:${e.forwardedPrefix}`];
     make('request-transformer', { add: { headers }, replace: { headers } }, 'x-forwarded-prefix');
   }
+  if (e.extAuth.url !== undefined) {
+    const x = e.extAuth;
+    make(
+      'ext-auth',
+      {
+        url: x.url,
+        ...(x.method && x.method !== 'GET' && { method: x.method }),
+        ...(x.signin !== undefined && { signin: x.signin }),
+        ...(x.signinParam !== undefined && { signinRedirectParam: x.signinParam }),
+        ...(x.responseHeaders && { responseHeaders: x.responseHeaders }),
+        ...(x.requestRedirect !== undefined && { requestRedirect: x.requestRedirect }),
+        // ingress-nginx's auth location waits as long as the proxy does: proxy-read-timeout
+        // (at most the plugin's 60s).
+        ...(e.timeouts.response !== undefined && {
+          timeout: `${Math.min(Number.parseInt(e.timeouts.response, 10), 60)}s`,
+        }),
+      },
+      'auth-url, auth-*',
+    );
+  }
   const basic = basicAuthConfig(e, secretKeys);
   if (typeof basic === 'string')
     problems.push({
@@ -639,8 +662,6 @@ function basicAuthConfig(
 ): Record<string, unknown> | string | undefined {
   const { type, secret, secretType, realm } = e.basicAuth;
   if (type === undefined) return undefined;
-  if (type !== 'basic')
-    return `${NGINX_PREFIX}auth-type: ${JSON.stringify(type)} is not supported (basic is): the paths answer 500`;
   if (secret === undefined)
     return `${NGINX_PREFIX}auth-type: basic needs ${NGINX_PREFIX}auth-secret: the paths answer 500`;
   const realmOf = { realm: realm ?? '' };
@@ -665,7 +686,11 @@ function basicAuthConfig(
  */
 export function missingAuth(e: IngressEffects, plugins: readonly { plugin: string }[]): string[] {
   const has = (p: string) => plugins.some((x) => x.plugin === p);
-  return e.basicAuth.type !== undefined && !has('basic-auth') ? ['auth-type'] : [];
+  return [
+    ...e.unreadableAuth,
+    ...(e.basicAuth.type !== undefined && !has('basic-auth') ? ['auth-type'] : []),
+    ...(e.extAuth.url !== undefined && !has('ext-auth') ? ['auth-url'] : []),
+  ];
 }
 
 function sortedKeys(o: Record<string, unknown>): Record<string, unknown> {

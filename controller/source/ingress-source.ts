@@ -90,7 +90,7 @@ export class IngressSource {
       for (const t of ing.spec?.tls ?? []) if (t.secretName) secrets.add(`${ns}/${t.secretName}`);
       // auth-secret (auth-type: basic): the htpasswd hashes the basic-auth plugin is given.
       const auth = readAnnotations(ing.metadata.annotations).effects.basicAuth;
-      if (auth.type !== undefined && auth.secret) secrets.add(`${ns}/${auth.secret}`);
+      if (auth.type === 'basic' && auth.secret) secrets.add(`${ns}/${auth.secret}`);
       const backends = [
         ing.spec?.defaultBackend,
         ...(ing.spec?.rules ?? []).flatMap((r) => (r.http?.paths ?? []).map((p) => p.backend)),

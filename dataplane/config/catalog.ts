@@ -16,6 +16,7 @@ import { manifest as respond } from '../handlers/respond/manifest.ts';
 import { manifest as soap } from '../handlers/soap/manifest.ts';
 import { manifest as basicAuth } from '../plugins/basic-auth/manifest.ts';
 import { manifest as cors } from '../plugins/cors/manifest.ts';
+import { manifest as extAuth } from '../plugins/ext-auth/manifest.ts';
 import { manifest as idempotency } from '../plugins/idempotency/manifest.ts';
 import { manifest as jwt } from '../plugins/jwt/manifest.ts';
 import { manifest as keyAuth } from '../plugins/key-auth/manifest.ts';
@@ -39,6 +40,7 @@ export const PLUGIN_MANIFESTS = [
   oidc,
   mtlsAuth,
   basicAuth,
+  extAuth,
 ] as const;
 
 export const HANDLER_MANIFESTS = [proxy, aggregate, soap, grpc, redirect, respond] as const;

@@ -29,6 +29,7 @@ const PLUGIN_CODE: { [N in PluginName]: Code<Plugin<PluginConfig<N>>> } = {
   oidc: () => import('../plugins/oidc/index.ts'),
   'mtls-auth': () => import('../plugins/mtls-auth/index.ts'),
   'basic-auth': () => import('../plugins/basic-auth/index.ts'),
+  'ext-auth': () => import('../plugins/ext-auth/index.ts'),
 };
 
 const HANDLER_CODE: { [K in HandlerKind]: Code<Handler<HandlerEntry<K>>> } = {

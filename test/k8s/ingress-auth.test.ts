@@ -7,13 +7,20 @@
  * the realm's Basic challenge, the good user through); the Secret is watched, so a change of it
  * is served; an auth-secret that does not exist answers 500 (never serves unauthenticated), is
  * reported with a Warning Event, and is served once the Secret is created.
+ * auth-url: a real authentication service (127.0.5.13) is asked by both data planes before each
+ * request: its 2xx lets the request through with auth-response-headers set from its answer, its
+ * 401 becomes a redirect to auth-signin with rd=, its 403 is passed back, and a service that
+ * does not answer in time (proxy-read-timeout) is a 500.
  */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Controller } from '../../controller/main.ts';
 import type { DataPlane } from '../../dataplane/main.ts';
 import { expectRequest } from '../gateway-api/env.ts';
 import { crdsAndNamespace, startControllerIn, startDataPlanesIn } from '../helpers/controller-on-kapi.ts';
+import { http1 } from '../helpers/gateway-api/clients.ts';
 import { type EchoServer, startEcho } from '../helpers/gateway-api/echo.ts';
 import { kubectl, ok } from '../helpers/kubectl.ts';
 import { freePort } from '../helpers/servers.ts';
@@ -24,6 +31,8 @@ const PLANES = ['127.0.5.1', '127.0.5.2'];
 const PODS = { web: '127.0.5.11' };
 
 let planes: DataPlane[];
+let authService: Server;
+const asked: { url?: string; headers: Record<string, unknown> }[] = [];
 let controller: Controller;
 const echoes: EchoServer[] = [];
 
@@ -87,6 +96,17 @@ beforeAll(async () => {
     echoes.push(await startEcho({ host, port, namespace: NS, pod: `${svc}-1` }));
   planes = await startDataPlanesIn(NS, PLANES, { adminToken: 'auth-token' });
   await apply(service('web', echoes[0]));
+  // The authentication service: a session cookie is alice; X-Forbid gets 403; /slow never answers.
+  authService = createServer((req, res) => {
+    asked.push({ url: req.url, headers: req.headers });
+    if (req.url === '/slow') return;
+    if (req.headers['x-forbid']) res.writeHead(403).end();
+    else if ((req.headers.cookie ?? '').includes('session=ok'))
+      res.writeHead(200, { 'x-auth-request-user': 'alice' }).end();
+    else res.writeHead(401).end();
+  });
+  authService.listen(0, '127.0.5.13');
+  await new Promise((r) => authService.once('listening', r));
   controller = await startControllerIn(NS, 'auth-token', 'sluice-ingress-auth');
 }, 60_000);
 
@@ -94,6 +114,8 @@ afterAll(async () => {
   await controller?.close();
   await Promise.all((planes ?? []).map((p) => p.close()));
   await Promise.all(echoes.map((e) => e.close()));
+  authService?.closeAllConnections();
+  authService?.close();
   await kubectl(['delete', 'ingress', '--all', '-n', NS]);
   await kubectl(['delete', 'namespace', NS, '--wait=false']);
 });
@@ -160,5 +182,55 @@ describe('Ingress auth-type: basic', () => {
       { headers: { host, authorization: basic('foo', 'bar') } },
     );
     await expectRequest(proxies(), '/x', { status: 401 }, { headers: { host } });
+  });
+});
+
+describe('Ingress auth-url', () => {
+  it('asks the service before each request: 2xx through with its headers, 401 to auth-signin, 403 passed back; no answer in time is 500', async () => {
+    const auth = `http://127.0.5.13:${(authService.address() as AddressInfo).port}`;
+    await apply(
+      `${ingress('ext', 'ext.example.test', {
+        'auth-url': `${auth}/check`,
+        'auth-signin': 'https://login.example.test/start',
+        'auth-response-headers': 'X-Auth-Request-User',
+      })}\n---\n${ingress('slow', 'slow.example.test', { 'auth-url': `${auth}/slow`, 'proxy-read-timeout': '1' })}`,
+    );
+    const host = 'ext.example.test';
+    const [moved] = await expectRequest(proxies(), '/page?x=1', { status: 302 }, { headers: { host } });
+    expect(moved.headers.location).toBe(
+      `https://login.example.test/start?rd=${encodeURIComponent('http://ext.example.test')}${encodeURIComponent('/page?x=1')}`,
+    );
+    await expectRequest(
+      proxies(),
+      '/page',
+      { namespace: NS, backend: 'web', headers: { 'X-Auth-Request-User': 'alice' } },
+      { headers: { host, cookie: 'session=ok', 'x-auth-request-user': 'mallory' } },
+    );
+    const check = asked.filter((a) => a.url === '/check').at(-1)!;
+    expect(check.headers).toMatchObject({
+      'x-original-url': 'http://ext.example.test/page',
+      'x-original-method': 'GET',
+      cookie: 'session=ok',
+    });
+    await expectRequest(
+      proxies(),
+      '/page',
+      { status: 403 },
+      { headers: { host, cookie: 'session=ok', 'x-forbid': '1' } },
+    );
+    const [slow] = await expectRequest(
+      proxies(),
+      '/page',
+      { status: 500 },
+      { headers: { host: 'slow.example.test' } },
+    );
+    expect(JSON.parse(slow.body).code).toBe('SLC_ERR_EXT_AUTH_FAILED');
+    // proxy-read-timeout "1": the sub-request is given one second.
+    const t0 = Date.now();
+    expect(
+      (await http1(`${planes[0].proxyUrl}/page`, { headers: { host: 'slow.example.test' } })).status,
+    ).toBe(500);
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(900);
+    expect(Date.now() - t0).toBeLessThan(5_000);
   });
 });
