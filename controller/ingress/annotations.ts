@@ -76,6 +76,16 @@ export interface IngressEffects {
     responseHeaders?: string[];
     requestRedirect?: string;
   };
+  /** affinity: cookie and the session-cookie-* family: the balance's sticky cookie. */
+  affinity: {
+    cookie: boolean;
+    name?: string;
+    path?: string;
+    maxAge?: number;
+    expires?: number;
+    sameSite?: 'Strict' | 'Lax' | 'None';
+    secure?: boolean;
+  };
   /**
    * Authentication annotations whose value could not be read (failClosed): the Ingress's paths
    * answer 500 rather than serve without the authentication they ask for.
@@ -95,6 +105,7 @@ export function defaultEffects(): IngressEffects {
     canary: { enabled: false, total: 100 },
     basicAuth: { secretType: 'auth-file' },
     extAuth: {},
+    affinity: { cookie: false },
     unreadableAuth: [],
   };
 }
@@ -593,6 +604,86 @@ export const ANNOTATIONS: readonly Annotation<unknown>[] = [
       e.extAuth.requestRedirect = v;
     },
     effect: 'X-Auth-Request-Redirect sent to auth-url (default: the request URI)',
+  }),
+  // Session affinity: the balance hashes a cookie the data plane sets when absent (balancer.ts).
+  annotation({
+    name: 'affinity',
+    parse: (v) => (v.trim() === 'cookie' ? true : { invalid: 'must be "cookie"' }),
+    apply: (e, v) => {
+      e.affinity.cookie = v;
+    },
+    effect:
+      'cookie: sticky sessions: a request without the cookie (session-cookie-name) gets one with a new random value, and every request with it goes to the same endpoint of the Service (consistent hashing on the value, the same on every data plane)',
+    differs:
+      "the endpoint moves only when it leaves (ingress-nginx's affinity-mode persistent; balanced is read as that); not on a canary path split by weight, nor on a Service without EndpointSlices (reported)",
+  }),
+  annotation({
+    name: 'affinity-mode',
+    parse: (v) =>
+      v.trim() === 'balanced' || v.trim() === 'persistent'
+        ? v.trim()
+        : { invalid: 'must be "balanced" or "persistent"' },
+    apply: () => {},
+    effect: 'read, with one meaning: an endpoint keeps its sessions until it leaves (persistent)',
+    differs: 'balanced does not move sessions when endpoints are added',
+  }),
+  annotation({
+    name: 'session-cookie-name',
+    parse: (v) =>
+      /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,256}$/.test(v.trim()) ? v.trim() : { invalid: 'must be a cookie name' },
+    apply: (e, v) => {
+      e.affinity.name = v;
+    },
+    effect: 'the affinity cookie (default INGRESSCOOKIE)',
+  }),
+  annotation({
+    name: 'session-cookie-path',
+    parse: (v) =>
+      /^\/[\x21-\x3a\x3c-\x7e]{0,1023}$/.test(v.trim())
+        ? v.trim()
+        : { invalid: 'must be a path without ";"' },
+    apply: (e, v) => {
+      e.affinity.path = v;
+    },
+    effect: 'the cookie\'s Path (default: the Ingress path; "/" for a regular expression)',
+  }),
+  annotation({
+    name: 'session-cookie-max-age',
+    parse: integer(1, 400 * 86_400),
+    apply: (e, v) => {
+      e.affinity.maxAge = v;
+    },
+    effect: "the cookie's Max-Age, seconds (default: none, a session cookie)",
+  }),
+  annotation({
+    name: 'session-cookie-expires',
+    parse: integer(1, 400 * 86_400),
+    apply: (e, v) => {
+      e.affinity.expires = v;
+    },
+    effect: 'the cookie lives this many seconds (when session-cookie-max-age is not set)',
+    differs: 'written as Max-Age (the same lifetime for browsers; no clock date in the header)',
+  }),
+  annotation({
+    name: 'session-cookie-samesite',
+    parse: (v) => {
+      const x = v.trim().toLowerCase();
+      return x === 'strict' || x === 'lax' || x === 'none'
+        ? ((x[0].toUpperCase() + x.slice(1)) as 'Strict' | 'Lax' | 'None')
+        : { invalid: 'must be None, Lax or Strict' };
+    },
+    apply: (e, v) => {
+      e.affinity.sameSite = v as 'Strict' | 'Lax' | 'None';
+    },
+    effect: "the cookie's SameSite (None implies Secure)",
+  }),
+  annotation({
+    name: 'session-cookie-secure',
+    parse: bool,
+    apply: (e, v) => {
+      e.affinity.secure = v;
+    },
+    effect: 'true: the cookie is Secure',
   }),
 ];
 

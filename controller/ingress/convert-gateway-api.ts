@@ -86,6 +86,11 @@ export function convertToHTTPRoutes(objects: readonly unknown[], gateway: Gatewa
         annotationField('proxy-next-upstream-tries'),
         'HTTPRoute retry is in the experimental channel only',
       );
+    if (e.affinity.cookie)
+      r.leftOut(
+        annotationField('affinity'),
+        "HTTPRoute's sessionPersistence is in the experimental channel only: requests are not sticky",
+      );
     if (e.backendProtocol !== 'HTTP')
       r.leftOut(
         annotationField('backend-protocol'),

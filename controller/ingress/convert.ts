@@ -15,7 +15,7 @@
 import { stringify } from 'yaml';
 import { API_VERSION } from '../api/common.ts';
 import { configField } from '../api/gateway-plugin.ts';
-import type { GatewayRouteSpec, RouteRule, RouteTls } from '../api/gateway-route.ts';
+import type { Balance, GatewayRouteSpec, RouteRule, RouteTls } from '../api/gateway-route.ts';
 import type { Ingress, IngressBackend, PathType } from '../api/ingress.ts';
 import { type IngressEffects, NGINX_PREFIX, readAnnotations } from './annotations.ts';
 import {
@@ -272,11 +272,13 @@ export function convertToGatewayRoutes(objects: readonly unknown[]): Converted {
         byService.size === 1
           ? ing.metadata.name
           : `${ing.metadata.name}-${service.name}${twice ? `-${service.port}` : ''}`;
+      const balance = affinityBalance(r, rules);
       const spec: GatewayRouteSpec = {
         service: {
           name: service.name,
           backendRef: { name: service.name, port: service.port, ...(scheme && { scheme }) },
           ...serviceTuning(e),
+          ...(balance && { balance }),
         },
         // The certificates once, on the first (the data plane serves them by SNI for any route).
         ...(i === 0 && r.tls.length && { tls: r.tls }),
@@ -290,6 +292,45 @@ export function convertToGatewayRoutes(objects: readonly unknown[]): Converted {
       r.leftOut('spec.tls', 'no path of the Ingress is converted to hold the certificates');
   }
   return { objects: out, leftOut };
+}
+
+/**
+ * affinity: cookie as the GatewayRoute's balance (consistent-hash on the cookie, setCookie). The
+ * controller gives each Ingress path its own cookie Path; a GatewayRoute has one balance for its
+ * rules: their path when they share one, else "/" (listed) unless session-cookie-path says.
+ */
+function affinityBalance(r: ReadIngress, rules: RouteRule[]): Balance | undefined {
+  const a = r.effects.affinity;
+  if (!a.cookie) return undefined;
+  const paths = [...new Set(rules.flatMap((x) => x.paths ?? []))];
+  if (a.path === undefined && paths.length > 1)
+    r.leftOut(
+      annotationField('session-cookie-path'),
+      `the cookie's Path is each Ingress path's (${paths.join(', ')}); a GatewayRoute has one: "/" is written`,
+    );
+  const maxAge = a.maxAge ?? a.expires;
+  return {
+    policy: 'consistent-hash',
+    hashOn: {
+      cookie: a.name ?? 'INGRESSCOOKIE',
+      setCookie: {
+        path: a.path ?? (paths.length === 1 ? paths[0] : '/'),
+        ...(maxAge !== undefined && { maxAge: hms(maxAge) }),
+        ...(a.sameSite && { sameSite: a.sameSite }),
+        ...(a.secure && { secure: true }),
+      },
+    },
+  };
+}
+
+/** Whole seconds as a GatewayRoute duration ("48h", "1h30m5s": each number at most 5 digits). */
+function hms(seconds: number): string {
+  const parts = [
+    [Math.floor(seconds / 3600), 'h'],
+    [Math.floor((seconds % 3600) / 60), 'm'],
+    [seconds % 60, 's'],
+  ] as const;
+  return parts.flatMap(([n, unit]) => (n ? [`${n}${unit}`] : [])).join('') || '0s';
 }
 
 /**

@@ -40,7 +40,7 @@ import {
   captureRefsProblem,
   pathRegexProblem,
 } from '../../dataplane/config/path-regex.ts';
-import type { Route } from '../../dataplane/config/route-table.ts';
+import type { Balance, Route } from '../../dataplane/config/route-table.ts';
 import type { Retries, RouteRule, RouteTls, Timeouts } from '../api/gateway-route.ts';
 import type { Ingress, IngressBackend, PathType } from '../api/ingress.ts';
 import { INVALID_BACKEND, NO_BACKEND } from '../gateway-api/redirects.ts';
@@ -232,6 +232,8 @@ function translateIngress(
         !denied.length && { plugins: plugins.map((p) => ({ name: p.ref.name })) }),
     };
     const protocols = new Map(all.flatMap((b) => (b.protocol ? [[b.url, b.protocol] as const] : [])));
+    const balance =
+      entry || c ? undefined : affinityOf(backend, pathType === 'RegularExpression' ? '/' : path);
     routes.push({
       ref,
       source,
@@ -245,6 +247,7 @@ function translateIngress(
         routes: [rule],
       },
       upstreamUrl: backend.url,
+      ...(balance && { balance }),
       ...(pathType === 'RegularExpression' && { regex: true as const }),
       ...(more.rewrite && entry === undefined && { rewrite: more.rewrite }),
       ...(more.cookies && { cookies: more.cookies }),
@@ -310,6 +313,40 @@ function translateIngress(
     const url = new URL(b.url);
     url.hostname = vhost;
     return { ...b, url: url.origin };
+  };
+
+  // affinity: cookie: the path's balance hashes the cookie the data plane sets when absent; it
+  // needs the Service's endpoints (a name is one address to the proxy), reported once if not.
+  let affinityReported = false;
+  const affinityOf = (b: ServiceBackend, path: string): Balance | undefined => {
+    const a = effects.affinity;
+    if (!a.cookie) return undefined;
+    if (b.endpoints === undefined) {
+      if (!affinityReported) {
+        const annotation = `${NGINX_PREFIX}affinity`;
+        problems.push({
+          field: `metadata.annotations[${annotation}]`,
+          reason: 'AnnotationNotHonoured',
+          annotation,
+          message: `${annotation}: Service ${b.service} has no EndpointSlices, so there is no endpoint to stick to; requests are not sticky`,
+        });
+        affinityReported = true;
+      }
+      return undefined;
+    }
+    const maxAgeS = a.maxAge ?? a.expires;
+    return {
+      policy: 'consistent-hash',
+      hashOn: {
+        cookie: a.name ?? 'INGRESSCOOKIE',
+        set: {
+          path: a.path ?? path,
+          ...(maxAgeS !== undefined && { maxAgeS }),
+          ...(a.sameSite && { sameSite: a.sameSite }),
+          ...(a.secure && { secure: true }),
+        },
+      },
+    };
   };
 
   // rewrite-target: the path's rewrite (one with captures when the target refers to any); null
