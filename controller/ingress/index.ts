@@ -27,6 +27,11 @@
  * before the plain path by precedence rule 4, and as two routes with a cookie match
  * (canary-by-cookie: "always" to the canary, "never" to the main backend; rule 5c).
  *
+ * Authentication (auth-type: basic, auth-url: the basic-auth and ext-auth plugins, their Secrets
+ * resolved as a GatewayPlugin's) fails closed: asked for and not made, the Ingress's paths answer
+ * 500 and run no plugin (missingAuth). affinity: cookie is each path's balance, consistent
+ * hashing on a cookie the data plane sets when absent.
+ *
  * What cannot be served is reported on the Ingress (Warning Events: status/ingress-writer.ts)
  * and left out alone, the rest of the Ingress keeps serving: a path the data plane cannot match
  * (a regular expression), a backend that does not resolve (the path answers 500
@@ -73,7 +78,7 @@ export interface IngressReport {
 
 export interface IngressResult {
   routes: ModelRoute[];
-  /** Plugin instances the annotations make (cors, rate-limiting, request-transformer), by "namespace/name". */
+  /** Plugin instances the annotations make (cors, rate-limiting, request-transformer, basic-auth, ext-auth), by "namespace/name". */
   plugins: Map<string, ModelPlugin>;
   /** Sluice's Ingresses by "namespace/name", in key order. */
   ingresses: Map<string, IngressReport>;
@@ -585,7 +590,7 @@ export function redirectEntry(r: NonNullable<IngressEffects['redirect']>): Route
 
 /**
  * The plugin instances an Ingress's annotations make (cors, rate-limiting, a request-transformer
- * for X-Forwarded-Prefix), named ingress.<name>.<plugin> (a
+ * for X-Forwarded-Prefix, basic-auth, ext-auth), named ingress.<name>.<plugin> (a
  * GatewayPlugin name holds no dot, so none shares it). A config the plugin refuses (a cors origin
  * it cannot read) is reported naming the annotations, and that plugin left out.
  */
