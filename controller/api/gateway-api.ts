@@ -42,6 +42,15 @@ export interface GatewayListener {
   };
 }
 
+/** Gateway spec.tls.frontend's TLS settings (default, or one port's). */
+export interface FrontendTls {
+  validation?: {
+    caCertificateRefs?: SecretObjectReference[];
+    /** Default AllowValidOnly. */
+    mode?: 'AllowValidOnly' | 'AllowInsecureFallback';
+  };
+}
+
 export interface LabelSelector {
   matchLabels?: Record<string, string>;
   matchExpressions?: { key: string; operator: string; values?: string[] }[];
@@ -54,6 +63,13 @@ export interface Gateway {
   spec: {
     gatewayClassName: string;
     listeners: GatewayListener[];
+    /** Client certificates asked of HTTPS clients: a default, and per Gateway port. */
+    tls?: {
+      frontend?: {
+        default?: FrontendTls;
+        perPort?: { port: number; tls: FrontendTls }[];
+      };
+    };
     infrastructure?: {
       labels?: Record<string, string>;
       annotations?: Record<string, string>;

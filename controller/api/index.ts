@@ -2,7 +2,7 @@ import type { EndpointSlice } from './endpoint-slice.ts';
 import type { GatewayPlugin } from './gateway-plugin.ts';
 import type { GatewayRoute } from './gateway-route.ts';
 import type { Ingress, IngressClass } from './ingress.ts';
-import type { Secret } from './secret.ts';
+import type { ConfigMap, Secret } from './secret.ts';
 import type { Service } from './service.ts';
 import type {
   Gateway,
@@ -17,7 +17,7 @@ export type { EndpointSlice } from './endpoint-slice.ts';
 export type { GatewayPlugin } from './gateway-plugin.ts';
 export type { GatewayRoute } from './gateway-route.ts';
 export type { Ingress, IngressClass } from './ingress.ts';
-export type { Secret } from './secret.ts';
+export type { ConfigMap, Secret } from './secret.ts';
 export type { Service } from './service.ts';
 export type {
   Gateway,
@@ -34,6 +34,7 @@ export type Resource =
   | GatewayRoute
   | GatewayPlugin
   | Secret
+  | ConfigMap
   | Service
   | EndpointSlice
   | GatewayClass

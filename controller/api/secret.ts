@@ -10,3 +10,11 @@ export interface Secret {
   data?: Record<string, string>;
   stringData?: Record<string, string>;
 }
+
+/** The parts of a core/v1 ConfigMap the controller reads (a Gateway's client CA bundle, key ca.crt). */
+export interface ConfigMap {
+  apiVersion: 'v1';
+  kind: 'ConfigMap';
+  metadata: ObjectMeta;
+  data?: Record<string, string>;
+}

@@ -3,8 +3,6 @@
  * pkg/features), as GatewayClass status.supportedFeatures lists them: sorted by name, as the
  * field requires. A feature is here only when our own test of its conformance tests passes
  * (test/gateway-api/), so the list and the tally tell the same story. Not listed, and why:
- *   - GatewayFrontendClientCertificateValidation: client certificates on Gateway listeners are
- *     not read yet (GatewayRoutes have mTLS on the fixed TLS port);
  *   - GatewayStaticAddresses, GatewayAddressEmpty: spec.addresses is not read (each Gateway's
  *     address is its Service's);
  *   - GatewayHTTPSListenerDetectMisdirectedRequests (421), GatewayListenerSet,
@@ -19,6 +17,8 @@ export const SUPPORTED_FEATURES: readonly string[] = [
   'HTTPRoute',
   'ReferenceGrant',
   // Gateway, extended.
+  'GatewayFrontendClientCertificateValidation',
+  'GatewayFrontendClientCertificateValidationInsecureFallback',
   'GatewayHTTPListenerIsolation',
   'GatewayInfrastructurePropagation',
   'GatewayPort8080',

@@ -11,6 +11,9 @@
  *     cannot attach: supportedKinds lists only the others);
  *   - Conflicted: True ProtocolConflict when listeners of one port want different protocols,
  *     HostnameConflict when two have the same port and hostname;
+ *   - for an HTTPS listener with client certificate validation (spec.tls.frontend,
+ *     frontend-tls.ts): ResolvedRefs False InvalidCACertificateRef, InvalidCACertificateKind or
+ *     RefNotPermitted, and Accepted False NoValidCACertificate when no CA ref resolves;
  * and only a listener with none of these is served (in the table). The Gateway is Accepted
  * unless it names infrastructure parameters (InvalidParameters: none are supported yet) or none
  * of its listeners is Accepted (ListenersNotValid); Accepted with reason ListenersNotValid when
@@ -30,6 +33,7 @@ import { keyOf } from '../source/resource-set.ts';
 import { dnsNames, tlsPair } from '../validate/tls-refs.ts';
 import { condition, type GatewayClassStatus, type GatewayStatus, type ListenerStatus } from './conditions.ts';
 import { SUPPORTED_FEATURES } from './features.ts';
+import { resolveFrontendValidation } from './frontend-tls.ts';
 import { allocatePorts, type PortRange } from './ports.ts';
 import { referencePermitted } from './reference-grants.ts';
 
@@ -269,6 +273,8 @@ function translateListener(
       if (!certIds.includes(certId)) certIds.push(certId);
     });
   }
+  const frontend = resolveFrontendValidation(set, g, l);
+  problems.push(...frontend.problems);
   const first = (type: string) => problems.find((p) => p.type === type);
   const accepted = first('Accepted');
   const refs = first('ResolvedRefs');
@@ -299,6 +305,7 @@ function translateListener(
           id,
           port: targetPort,
           protocol: l.protocol as 'HTTP' | 'HTTPS',
+          ...(frontend.validation && { clientValidation: frontend.validation }),
         };
   return { status, model: { id, gateway: g, spec: l, hostname, kinds, served, ...(entry && { entry }) } };
 }

@@ -112,6 +112,15 @@ export const API_ACCESS = [
     feature: 'gateway-api',
   },
   {
+    group: '',
+    version: 'v1',
+    resource: 'configmaps',
+    verbs: ['list', 'watch'],
+    scope: 'watched namespaces',
+    why: "the CA bundles (ca.crt) a Gateway's spec.tls.frontend validates client certificates with: watched, so a rotated CA is served without a poll (per-name gets would need the names in the Role, unknown at install)",
+    feature: 'gateway-api',
+  },
+  {
     group: 'gateway.networking.k8s.io',
     version: 'v1',
     resource: 'gatewayclasses',

@@ -2,9 +2,11 @@
  * The Gateway API inputs, watched from the moment their CRDs are installed: one informer per CRD
  * (by name: a watch of one object each, not of every CRD in the cluster, which can be hundreds of
  * large objects), and once all four are Established, informers for GatewayClasses (cluster-wide)
- * and for Gateways, HTTPRoutes and ReferenceGrants (in the watched namespaces). A cluster without
- * the CRDs costs four idle watches; installing them later starts serving without a restart.
+ * and for Gateways, HTTPRoutes, GRPCRoutes, ReferenceGrants and ConfigMaps (client CA bundles)
+ * in the watched namespaces. A cluster without the CRDs costs four idle watches; installing them
+ * later starts serving without a restart.
  */
+import type { ConfigMap } from '../api/index.ts';
 import type {
   Gateway,
   GatewayClass,
@@ -17,7 +19,8 @@ import type { Resource } from '../api/index.ts';
 import { collectionPath, type DeclaredResource } from './api-access.ts';
 import { type ChangeType, Informer, type InformerOptions, type KubeObject } from './informers.ts';
 import type { Kube } from './kube.ts';
-import { gatewayApiReferences, type References } from './relevance.ts';
+import { frontendCaRefs } from '../gateway-api/frontend-tls.ts';
+import { gatewayApiReferences, isReferenced, type References } from './relevance.ts';
 import { Watched, type WatchNamespaces } from './watched.ts';
 
 const KINDS = ['gatewayclasses', 'gateways', 'httproutes', 'grpcroutes', 'referencegrants'] as const;
@@ -33,6 +36,7 @@ type Kinds = {
   grpcRoutes: Watched<GRPCRoute & KubeObject>;
   grants: Watched<ReferenceGrant & KubeObject>;
   namespaces: Watched<Namespace & KubeObject>;
+  configMaps: Watched<ConfigMap & KubeObject>;
 };
 
 export class GatewayApiSource {
@@ -65,6 +69,16 @@ export class GatewayApiSource {
       grpcRoutes: watched('grpcroutes', namespaces),
       grants: watched('referencegrants', namespaces),
       namespaces: watched('namespaces', null),
+      // Only those a Gateway names as a client CA bundle matter (a ConfigMap has no generation).
+      configMaps: new Watched<ConfigMap & KubeObject>(
+        kube,
+        'configmaps',
+        namespaces,
+        (_t, obj) => {
+          if (isReferenced(this.#configMapRefs(), obj)) onChange();
+        },
+        informerOptions('configmaps'),
+      ),
     });
     const crdPath = collectionPath('customresourcedefinitions', null);
     this.#crds = KINDS.map(
@@ -102,10 +116,14 @@ export class GatewayApiSource {
     if (this.#kinds) for (const w of Object.values(this.#kinds)) w.stop();
   }
 
-  /** Every GatewayClass, Gateway, HTTPRoute and ReferenceGrant watched (none before the CRDs exist). */
+  /**
+   * Every GatewayClass, Gateway, HTTPRoute, GRPCRoute, ReferenceGrant and Namespace watched, and
+   * the ConfigMaps the Gateways name (none before the CRDs exist).
+   */
   objects(): Resource[] {
     const k = this.#kinds;
     if (k === null) return [];
+    const refs = this.#configMapRefs();
     return [
       ...k.classes.cache.values(),
       ...k.gateways.cache.values(),
@@ -113,7 +131,14 @@ export class GatewayApiSource {
       ...k.grpcRoutes.cache.values(),
       ...k.grants.cache.values(),
       ...k.namespaces.cache.values(),
+      ...[...k.configMaps.cache.values()].filter((c) => isReferenced(refs, c)),
     ];
+  }
+
+  /** "namespace/name" of the ConfigMaps the Gateways name (spec.tls.frontend). */
+  #configMapRefs(): ReadonlySet<string> {
+    const k = this.#kinds;
+    return k === null ? new Set() : frontendCaRefs(k.gateways.cache.values()).configMaps;
   }
 
   /** The Secrets and Services those objects name (certificateRefs, backendRefs, the Gateways' own Services). */

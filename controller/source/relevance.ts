@@ -10,6 +10,7 @@ import type { ChangeType, KubeObject } from './informers.ts';
 import { backendRefsOf } from '../api/gateway-route.ts';
 import { mirrorBackendRefs } from '../gateway-api/mirrors.ts';
 import type { Gateway, GRPCRoute, HTTPRoute } from '../api/gateway-api.ts';
+import { frontendCaRefs } from '../gateway-api/frontend-tls.ts';
 import { gatewayServiceName } from '../gateway-api/gateways.ts';
 
 /** A GatewayRoute or GatewayPlugin event that can change the table: added, deleted, or a new generation or labels. */
@@ -115,9 +116,11 @@ export function gatewayApiReferences(
   gateways: Iterable<Gateway>,
   routes: Iterable<HTTPRoute | GRPCRoute>,
 ): References {
-  const secrets = new Set<string>();
+  const list = [...gateways];
+  // Secrets holding a client CA bundle (spec.tls.frontend), beside the listeners' certificates.
+  const secrets = frontendCaRefs(list).secrets;
   const services = new Set<string>();
-  for (const g of gateways) {
+  for (const g of list) {
     const ns = g.metadata.namespace ?? 'default';
     services.add(`${ns}/${gatewayServiceName(g.metadata.name)}`);
     for (const l of g.spec?.listeners ?? [])

@@ -6,6 +6,7 @@
  */
 import { SERVICE_NAME_LABEL } from '../api/endpoint-slice.ts';
 import type {
+  ConfigMap,
   EndpointSlice,
   Gateway,
   GatewayClass,
@@ -35,6 +36,8 @@ export interface ResourceSet {
   readonly routes: ReadonlyMap<string, GatewayRoute>;
   readonly plugins: ReadonlyMap<string, GatewayPlugin>;
   readonly secrets: ReadonlyMap<string, Secret>;
+  /** The ConfigMaps Gateways name (spec.tls.frontend CA bundles). */
+  readonly configMaps: ReadonlyMap<string, ConfigMap>;
   /** Services backendRefs name (in a cluster); null when Services are not known (standalone files). */
   readonly services: ReadonlyMap<string, Service> | null;
   /**
@@ -87,6 +90,7 @@ export function resourceSetFrom(
   const routes = new Map<string, GatewayRoute>();
   const plugins = new Map<string, GatewayPlugin>();
   const secrets = new Map<string, Secret>();
+  const configMaps = new Map<string, ConfigMap>();
   const services = new Map<string, Service>();
   const slices = new Map<string, EndpointSlice>();
   const gatewayClasses = new Map<string, GatewayClass>();
@@ -110,6 +114,7 @@ export function resourceSetFrom(
     if (obj.kind === 'GatewayRoute') routes.set(key, obj);
     else if (obj.kind === 'GatewayPlugin') plugins.set(key, obj);
     else if (obj.kind === 'Secret') secrets.set(key, obj);
+    else if (obj.kind === 'ConfigMap') configMaps.set(key, obj);
     else if (obj.kind === 'Service') services.set(key, obj);
     else if (obj.kind === 'EndpointSlice') slices.set(key, obj);
     else if (obj.kind === 'Gateway') gateways.set(key, obj);
@@ -122,6 +127,7 @@ export function resourceSetFrom(
     routes: sorted(routes),
     plugins: sorted(plugins),
     secrets: sorted(secrets),
+    configMaps: sorted(configMaps),
     services: opts.withServices ? sorted(services) : null,
     endpointSlices: opts.withServices ? byService(sorted(slices)) : null,
     gatewayClasses: sorted(gatewayClasses),

@@ -1,10 +1,11 @@
 /**
  * Kubernetes Events for condition transitions (what `kubectl describe` shows), recorded the way
  * client-go's event recorder and correlator do it:
- * - one Event when a condition changes status or reason, or first appears False;
- * - Normal for progress (True, or Programmed waiting on pods: Pending), Warning only for a real
- *   fault (invalid config, missing references, a pod refusing the snapshot, a pod failing for
- *   longer than the publisher's threshold);
+ * - one Event when a condition changes status or reason, or first appears unhealthy (False; for
+ *   Gateway API's Conflicted, True);
+ * - Normal for progress (healthy, or Programmed waiting on pods: Pending), Warning only for a real
+ *   fault (invalid config, missing references, a listener conflict, a pod refusing the snapshot, a
+ *   pod failing for longer than the publisher's threshold);
  * - the same Event again (same object, type, reason and message) within ten minutes updates the
  *   one already there (count + 1, lastTimestamp) instead of creating another;
  * - at most a burst of 25 Events per object, then one per five minutes (client-go's spam filter).
@@ -29,19 +30,36 @@ export interface InvolvedObject {
   uid?: string;
 }
 
-export function transitions(before: Condition[] | undefined, after: Condition[]): Transition[] {
+/** Condition types whose True is the fault ("abnormal-true polarity": a listener's Conflicted). */
+const FAULT_WHEN_TRUE = new Set(['Conflicted']);
+
+function healthy(c: { type: string; status: string }): boolean {
+  return c.status === (FAULT_WHEN_TRUE.has(c.type) ? 'False' : 'True');
+}
+
+/** `scope` names the part of the object the conditions belong to (a listener, a route's parent). */
+export function transitions(
+  before: readonly Condition[] | undefined,
+  after: readonly Condition[],
+  scope?: string,
+): Transition[] {
   const out: Transition[] = [];
   for (const c of after) {
     const prev = before?.find((b) => b.type === c.type);
-    if (prev ? prev.status !== c.status || prev.reason !== c.reason : c.status === 'False')
-      out.push({ type: c.type, status: c.status, reason: c.reason, message: c.message });
+    if (prev ? prev.status !== c.status || prev.reason !== c.reason : !healthy(c))
+      out.push({
+        type: c.type,
+        status: c.status,
+        reason: c.reason,
+        message: scope ? `${scope}: ${c.message}` : c.message,
+      });
   }
   return out;
 }
 
-/** Progress is Normal: True, and Programmed=False while pods are still taking the snapshot. */
+/** Progress is Normal: healthy, and Programmed=False while pods are still taking the snapshot. */
 export function eventType(t: Transition): 'Normal' | 'Warning' {
-  return t.status === 'True' || (t.type === 'Programmed' && t.reason === 'Pending') ? 'Normal' : 'Warning';
+  return healthy(t) || (t.type === 'Programmed' && t.reason === 'Pending') ? 'Normal' : 'Warning';
 }
 
 const SIMILAR_WINDOW_MS = 10 * 60_000;

@@ -14,6 +14,7 @@ import type {
   GatewayStatus,
   RouteStatus,
 } from '../gateway-api/conditions.ts';
+import { type Transition, transitions } from './events.ts';
 import { sameConditions, withTransitionTimes } from './status-writer.ts';
 
 export interface GatewayAddress {
@@ -215,6 +216,53 @@ export function nextRouteParents(
         sameConditions(mine[i].conditions ?? [], p.conditions),
     );
   return unchanged ? null : [...others, ...wanted];
+}
+
+/**
+ * The condition changes a Gateway status write makes (for Events): the Gateway's own, then each
+ * listener's, scoped "listener NAME" (a listener is matched by name).
+ */
+export function gatewayTransitions(
+  before: GatewayStatusIn | undefined,
+  after: GatewayStatusOut,
+): Transition[] {
+  return [
+    ...transitions(before?.conditions, after.conditions),
+    ...after.listeners.flatMap((l) =>
+      transitions(
+        before?.listeners?.find((o) => o.name === l.name)?.conditions ?? [],
+        l.conditions,
+        `listener ${l.name}`,
+      ),
+    ),
+  ];
+}
+
+/**
+ * The condition changes a route status write makes to Sluice's parents (for Events), each scoped
+ * "parent NAMESPACE/NAME" (with its sectionName and port when the ref names them).
+ */
+export function routeTransitions(
+  before: readonly RouteParentStatusOut[] | undefined,
+  after: readonly RouteParentStatusOut[],
+  routeNamespace: string,
+): Transition[] {
+  return after
+    .filter((p) => p.controllerName === GATEWAY_CONTROLLER_NAME)
+    .flatMap((p) => {
+      const prev = before?.find(
+        (b) =>
+          b.controllerName === GATEWAY_CONTROLLER_NAME &&
+          sameParent(b.parentRef, p.parentRef, routeNamespace),
+      );
+      const ref = p.parentRef;
+      const scope = [
+        `parent ${ref.namespace ?? routeNamespace}/${ref.name}`,
+        ...(ref.sectionName ? [`sectionName ${ref.sectionName}`] : []),
+        ...(ref.port !== undefined ? [`port ${ref.port}`] : []),
+      ].join(' ');
+      return transitions(prev?.conditions ?? [], p.conditions, scope);
+    });
 }
 
 function sameParent(a: ParentReference, b: ParentReference, ns: string): boolean {

@@ -8,6 +8,9 @@
  * A Gateway is Programmed when every data-plane pod runs a snapshot built from its generation:
  * the same judgement as a GatewayRoute's (conditions.ts programmed()), with a ledger of its own
  * keyed "Gateway/namespace/name".
+ *
+ * Each write's condition changes on Gateways, HTTPRoutes and GRPCRoutes become Events
+ * (events.ts: Warning for faults, Normal for progress, aggregated and rate limited per object).
  */
 import type { Condition } from '../api/common.ts';
 import { GATEWAY_CONTROLLER_NAME } from '../api/gateway-api.ts';
@@ -19,12 +22,15 @@ import type { ChangeType, KubeObject } from '../source/informers.ts';
 import type { Kube } from '../source/kube.ts';
 import type { ReadCache } from '../source/watched.ts';
 import { type PodView, programmed } from './conditions.ts';
+import { EventRecorder, type Transition } from './events.ts';
 import {
   gatewayAddresses,
+  gatewayTransitions,
   nextClassStatus,
   nextGatewayStatus,
   nextRouteParents,
   type RouteParentStatusOut,
+  routeTransitions,
   wantedGateway,
 } from './gateway-api-status.ts';
 import { type GatewayServiceOptions, GatewayServices } from './gateway-services.ts';
@@ -69,6 +75,7 @@ export class GatewayApiWriter {
   readonly #queue = new WriteQueue();
   readonly #ledger = new GenerationLedger();
   readonly #services: GatewayServices;
+  readonly #events: EventRecorder;
   /** The last build's hash and Gateway API part. */
   #last: { hash: string; gatewayApi: GatewayApi } | null = null;
   /** What this writer last wrote per object (see StatusWriter: the cache lags behind our own writes). */
@@ -78,6 +85,7 @@ export class GatewayApiWriter {
     this.#o = o;
     this.#now = o.now ?? (() => new Date());
     this.#services = new GatewayServices(o.kube, o.services, o.service, o.onServiceWrite);
+    this.#events = new EventRecorder(o.kube, this.#now);
   }
 
   setActive(active: boolean): void {
@@ -110,7 +118,10 @@ export class GatewayApiWriter {
     const { status } = last.gatewayApi;
     const now = () => this.#now();
     for (const [name, st] of status.classes)
-      this.#want(`GatewayClass//${name}`, (current) => nextClassStatus(current.status, st, now()));
+      this.#want(`GatewayClass//${name}`, (current) => {
+        const next = nextClassStatus(current.status, st, now());
+        return next && { status: next, events: [] };
+      });
     for (const [key, st] of status.gateways) {
       const [ns, name] = key.split('/');
       const statusKey = `Gateway/${key}`;
@@ -118,7 +129,12 @@ export class GatewayApiWriter {
         const written = current.status?.conditions?.find((c) => c.type === 'Programmed');
         const p = programmed(statusKey, st, last.hash, pods, this.#ledger.generations, written, withheld);
         const service = this.#o.services.get(`${ns}/${gatewayServiceName(name)}`);
-        return nextGatewayStatus(current.status, wantedGateway(st, p, gatewayAddresses(service)), now());
+        const next = nextGatewayStatus(
+          current.status,
+          wantedGateway(st, p, gatewayAddresses(service)),
+          now(),
+        );
+        return next && { status: next, events: gatewayTransitions(current.status, next) };
       });
     }
     // Every HTTPRoute and GRPCRoute: one that no longer has a parent of Sluice's loses Sluice's entries.
@@ -131,13 +147,21 @@ export class GatewayApiWriter {
       if (wanted === undefined && !shown.some((p) => p.controllerName === GATEWAY_CONTROLLER_NAME)) continue;
       this.#want(`${route.kind}/${key}`, (current) => {
         const parents = nextRouteParents(current.status?.parents, wanted, ns, now());
-        return parents === null ? null : { ...current.status, parents };
+        return (
+          parents && {
+            status: { ...current.status, parents },
+            events: routeTransitions(current.status?.parents, parents, ns),
+          }
+        );
       });
     }
   }
 
-  /** Queues the write of one object's status; `next` gives it from the object as it is now (null: none needed). */
-  #want(key: string, next: (current: Current) => object | null): void {
+  /**
+   * Queues the write of one object's status; `next` gives it from the object as it is now (null:
+   * none needed), with the condition changes it makes, recorded as Events once it is written.
+   */
+  #want(key: string, next: (current: Current) => { status: object; events: Transition[] } | null): void {
     this.#queue.want(key, () => {
       const [kind, ns, name] = key.split('/');
       const cached = this.#o.source.object(kind, ns, name) as Current | undefined;
@@ -154,8 +178,9 @@ export class GatewayApiWriter {
             status: mine.status as Current['status'],
           }
         : cached;
-      const status = next(current);
-      if (status === null) return null;
+      const wanted = next(current);
+      if (wanted === null) return null;
+      const { status } = wanted;
       const path = STATUS_PATH[kind](ns, name);
       // A route: the whole object with its resourceVersion (others' parents kept, a race is a 409).
       const write =
@@ -167,6 +192,17 @@ export class GatewayApiWriter {
           const resourceVersion = written?.metadata?.resourceVersion;
           if (resourceVersion) this.#written.set(key, { resourceVersion, status: written.status ?? status });
           this.#o.onStatusWrite?.(true, key, status);
+          if (wanted.events.length > 0)
+            void this.#events.record(
+              {
+                apiVersion: 'gateway.networking.k8s.io/v1',
+                kind,
+                namespace: ns,
+                name,
+                uid: cached.metadata.uid,
+              },
+              wanted.events,
+            );
           return 'done' as const;
         },
         (err: { status?: number }) => {

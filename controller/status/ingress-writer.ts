@@ -4,12 +4,17 @@
  *     ingress-nginx's --publish-service: its load-balancer ingress, else its cluster IP (the one
  *     rule Gateways' addresses follow, gateway-api-status.ts). A merge patch of status, only when
  *     it differs; none without --publish-service or while that Service is not known.
+ *   - its release: an Ingress that leaves Sluice's classes (another ingressClassName, the class
+ *     annotation gone) loses the address Sluice wrote, as ingress-nginx clears the status of the
+ *     Ingresses it no longer serves. Only Sluice's address (the publish Service's, or the one this
+ *     writer last wrote), and atomically: a JSON patch that tests the value first, so the
+ *     address another controller has written meanwhile stays.
  *   - a Warning Event on the Ingress for each thing of it that is not served as written (an
  *     annotation not honoured, a snippet never executed, a value that cannot be read, a missing
  *     backend or Secret, a path left out, a conflict), once when it first appears: a rebuild for
  *     any other object does not repeat it (the recorder's correlator counts a repeat anyway).
  */
-import { INGRESS_API_VERSION, type LoadBalancerIngress } from '../api/ingress.ts';
+import { INGRESS_API_VERSION, type Ingress, type LoadBalancerIngress } from '../api/ingress.ts';
 import type { Service } from '../api/service.ts';
 import type { IngressReport } from '../ingress/index.ts';
 import type { IngressSource } from '../source/ingress-source.ts';
@@ -71,6 +76,22 @@ export class IngressWriter {
       this.#events(key, report);
       if (this.#o.publishService !== null) this.#wantStatus(key);
     }
+    if (this.#o.publishService === null) return; // never written, nothing to release
+    for (const obj of this.#o.source.objects()) {
+      if (obj.kind !== 'Ingress') continue;
+      const key = `${obj.metadata.namespace}/${obj.metadata.name}`;
+      if (!this.#reports.has(key) && ((obj as Ingress).status?.loadBalancer?.ingress?.length ?? 0) > 0)
+        this.#wantReleased(key);
+    }
+  }
+
+  /** The addresses Sluice's Ingresses show: the publish Service's (undefined while it is not known). */
+  #addresses(): LoadBalancerIngress[] | undefined {
+    const service = this.#o.services.get(this.#o.publishService!);
+    return (
+      service &&
+      gatewayAddresses(service).map((a) => (a.type === 'IPAddress' ? { ip: a.value } : { hostname: a.value }))
+    );
   }
 
   #events(key: string, report: IngressReport): void {
@@ -101,11 +122,8 @@ export class IngressWriter {
   #wantStatus(key: string): void {
     this.#queue.want(key, () => {
       const ing = this.#o.source.ingress(key);
-      const service = this.#o.services.get(this.#o.publishService!);
-      if (ing === undefined || service === undefined) return null;
-      const wanted: LoadBalancerIngress[] = gatewayAddresses(service).map((a) =>
-        a.type === 'IPAddress' ? { ip: a.value } : { hostname: a.value },
-      );
+      const wanted = this.#addresses();
+      if (ing === undefined || wanted === undefined) return null;
       const text = JSON.stringify(wanted);
       if (JSON.stringify(ing.status?.loadBalancer?.ingress ?? []) === text) return null;
       const mine = this.#written.get(key);
@@ -129,6 +147,45 @@ export class IngressWriter {
           (err: { status?: number }) => {
             this.#o.onStatusWrite?.(false, `Ingress/${key}`, status);
             return err.status === 404 ? ('done' as const) : ('retry' as const);
+          },
+        );
+    });
+  }
+
+  /** Clears the address of an Ingress that is not Sluice's any more, if it is Sluice's address. */
+  #wantReleased(key: string): void {
+    this.#queue.want(key, () => {
+      const ing = this.#o.source.ingress(key);
+      if (ing === undefined || this.#reports.has(key)) return null; // gone, or Sluice's again
+      const shown = ing.status?.loadBalancer?.ingress ?? [];
+      const text = JSON.stringify(shown);
+      const mine = this.#written.get(key);
+      // Released already, and the cache has not seen it yet.
+      if (mine?.text === '[]' && !newer(ing.metadata.resourceVersion, mine.resourceVersion)) return null;
+      if (shown.length === 0 || (text !== mine?.text && text !== JSON.stringify(this.#addresses() ?? [])))
+        return null; // nothing there, or another controller's address
+      const [ns, name] = key.split('/');
+      return this.#o.kube
+        .request<KubeObject>(
+          'PATCH',
+          `/apis/networking.k8s.io/v1/namespaces/${ns}/ingresses/${name}/status`,
+          [
+            { op: 'test', path: '/status/loadBalancer/ingress', value: shown },
+            { op: 'remove', path: '/status/loadBalancer/ingress' },
+          ],
+          'application/json-patch+json',
+        )
+        .then(
+          (written) => {
+            const resourceVersion = written?.metadata?.resourceVersion;
+            if (resourceVersion) this.#written.set(key, { resourceVersion, text: '[]' });
+            this.#o.onStatusWrite?.(true, `Ingress/${key}`, { loadBalancer: {} });
+            return 'done' as const;
+          },
+          (err: { status?: number }) => {
+            this.#o.onStatusWrite?.(false, `Ingress/${key}`, { loadBalancer: {} });
+            // 404: gone. 422: the test failed, the address is not the one seen (another's now).
+            return err.status === 404 || err.status === 422 ? ('done' as const) : ('retry' as const);
           },
         );
     });

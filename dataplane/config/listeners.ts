@@ -7,6 +7,7 @@
 import type { TableError } from './config-problem.ts';
 import { HOST_NAME_CHARS } from './http-grammar.ts';
 import type { RouteTable } from './route-table.ts';
+import { usableBundle } from './pem.ts';
 
 // RFC 1123 labels, lower case, optionally behind one leading "*." (Gateway API's Hostname).
 const HOSTNAME = new RegExp(`^(\\*\\.)?${HOST_NAME_CHARS}$`);
@@ -20,6 +21,7 @@ export function listenerProblems(
   const errors: TableError[] = [];
   const hostsOf = new Map(t.certificates?.map((c) => [c.id, c.hosts]));
   const protocolOf = new Map<number, { protocol: string; id: string }>();
+  const validationOf = new Map<number, { validation: string; id: string }>();
   const onPort = new Set<string>();
   t.listeners?.forEach((l, i) => {
     const at = (field: string, message: string) => errors.push({ id: l.id, field, message });
@@ -42,6 +44,15 @@ export function listenerProblems(
       at('certificates', 'an HTTP listener presents no certificate');
     if (l.protocol === 'HTTPS' && l.certificates === undefined)
       at('certificates', 'an HTTPS listener needs at least one certificate');
+    if (l.protocol === 'HTTP' && l.clientValidation !== undefined)
+      at('clientValidation', 'an HTTP listener asks for no client certificate');
+    if (l.clientValidation !== undefined && !usableBundle(l.clientValidation.caBundle))
+      at('clientValidation.caBundle', 'holds no PEM certificate, or one that does not parse');
+    const validation = JSON.stringify(l.clientValidation ?? null);
+    const firstValidation = validationOf.get(l.port);
+    if (firstValidation === undefined) validationOf.set(l.port, { validation, id: l.id });
+    else if (firstValidation.validation !== validation)
+      at('clientValidation', `differs from that of ${firstValidation.id} on port ${l.port}`);
     const hostOwner = new Map<string, string>();
     l.certificates?.forEach((c, j) => {
       if (!certificateIds.has(c)) {

@@ -407,6 +407,21 @@ export const Certificate = Type.Object(
  * No listener matching the host: 404. Absent from tables without Gateway API objects, so their
  * hash is what it was before listeners existed.
  */
+/**
+ * Client certificates asked of a Gateway HTTPS port's clients (Gateway spec.tls.frontend),
+ * verified against caBundle. AllowValidOnly: a connection without a certificate that verifies is
+ * closed after the handshake; AllowInsecureFallback: it is served anyway. Every listener of a
+ * port carries the same (the Gateway's setting is per port).
+ */
+export const ClientValidation = Type.Object(
+  {
+    /** PEM CA certificates, the trust anchors. */
+    caBundle: Type.String({ minLength: 1 }),
+    mode: Type.Union([Type.Literal('AllowValidOnly'), Type.Literal('AllowInsecureFallback')]),
+  },
+  { additionalProperties: false },
+);
+
 export const Listener = Type.Object(
   {
     /** listener/<ns>/<gateway>/<listener name> */
@@ -426,6 +441,8 @@ export const Listener = Type.Object(
      * across the table, only within each listener.
      */
     certificates: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { minItems: 1 })),
+    /** HTTPS only: client certificate validation (the same on every listener of the port). */
+    clientValidation: Type.Optional(ClientValidation),
   },
   { additionalProperties: false },
 );
@@ -466,5 +483,6 @@ export type Balance = Static<typeof Balance>;
 export type OutlierDetection = Static<typeof OutlierDetection>;
 export type Certificate = Static<typeof Certificate>;
 export type Listener = Static<typeof Listener>;
+export type ClientValidation = Static<typeof ClientValidation>;
 export type RouteTable = Static<typeof RouteTable>;
 export type Snapshot = Static<typeof Snapshot>;

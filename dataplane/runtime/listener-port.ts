@@ -17,6 +17,7 @@ import { pluginManifest } from '../config/catalog.ts';
 import type { Certificate, Listener } from '../config/route-table.ts';
 import type { RuntimeRoute } from '../pipeline/route.ts';
 import { Certificates } from '../tls/certificates.ts';
+import { type PortClientValidation, portClientValidation } from '../tls/client-validation.ts';
 import { RouteMatcher, underSuffix } from './router.ts';
 import type { Served } from './served.ts';
 
@@ -35,6 +36,8 @@ export class ListenerPort implements Served {
   /** Most specific hostname first: exact names, then "*.suffix" longest first, then the catch-all. */
   readonly listeners: readonly ServedListener[];
   readonly requestsClientCertificate: boolean;
+  /** HTTPS: the client certificate validation of the port (its Gateway's spec.tls.frontend); null: none. */
+  readonly clientValidation: PortClientValidation | null;
   /** HTTPS: the PEM pair presented to a client without SNI: the catch-all listener's first certificate. */
   readonly defaultCertificate: { cert: string; key: string } | null;
   readonly matcher: Served['matcher'];
@@ -50,10 +53,12 @@ export class ListenerPort implements Served {
     listeners: readonly ServedListener[],
     requestsClientCertificate: boolean,
     defaultCertificate: { cert: string; key: string } | null = null,
+    clientValidation: PortClientValidation | null = null,
   ) {
     this.port = port;
     this.protocol = protocol;
-    this.requestsClientCertificate = requestsClientCertificate;
+    this.clientValidation = clientValidation;
+    this.requestsClientCertificate = requestsClientCertificate || clientValidation !== null;
     this.defaultCertificate = defaultCertificate;
     let any: ServedListener | null = null;
     for (const l of listeners) {
@@ -142,7 +147,7 @@ export function buildListenerPorts(
     );
     const catchAll = onPort.find((l) => l.hostname === undefined)?.certificates?.[0];
     const pem = catchAll === undefined ? undefined : certificateById.get(catchAll)!;
-    // Validation gave every listener of a port the same protocol.
+    // Validation gave every listener of a port the same protocol and client validation.
     ports.set(
       port,
       new ListenerPort(
@@ -151,6 +156,7 @@ export function buildListenerPorts(
         served,
         readsClientCertificate,
         pem ? { cert: pem.cert, key: pem.key } : null,
+        portClientValidation(onPort[0].clientValidation),
       ),
     );
   }

@@ -2,7 +2,8 @@
  * One Gateway listener port: a net server on --host:port that accepts each connection and hands
  * it to the port's protocol now (runtime/listener-port.ts): HTTP to the cleartext server
  * (HTTP/1.1 and h2c, cleartext-server.ts), HTTPS to the proxy's TLS server (secure-server.ts,
- * ALPN h2 and http/1.1) looking certificates up among the port's listeners. One socket per port
+ * ALPN h2 and http/1.1) looking certificates up among the port's listeners, and refusing the
+ * client certificates the port's validation does not take (tls/client-validation.ts). One socket per port
  * whatever is served on it, so a snapshot that keeps the port keeps it bound, even through a
  * protocol change. In a cluster worker the listen goes through node:cluster, as the proxy port's
  * does: the primary binds, and hands connections to the workers listening on that port.
@@ -26,6 +27,8 @@ import { type CleartextServer, createCleartextServer } from './cleartext-server.
 import { drainHttp1 } from './http1-drain.ts';
 import type { ProxyServer, ProxyServerOptions } from './proxy-server.ts';
 import { createSecureProxyServer } from './secure-server.ts';
+import type { TLSSocket } from 'node:tls';
+import { refusal } from '../tls/client-validation.ts';
 import { TLS_CONTEXT_OPTIONS } from '../tls/settings.ts';
 
 const BIND_RETRY_FIRST_MS = 250;
@@ -140,6 +143,14 @@ export class ListenerPortServer {
       // own server listens, not this one.
       proxy.server.emit('listening');
       const sockets = new Set<Socket>();
+      // Before the h2 or HTTP/1.1 code reads a request: a client certificate the port's
+      // validation refuses closes the connection (client-validation.ts).
+      proxy.server.prependListener('secureConnection', (s: TLSSocket) => {
+        const why = refusal(s, this.#deps.port()?.clientValidation ?? null);
+        if (why === null) return;
+        d.obs.log.debug({ port: this.port, why }, 'client certificate refused');
+        s.destroy();
+      });
       proxy.server.on('secureConnection', (s: Socket) => {
         sockets.add(s);
         s.once('close', () => sockets.delete(s));

@@ -89,7 +89,7 @@ describe('assertDeclared', () => {
   it('Kube refuses an undeclared call before it reaches the network', async () => {
     // Nothing listens on port 1: a request that went out would fail with ECONNREFUSED instead.
     const kube = new Kube({ server: 'https://127.0.0.1:1', prepare: async () => ({ headers: {} }) });
-    await expect(kube.get('/api/v1/namespaces/a/configmaps')).rejects.toThrow(
+    await expect(kube.get('/api/v1/namespaces/a/persistentvolumeclaims')).rejects.toThrow(
       /undeclared Kubernetes API call/,
     );
     await expect(

@@ -9,11 +9,14 @@ import type {
 import type { GatewayService } from '../../controller/gateway-api/index.ts';
 import {
   gatewayAddresses,
+  gatewayTransitions,
   nextClassStatus,
   nextGatewayStatus,
   nextRouteParents,
+  routeTransitions,
   wantedGateway,
 } from '../../controller/status/gateway-api-status.ts';
+import { eventType } from '../../controller/status/events.ts';
 import { isGatewayService, newService, updatedService } from '../../controller/status/gateway-services.ts';
 
 const T0 = new Date('2026-01-01T00:00:00.000Z');
@@ -222,6 +225,70 @@ describe('nextRouteParents', () => {
     const shown = nextRouteParents([other], mine, 'infra', T0)!;
     expect(nextRouteParents(shown, undefined, 'infra', T1)).toEqual([other]);
     expect(nextRouteParents([other], undefined, 'infra', T1)).toBeNull();
+  });
+});
+
+describe('Events of Gateway API status writes', () => {
+  const addresses = [{ type: 'IPAddress' as const, value: '10.0.0.9' }];
+  const parentRef = { group: 'gateway.networking.k8s.io', kind: 'Gateway', name: 'gw', sectionName: 'http' };
+  it("a Gateway's own and its listeners' changes, scoped by listener; Conflicted=False and Pending are no fault", () => {
+    const first = nextGatewayStatus(undefined, wantedGateway(gateway(), programmed(false), addresses), T0)!;
+    // Accepted True, listener Accepted/ResolvedRefs True and Conflicted False: nothing but Pending.
+    expect(gatewayTransitions(undefined, first).map((t) => [t.type, t.reason, eventType(t)])).toEqual([
+      ['Programmed', 'Pending', 'Normal'],
+      ['Programmed', 'Pending', 'Normal'],
+    ]);
+    const ready = nextGatewayStatus(first, wantedGateway(gateway(), programmed(true), addresses), T1)!;
+    expect(gatewayTransitions(first, ready).map((t) => [t.message, eventType(t)])).toEqual([
+      ['Programmed true', 'Normal'],
+      ['listener http: Programmed true', 'Normal'],
+    ]);
+    const broken = nextGatewayStatus(ready, wantedGateway(gateway(false), programmed(true), addresses), T1)!;
+    expect(gatewayTransitions(ready, broken).map((t) => [t.type, t.reason, t.message, eventType(t)])).toEqual(
+      [
+        ['Programmed', 'Invalid', 'Not programmed: none of the listeners can be served.', 'Warning'],
+        ['Accepted', 'UnsupportedProtocol', 'listener http: Accepted false', 'Warning'],
+        ['Programmed', 'Invalid', 'listener http: Not programmed: Accepted is False.', 'Warning'],
+      ],
+    );
+    expect(gatewayTransitions(broken, broken)).toEqual([]);
+  });
+  it('a listener conflict (Conflicted=True) is a Warning', () => {
+    const st = gateway();
+    st.listeners[0].conditions[2] = cond('Conflicted', true, 'HostnameConflict');
+    const shown = nextGatewayStatus(undefined, wantedGateway(st, programmed(true), addresses), T0)!;
+    const conflict = gatewayTransitions(undefined, shown).find((t) => t.type === 'Conflicted')!;
+    expect([conflict.reason, conflict.message, eventType(conflict)]).toEqual([
+      'HostnameConflict',
+      'listener http: Conflicted true',
+      'Warning',
+    ]);
+  });
+  it("a route's changes per parent of Sluice's, scoped by parent; another controller's are not Sluice's to report", () => {
+    const route = (ok: boolean): RouteStatus => ({
+      observedGeneration: 1,
+      parents: [
+        {
+          parentRef,
+          controllerName: 'sluice.dev/gateway-controller',
+          conditions: [
+            cond('Accepted', true),
+            cond('ResolvedRefs', ok, ok ? 'ResolvedRefs' : 'BackendNotFound'),
+          ],
+        },
+      ],
+    });
+    const other = {
+      parentRef: { name: 'their-gw' },
+      controllerName: 'example.com/other',
+      conditions: [{ ...cond('Accepted', false, 'NotAllowedByListeners'), lastTransitionTime: 'x' }],
+    };
+    const fine = nextRouteParents([other], route(true), 'apps', T0)!;
+    expect(routeTransitions([other], fine, 'apps')).toEqual([]);
+    const missing = nextRouteParents(fine, route(false), 'apps', T1)!;
+    expect(routeTransitions(fine, missing, 'apps').map((t) => [t.reason, t.message, eventType(t)])).toEqual([
+      ['BackendNotFound', 'parent apps/gw sectionName http: ResolvedRefs false', 'Warning'],
+    ]);
   });
 });
 

@@ -1,7 +1,10 @@
 /** Which informer events are worth a rebuild, and which objects build() reads (controller/source/relevance.ts). */
 import { describe, expect, it } from 'vitest';
+import type { Gateway } from '../../controller/api/gateway-api.ts';
 import type { Secret, Service } from '../../controller/api/index.ts';
+import { frontendCaRefs, frontendValidationFor } from '../../controller/gateway-api/frontend-tls.ts';
 import {
+  gatewayApiReferences,
   isReferenced,
   referencesOf,
   relevantObjects,
@@ -74,5 +77,51 @@ describe('references', () => {
       'Secret/api-keys',
       'Service/api',
     ]);
+  });
+});
+
+describe("a Gateway's client CA bundles (spec.tls.frontend)", () => {
+  const gateway: Gateway = {
+    apiVersion: 'gateway.networking.k8s.io/v1',
+    kind: 'Gateway',
+    metadata: { name: 'gw', namespace: 'edge' },
+    spec: {
+      gatewayClassName: 'sluice',
+      listeners: [{ name: 'https', port: 443, protocol: 'HTTPS' }],
+      tls: {
+        frontend: {
+          default: { validation: { caCertificateRefs: [{ group: '', kind: 'ConfigMap', name: 'ca' }] } },
+          perPort: [
+            {
+              port: 8443,
+              tls: {
+                validation: {
+                  caCertificateRefs: [
+                    { group: '', kind: 'Secret', name: 'ca-secret', namespace: 'pki' },
+                    { group: '', kind: 'ConfigMap', name: 'other', namespace: 'pki' },
+                    { group: '', kind: 'Service', name: 'not-a-bundle' },
+                    { group: 'example.com', kind: 'ConfigMap', name: 'foreign-group' },
+                  ],
+                },
+              },
+            },
+          ],
+        },
+      },
+    },
+  };
+  it('names the ConfigMaps the source keeps, and the Secrets among the references (core group only)', () => {
+    expect(frontendCaRefs([gateway])).toEqual({
+      configMaps: new Set(['edge/ca', 'pki/other']),
+      secrets: new Set(['pki/ca-secret']),
+    });
+    expect(gatewayApiReferences([gateway], []).secrets).toEqual(new Set(['pki/ca-secret']));
+  });
+  it('takes the perPort entry of a port, else the default', () => {
+    expect(frontendValidationFor(gateway, 8443)?.at).toBe('spec.tls.frontend.perPort[0].tls.validation');
+    expect(frontendValidationFor(gateway, 443)?.at).toBe('spec.tls.frontend.default.validation');
+    expect(
+      frontendValidationFor({ ...gateway, spec: { ...gateway.spec, tls: undefined } }, 443),
+    ).toBeUndefined();
   });
 });

@@ -201,4 +201,18 @@ describe('transitions (Kubernetes Events)', () => {
     expect(eventType(t('ResolvedRefs', 'False', 'SecretNotFound'))).toBe('Warning');
     expect(eventType(t('Accepted', 'False', 'Invalid'))).toBe('Warning');
   });
+  it('Conflicted has the opposite polarity: True is the fault, False (NoConflicts) is no Event', () => {
+    const t = (status: 'True' | 'False', reason: string) => ({
+      type: 'Conflicted',
+      status,
+      reason,
+      message: '',
+    });
+    expect(transitions(undefined, [{ ...t('False', 'NoConflicts'), lastTransitionTime: 'x' }])).toEqual([]);
+    expect(
+      transitions(undefined, [{ ...t('True', 'HostnameConflict'), lastTransitionTime: 'x' }], 'listener a'),
+    ).toEqual([{ type: 'Conflicted', status: 'True', reason: 'HostnameConflict', message: 'listener a: ' }]);
+    expect(eventType(t('True', 'HostnameConflict'))).toBe('Warning');
+    expect(eventType(t('False', 'NoConflicts'))).toBe('Normal');
+  });
 });

@@ -7,6 +7,7 @@
  * the targetPort the controller put in that Gateway's Service (no kube-proxy here).
  */
 import { randomUUID } from 'node:crypto';
+import type { PeerCertificate } from 'node:tls';
 import pino from 'pino';
 import { expect } from 'vitest';
 import { type Controller, type ControllerOptions, startController } from '../../controller/main.ts';
@@ -41,7 +42,17 @@ export interface Env {
   stop(): Promise<void>;
 }
 
-export async function startEnv(extra: Partial<ControllerOptions> = {}): Promise<Env> {
+/** Where a run's processes listen: its data planes' addresses, the first three octets of its back ends'. */
+export interface EnvAddresses {
+  planes?: readonly string[];
+  backendPrefix?: string;
+}
+
+export async function startEnv(
+  extra: Partial<ControllerOptions> = {},
+  where: EnvAddresses = {},
+): Promise<Env> {
+  const addresses = where.planes ?? PLANES;
   const placeholders = {
     gatewayClassName: 'sluice-conformance',
     controllerName: 'sluice.dev/gateway-controller',
@@ -52,8 +63,11 @@ export async function startEnv(extra: Partial<ControllerOptions> = {}): Promise<
   const system = `sluice-gwapi-${randomUUID().slice(0, 6)}`;
   await ok(['create', 'namespace', system]);
   await applyGatewayClass(placeholders);
-  const backends = await startConformanceBackends(placeholders);
-  const planes = await startDataPlanesIn(system, PLANES);
+  const backends = await startConformanceBackends({
+    ...placeholders,
+    ...(where.backendPrefix && { addressPrefix: where.backendPrefix }),
+  });
+  const planes = await startDataPlanesIn(system, addresses);
   const controller = await startController({
     log: pino({ level: 'silent' }),
     dataplaneService: `${system}/sluice-admin`,
@@ -90,7 +104,7 @@ export async function startEnv(extra: Partial<ControllerOptions> = {}): Promise<
         },
         (t) => typeof t === 'number',
       );
-      return PLANES.map((host) => `${scheme}://${host}:${target}`);
+      return addresses.map((host) => `${scheme}://${host}:${target}`);
     },
     async withManifest(name, body) {
       const applied = await applyConformanceTest(name, placeholders, backends);
@@ -350,4 +364,22 @@ export async function gatewayCondition(
     },
   );
   return g!.metadata.generation ?? 0;
+}
+
+/**
+ * The name check of Go's TLS client, which the upstream suite's requests make: a wildcard is the
+ * whole leftmost label and stands for one label, *.org included (Node refuses a wildcard over a
+ * top-level domain, and the suite's certificate names only * and *.org).
+ */
+export function goNameCheck(host: string, cert: PeerCertificate): Error | undefined {
+  const names = (cert.subjectaltname ?? '')
+    .split(', ')
+    .filter((n) => n.startsWith('DNS:'))
+    .map((n) => n.slice(4).toLowerCase().split('.'));
+  const labels = host.toLowerCase().split('.');
+  const matches = (p: string[]) =>
+    p.length === labels.length && p.every((x, i) => x === labels[i] || (i === 0 && x === '*'));
+  return names.some(matches)
+    ? undefined
+    : new Error(`${host} is not a name of the certificate (${cert.subjectaltname})`);
 }

@@ -7,7 +7,6 @@
  * where upstream sends traffic, HTTPS requests with SNI to both data planes.
  */
 import { connect } from 'node:net';
-import type { PeerCertificate } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ok } from '../helpers/kubectl.ts';
 import { waitFor } from '../helpers/until.ts';
@@ -19,6 +18,7 @@ import {
   gatewayCondition,
   gatewayListeners,
   gatewayProgrammed,
+  goNameCheck,
   INFRA,
   routeParent,
   startEnv,
@@ -61,24 +61,6 @@ async function setListeners(name: string, listeners: unknown[]): Promise<void> {
     '-p',
     JSON.stringify({ spec: { listeners } }),
   ]);
-}
-
-/**
- * The name check of Go's TLS client, which the upstream suite's requests make: a wildcard is the
- * whole leftmost label and stands for one label, *.org included (Node refuses a wildcard over a
- * top-level domain, and the suite's certificate names only * and *.org).
- */
-function goNameCheck(host: string, cert: PeerCertificate): Error | undefined {
-  const names = (cert.subjectaltname ?? '')
-    .split(', ')
-    .filter((n) => n.startsWith('DNS:'))
-    .map((n) => n.slice(4).toLowerCase().split('.'));
-  const labels = host.toLowerCase().split('.');
-  const matches = (p: string[]) =>
-    p.length === labels.length && p.every((x, i) => x === labels[i] || (i === 0 && x === '*'));
-  return names.some(matches)
-    ? undefined
-    : new Error(`${host} is not a name of the certificate (${cert.subjectaltname})`);
 }
 
 /** Whether a TCP connection to the URL's host and port is accepted. */

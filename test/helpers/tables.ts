@@ -56,7 +56,12 @@ export function snapshot(
 export function listener(
   name: string,
   port: number,
-  opts: { hostname?: string; certificates?: string[]; protocol?: 'HTTP' | 'HTTPS' } = {},
+  opts: {
+    hostname?: string;
+    certificates?: string[];
+    protocol?: 'HTTP' | 'HTTPS';
+    clientValidation?: Listener['clientValidation'];
+  } = {},
 ): Listener {
   const { protocol = opts.certificates ? 'HTTPS' : 'HTTP', ...rest } = opts;
   return { id: `listener/test/gw/${name}`, port, protocol, ...rest };

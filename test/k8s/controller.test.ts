@@ -291,7 +291,7 @@ describe('sluice controller on a real API server', () => {
     const q = (p: number) => applied[Math.min(applied.length - 1, Math.floor(p * applied.length))];
     console.log(
       `[controller-e2e] kubectl apply returned → all 3 pods changed: p50 ${q(0.5)} ms, p99 ${q(0.99)} ms, ` +
-        `max ${applied.at(-1)} ms (${applied.length} edits; holdoff 100 ms; includes the watch event and the probe's 50 ms polling)`,
+        `max ${applied.at(-1)} ms (${applied.length} edits; a lone edit builds at once; includes the watch event and the probe's 50 ms polling)`,
     );
   }, 120_000);
 

@@ -138,7 +138,8 @@ seccompProfile:
 - apiGroups: [discovery.k8s.io]
   resources: [endpointslices]
   verbs: [list, watch]
-# An Event on a route or plugin when one of its conditions changes; patch raises the count
+# An Event on a route or plugin (and a Gateway, HTTPRoute or GRPCRoute, an Ingress) when one of
+# its conditions changes; patch raises the count
 # of the same Event seen again (client-go's correlator does the same).
 - apiGroups: [""]
   resources: [events]
@@ -168,6 +169,11 @@ seccompProfile:
 - apiGroups: [""]
   resources: [services]
   verbs: [create, update, delete]
+# The CA bundles (ca.crt) Gateways validate client certificates with (spec.tls.frontend):
+# watched, so a rotated CA is served at once; only the ConfigMaps a Gateway names are read.
+- apiGroups: [""]
+  resources: [configmaps]
+  verbs: [list, watch]
 {{- end }}
 {{- end -}}
 

@@ -1,21 +1,22 @@
 /**
  * mtls-auth: the caller is the client certificate of the TLS connection. The listener asks for
  * one wherever a route of the snapshot carries this plugin, and never refuses a handshake for
- * it: this plugin answers instead, 401 without a certificate or with one its chain (chain.ts:
+ * it: this plugin answers instead, 401 without a certificate or with one its chain (tls/client-chain.ts:
  * the plugin's CA bundle and CRLs) does not verify, 403 when verified but no consumer lists its
  * identity. A route without the plugin on the same listener is served as before. The verdict
  * is kept per connection and per certificate (a resumed session presents the same leaf), until
  * the certificate expires and at most a minute; a new snapshot starts afresh (new CRLs).
  */
-import { X509Certificate } from 'node:crypto';
+import type { X509Certificate } from 'node:crypto';
 import type { DetailedPeerCertificate, TLSSocket } from 'node:tls';
 import { HEADER_VALUE } from '../../config/http-grammar.ts';
 import type { ErrorCode } from '../../errors/codes.ts';
 import { answerProblem } from '../../pipeline/answer.ts';
 import type { Consumer, RequestContext } from '../../pipeline/context.ts';
 import { definePlugin } from '../types.ts';
-import { chainProblem, readBundle, type TrustStore } from './chain.ts';
-import { parseCrl } from './crl.ts';
+import { readBundle } from '../../config/pem.ts';
+import { chainProblem, peerChain, type TrustStore } from '../../tls/client-chain.ts';
+import { parseCrl } from '../../tls/crl.ts';
 import { type MtlsAuthConfig, manifest } from './manifest.ts';
 
 type Verdict =
@@ -54,12 +55,7 @@ export default definePlugin(manifest, {
 
     const judge = (peer: DetailedPeerCertificate): Verdict => {
       const now = Date.now();
-      const chain: X509Certificate[] = [];
-      for (let c: DetailedPeerCertificate | undefined = peer; c?.raw && chain.length < 10; ) {
-        chain.push(new X509Certificate(c.raw));
-        const next: DetailedPeerCertificate | undefined = c.issuerCertificate;
-        c = next === c ? undefined : next;
-      }
+      const chain = peerChain(peer);
       const leaf = chain[0];
       const until = Math.min(leaf.validToDate.getTime(), now + CACHE_MS);
       const problem = chainProblem(leaf, chain.slice(1), store, new Date(now));

@@ -3,7 +3,7 @@
  * GatewayRoute path and how this works): the chart with gatewayAPI on, a private kapi with
  * KAPI_RBAC=1 and the upstream Gateway API CRDs, the controller under exactly the chart's Roles
  * and ClusterRole. It watches the CRDs, GatewayClasses, Gateways, HTTPRoutes, GRPCRoutes,
- * ReferenceGrants and Namespaces; writes GatewayClass and Gateway status (patch) and route
+ * ReferenceGrants, Namespaces and ConfigMaps; writes GatewayClass and Gateway status (patch) and route
  * status (update); creates, updates and deletes a Gateway's Service. Then: nothing denied,
  * nothing allowed by anything but the chart, every grant used but the GatewayRoute path's.
  */

@@ -29,6 +29,9 @@ export interface RequestOptions {
   servername?: string;
   /** For https URLs: the check of the server's name in its certificate (default Node's). */
   checkServerIdentity?: (host: string, cert: PeerCertificate) => Error | undefined;
+  /** For https URLs: a client certificate (PEM) and its key. */
+  cert?: string;
+  key?: string;
 }
 
 const asAnswer = (body: string): EchoAnswer | null => {
@@ -50,6 +53,7 @@ export async function http1(url: string, o: RequestOptions = {}): Promise<Reply>
           servername: o.servername,
           // Node refuses an undefined one: only when given.
           ...(o.checkServerIdentity && { checkServerIdentity: o.checkServerIdentity }),
+          ...(o.cert && { cert: o.cert, key: o.key }),
         },
       })
     : undefined;
@@ -70,7 +74,7 @@ export async function http1(url: string, o: RequestOptions = {}): Promise<Reply>
 /** One request over h2c with prior knowledge (`url` is http://host:port/path). */
 export async function h2c(
   url: string,
-  o: Omit<RequestOptions, 'ca' | 'servername' | 'checkServerIdentity'> = {},
+  o: Omit<RequestOptions, 'ca' | 'servername' | 'checkServerIdentity' | 'cert' | 'key'> = {},
 ): Promise<Reply> {
   const u = new URL(url);
   const session = connect(u.origin);

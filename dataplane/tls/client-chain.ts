@@ -1,14 +1,16 @@
 /**
- * A client certificate's chain, verified in the plugin against the plugin's own CA bundle:
- * the listener asks every client for a certificate but trusts none itself (no `ca` on its
- * contexts), so routes with different CAs share one listener and each plugin decides for its
- * routes. From the leaf, each certificate must be issued (checkIssued) and signed (verify) by
+ * A client certificate's chain, verified against a CA bundle of our own, never by node:tls:
+ * the listeners ask clients for a certificate but trust none themselves (no `ca` on their
+ * contexts), so the mtls-auth plugin verifies against each instance's bundle (routes with
+ * different CAs share one listener) and a Gateway port against its spec.tls.frontend bundle
+ * (client-validation.ts). From the leaf, each certificate must be issued (checkIssued) and signed (verify) by
  * an intermediate the client sent (a CA) or by a certificate of the bundle, which ends the
  * chain; every certificate on the way must be within its validity, and not listed by a CRL
  * that its issuer signed (a CRL past its nextUpdate fails closed). The leaf, when it names
  * extended key usages, must allow clientAuth.
  */
 import { X509Certificate } from 'node:crypto';
+import type { DetailedPeerCertificate } from 'node:tls';
 import { type Crl, normalizeSerial } from './crl.ts';
 
 const CLIENT_AUTH = '1.3.6.1.5.5.7.3.2';
@@ -19,10 +21,15 @@ export interface TrustStore {
   crls: readonly Crl[];
 }
 
-/** Every certificate of a PEM bundle. */
-export function readBundle(pem: string): X509Certificate[] {
-  const blocks = pem.match(/-----BEGIN CERTIFICATE-----[^-]+-----END CERTIFICATE-----/g) ?? [];
-  return blocks.map((b) => new X509Certificate(b));
+/** The chain a TLS peer sent, leaf first (getPeerCertificate(true)); empty without a certificate. */
+export function peerChain(peer: DetailedPeerCertificate): X509Certificate[] {
+  const chain: X509Certificate[] = [];
+  for (let c: DetailedPeerCertificate | undefined = peer; c?.raw && chain.length < 10; ) {
+    chain.push(new X509Certificate(c.raw));
+    const next: DetailedPeerCertificate | undefined = c.issuerCertificate;
+    c = next === c ? undefined : next;
+  }
+  return chain;
 }
 
 /** Null when the chain is good, else why not (words, no certificate data). */
