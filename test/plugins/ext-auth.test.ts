@@ -162,6 +162,9 @@ describe('ext-auth', () => {
       expect(r.status, path).toBe(500);
       expect(JSON.parse(r.body).code).toBe('SLC_ERR_EXT_AUTH_FAILED');
     }
+    expect(JSON.parse((await call('/down')).body).detail).toBe(
+      'the authentication service could not be reached',
+    );
     const t0 = Date.now();
     const slow = await call('/slow');
     expect(slow.status).toBe(500);

@@ -66,10 +66,15 @@ export default definePlugin(manifest, {
             finishRequest(ctx, 'SLC_ERR_CLIENT_CLOSED');
             return;
           }
+          // The client is still here: an aborted signal is the timeout's.
+          const code = (err as { code?: string }).code;
+          const late =
+            signal.aborted || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT';
           answerProblem(ctx, 'SLC_ERR_EXT_AUTH_FAILED', {
-            detail:
-              status === 0
-                ? `the authentication service did not answer within ${timeoutMs} ms`
+            detail: late
+              ? `the authentication service did not answer within ${timeoutMs} ms`
+              : status === 0
+                ? 'the authentication service could not be reached'
                 : 'the authentication service answer could not be read',
           });
           return;
