@@ -160,6 +160,38 @@ export const Balance = Type.Object(
               description: 'Hash the value of this request cookie, e.g. a session cookie.',
             }),
           ),
+          setCookie: Type.Optional(
+            Type.Object(
+              {
+                path: Type.Optional(
+                  Type.String({
+                    maxLength: 1024,
+                    pattern: '^/[\\x21-\\x3a\\x3c-\\x7e]*$',
+                    description: "The cookie's Path (default /).",
+                  }),
+                ),
+                maxAge: Type.Optional(
+                  Type.String({
+                    ...Duration,
+                    description:
+                      "The cookie's Max-Age, whole seconds, at most 400 days (default: none, a session cookie).",
+                  }),
+                ),
+                sameSite: Type.Optional(
+                  Type.Union([Type.Literal('Strict'), Type.Literal('Lax'), Type.Literal('None')], {
+                    description: "The cookie's SameSite (None implies Secure).",
+                  }),
+                ),
+                secure: Type.Optional(Type.Boolean({ description: 'The cookie is Secure.' })),
+              },
+              {
+                additionalProperties: false,
+                description:
+                  'Session affinity: a request without the cookie gets one with a new random value (HttpOnly), ' +
+                  "so the client's next requests go to the same endpoint (ingress-nginx's affinity: cookie).",
+              },
+            ),
+          ),
         },
         {
           additionalProperties: false,
@@ -168,6 +200,11 @@ export const Balance = Type.Object(
             {
               rule: 'has(self.header) != has(self.cookie)',
               message: 'exactly one of header or cookie must be set',
+            },
+            {
+              rule: '!has(self.setCookie) || has(self.cookie)',
+              message: 'setCookie needs cookie',
+              fieldPath: '.setCookie',
             },
           ],
         },

@@ -69,6 +69,38 @@ export interface IngressEffects {
   proxyBodySize?: number;
   /** limit-connections: the concurrency-limiting plugin's requests in progress per client address. */
   connections?: number;
+  /** auth-type: basic with auth-secret (htpasswd hashes in a Secret of the Ingress's namespace). */
+  basicAuth: {
+    type?: 'basic';
+    secret?: string;
+    /** auth-file: the Secret's key "auth" is an htpasswd file; auth-map: its keys are users, values hashes. */
+    secretType: 'auth-file' | 'auth-map';
+    realm?: string;
+  };
+  /** auth-url and its family: the ext-auth plugin's sub-request. */
+  extAuth: {
+    url?: string;
+    method?: string;
+    signin?: string;
+    signinParam?: string;
+    responseHeaders?: string[];
+    requestRedirect?: string;
+  };
+  /** affinity: cookie and the session-cookie-* family: the balance's sticky cookie. */
+  affinity: {
+    cookie: boolean;
+    name?: string;
+    path?: string;
+    maxAge?: number;
+    expires?: number;
+    sameSite?: 'Strict' | 'Lax' | 'None';
+    secure?: boolean;
+  };
+  /**
+   * Authentication annotations whose value could not be read (failClosed): the Ingress's paths
+   * answer 500 rather than serve without the authentication they ask for.
+   */
+  unreadableAuth: string[];
 }
 
 export function defaultEffects(): IngressEffects {
@@ -82,6 +114,10 @@ export function defaultEffects(): IngressEffects {
     useRegex: false,
     canary: { enabled: false, total: 100 },
     sourceRanges: {},
+    basicAuth: { secretType: 'auth-file' },
+    extAuth: {},
+    affinity: { cookie: false },
+    unreadableAuth: [],
   };
 }
 
@@ -99,6 +135,11 @@ interface Annotation<T> {
   effect: string;
   /** Where Sluice's behaviour differs from ingress-nginx's. */
   differs?: string;
+  /**
+   * A value that cannot be read denies the Ingress's paths (500) rather than leaving the
+   * annotation out: authentication, which left out would serve them open.
+   */
+  failClosed?: true;
 }
 
 const annotation = <T>(a: Annotation<T>): Annotation<unknown> => a as Annotation<unknown>;
@@ -163,6 +204,11 @@ const nginxSize = (v: string): number | Invalid => {
   const n = m ? Number(m[1]) * 1024 ** ' kmg'.indexOf(m[2].toLowerCase() || ' ') : Number.NaN;
   return Number.isSafeInteger(n) ? n : { invalid: 'must be a size: bytes, or a number with k, m or g (8m)' };
 };
+/** A Secret of the Ingress's own namespace, by name (ingress-nginx also takes "namespace/name"). */
+const secretName = (v: string): string | Invalid =>
+  /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/.test(v.trim()) && v.trim().length <= 253
+    ? v.trim()
+    : { invalid: "must be the name of a Secret in the Ingress's namespace" };
 
 const redirect =
   (statusCode: 301 | 302) =>
@@ -509,6 +555,227 @@ export const ANNOTATIONS: readonly Annotation<unknown>[] = [
     differs:
       'JavaScript regular expression syntax, not PCRE; a pattern that could backtrack catastrophically is refused',
   }),
+  // Authentication: basic (the basic-auth plugin). Without a plugin that can be made (no
+  // auth-secret, a Secret or key missing), the Ingress's paths answer 500 rather than serve
+  // unauthenticated (ingress-nginx denies such a location too).
+  annotation({
+    name: 'auth-type',
+    parse: (v) =>
+      v.trim() === 'basic'
+        ? ('basic' as const)
+        : { invalid: v.trim() === 'digest' ? 'is not supported (basic is)' : 'must be "basic"' },
+    apply: (e, v) => {
+      e.basicAuth.type = v as 'basic';
+    },
+    failClosed: true,
+    effect:
+      'basic: HTTP Basic authentication (the basic-auth plugin) against the htpasswd hashes of auth-secret (bcrypt, apr1/MD5, {SHA}); missing or wrong credentials get 401 with WWW-Authenticate: Basic realm=auth-realm',
+    differs:
+      'digest is refused; the 401 is a problem+json body; if the plugin cannot be made (no auth-secret, the Secret or its key missing the paths answer 500 rather than serve unauthenticated',
+  }),
+  annotation({
+    name: 'auth-secret',
+    parse: secretName,
+    apply: (e, v) => {
+      e.basicAuth.secret = v;
+    },
+    failClosed: true,
+    effect:
+      "the Secret (of the Ingress's namespace) with the users: its key auth an htpasswd file, or with auth-secret-type: auth-map one key per user, its value the hash; watched, so a change is served",
+    differs: 'no "namespace/name" form (only the Ingress\'s namespace)',
+  }),
+  annotation({
+    name: 'auth-secret-type',
+    parse: (v) =>
+      v.trim() === 'auth-file' || v.trim() === 'auth-map'
+        ? (v.trim() as 'auth-file' | 'auth-map')
+        : { invalid: 'must be "auth-file" or "auth-map"' },
+    apply: (e, v) => {
+      e.basicAuth.secretType = v as 'auth-file' | 'auth-map';
+    },
+    failClosed: true,
+    effect:
+      "auth-file (default): the key auth holds an htpasswd file; auth-map: the Secret's keys are the users",
+  }),
+  annotation({
+    name: 'auth-realm',
+    parse: (v) =>
+      /^[^"\\\r\n]{0,256}$/.test(v)
+        ? v
+        : { invalid: 'must be at most 256 characters, without quotes or backslashes' },
+    apply: (e, v) => {
+      e.basicAuth.realm = v;
+    },
+    effect: 'the realm of the Basic challenge (default empty, as ingress-nginx)',
+    differs: 'htpasswd lines of other hash formats (crypt(3) DES, {SSHA}, plain) never authenticate',
+  }),
+  // External authentication (the ext-auth plugin): a sub-request to auth-url before each request.
+  annotation({
+    name: 'auth-url',
+    parse: (v) => {
+      if (/\$[A-Za-z_]/.test(v))
+        return {
+          invalid:
+            "holds an nginx variable: not expanded (a client's Host would choose where the sub-request goes)",
+        };
+      const url = absoluteUrl(v);
+      return url instanceof URL ? url.href : url;
+    },
+    apply: (e, v) => {
+      e.extAuth.url = v;
+    },
+    effect:
+      'each request is first sent (headers, no body, with X-Original-URL, X-Original-Method, X-Auth-Request-Redirect, X-Real-IP) to this URL: 2xx lets it through, 401 and 403 are passed back, any other answer or none within the time allowed (proxy-read-timeout, default 5s) is 500 (the ext-auth plugin)',
+    differs:
+      'nginx variables ($host …) are not expanded in it; the wait is bounded by proxy-read-timeout or 5s (ingress-nginx: 60s); auth-cache-*, auth-snippet, auth-proxy-set-headers and auth-always-set-cookie are not read',
+    failClosed: true,
+  }),
+  annotation({
+    name: 'auth-method',
+    parse: (v) =>
+      /^[A-Za-z]{1,32}$/.test(v.trim()) ? v.trim().toUpperCase() : { invalid: 'must be an HTTP method' },
+    apply: (e, v) => {
+      e.extAuth.method = v;
+    },
+    effect: "the sub-request's method (default GET)",
+    failClosed: true,
+  }),
+  annotation({
+    name: 'auth-signin',
+    parse: (v) => {
+      const vars = (v.match(/\$[A-Za-z_]+/g) ?? []).filter(
+        (x) => !['$host', '$scheme', '$request_uri', '$escaped_request_uri'].includes(x),
+      );
+      if (vars.length)
+        return {
+          invalid: `holds ${vars.join(', ')}: only $host, $scheme, $request_uri and $escaped_request_uri are expanded`,
+        };
+      return /^(https?:\/\/|\/)\S*$/.test(v.trim()) && v.trim().length <= 2048
+        ? v.trim()
+        : { invalid: 'must be an http(s) URL or a path' };
+    },
+    apply: (e, v) => {
+      e.extAuth.signin = v;
+    },
+    effect:
+      'a 401 of auth-url becomes a 302 to this URL, the original URL in its rd parameter (unless the URL has one); $host, $scheme, $request_uri, $escaped_request_uri expanded',
+    failClosed: true,
+  }),
+  annotation({
+    name: 'auth-signin-redirect-param',
+    parse: (v) =>
+      /^[A-Za-z0-9_.~-]{1,64}$/.test(v.trim()) ? v.trim() : { invalid: 'must be a query parameter name' },
+    apply: (e, v) => {
+      e.extAuth.signinParam = v;
+    },
+    effect: 'the parameter of auth-signin that carries the original URL (default rd)',
+  }),
+  annotation({
+    name: 'auth-response-headers',
+    parse: (v) => {
+      const names = list(v);
+      return names.length > 0 &&
+        names.length <= 32 &&
+        names.every((n) => /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(n))
+        ? names
+        : { invalid: 'must be header names, comma-separated (at most 32)' };
+    },
+    apply: (e, v) => {
+      e.extAuth.responseHeaders = v;
+    },
+    effect:
+      "these headers of auth-url's 2xx answer are set on the request to the back end (removed when the answer lacks them: a client's copy never passes)",
+    failClosed: true,
+  }),
+  annotation({
+    name: 'auth-request-redirect',
+    parse: (v) =>
+      /^[\t\x20-\x7e]{1,2048}$/.test(v) ? v : { invalid: 'must be a header value (printable, at most 2048)' },
+    apply: (e, v) => {
+      e.extAuth.requestRedirect = v;
+    },
+    effect: 'X-Auth-Request-Redirect sent to auth-url (default: the request URI)',
+  }),
+  // Session affinity: the balance hashes a cookie the data plane sets when absent (balancer.ts).
+  annotation({
+    name: 'affinity',
+    parse: (v) => (v.trim() === 'cookie' ? true : { invalid: 'must be "cookie"' }),
+    apply: (e, v) => {
+      e.affinity.cookie = v;
+    },
+    effect:
+      'cookie: sticky sessions: a request without the cookie (session-cookie-name) gets one with a new random value, and every request with it goes to the same endpoint of the Service (consistent hashing on the value, the same on every data plane)',
+    differs:
+      "the endpoint moves only when it leaves (ingress-nginx's affinity-mode persistent; balanced is read as that); not on a canary path split by weight, nor on a Service without EndpointSlices (reported)",
+  }),
+  annotation({
+    name: 'affinity-mode',
+    parse: (v) =>
+      v.trim() === 'balanced' || v.trim() === 'persistent'
+        ? v.trim()
+        : { invalid: 'must be "balanced" or "persistent"' },
+    apply: () => {},
+    effect: 'read, with one meaning: an endpoint keeps its sessions until it leaves (persistent)',
+    differs: 'balanced does not move sessions when endpoints are added',
+  }),
+  annotation({
+    name: 'session-cookie-name',
+    parse: (v) =>
+      /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,256}$/.test(v.trim()) ? v.trim() : { invalid: 'must be a cookie name' },
+    apply: (e, v) => {
+      e.affinity.name = v;
+    },
+    effect: 'the affinity cookie (default INGRESSCOOKIE)',
+  }),
+  annotation({
+    name: 'session-cookie-path',
+    parse: (v) =>
+      /^\/[\x21-\x3a\x3c-\x7e]{0,1023}$/.test(v.trim())
+        ? v.trim()
+        : { invalid: 'must be a path without ";"' },
+    apply: (e, v) => {
+      e.affinity.path = v;
+    },
+    effect: 'the cookie\'s Path (default: the Ingress path; "/" for a regular expression)',
+  }),
+  annotation({
+    name: 'session-cookie-max-age',
+    parse: integer(1, 400 * 86_400),
+    apply: (e, v) => {
+      e.affinity.maxAge = v;
+    },
+    effect: "the cookie's Max-Age, seconds (default: none, a session cookie)",
+  }),
+  annotation({
+    name: 'session-cookie-expires',
+    parse: integer(1, 400 * 86_400),
+    apply: (e, v) => {
+      e.affinity.expires = v;
+    },
+    effect: 'the cookie lives this many seconds (when session-cookie-max-age is not set)',
+    differs: 'written as Max-Age (the same lifetime for browsers; no clock date in the header)',
+  }),
+  annotation({
+    name: 'session-cookie-samesite',
+    parse: (v) => {
+      const x = v.trim().toLowerCase();
+      return x === 'strict' || x === 'lax' || x === 'none'
+        ? ((x[0].toUpperCase() + x.slice(1)) as 'Strict' | 'Lax' | 'None')
+        : { invalid: 'must be None, Lax or Strict' };
+    },
+    apply: (e, v) => {
+      e.affinity.sameSite = v as 'Strict' | 'Lax' | 'None';
+    },
+    effect: "the cookie's SameSite (None implies Secure)",
+  }),
+  annotation({
+    name: 'session-cookie-secure',
+    parse: bool,
+    apply: (e, v) => {
+      e.affinity.secure = v;
+    },
+    effect: 'true: the cookie is Secure',
+  }),
 ];
 
 const BY_NAME = new Map(ANNOTATIONS.map((a) => [a.name, a]));
@@ -555,8 +822,9 @@ export function readAnnotations(annotations: Readonly<Record<string, string>> | 
       problems.push({
         annotation: key,
         reason: 'InvalidAnnotation',
-        message: `${key}: ${JSON.stringify(value)} ${(parsed as Invalid).invalid}; the annotation is left out`,
+        message: `${key}: ${JSON.stringify(value)} ${(parsed as Invalid).invalid}; ${a.failClosed ? "the Ingress's paths answer 500" : 'the annotation is left out'}`,
       });
+      if (a.failClosed) effects.unreadableAuth.push(name);
       continue;
     }
     a.apply(effects, parsed);

@@ -92,6 +92,11 @@ export function convertToHTTPRoutes(objects: readonly unknown[], gateway: Gatewa
         annotationField('proxy-next-upstream-tries'),
         'HTTPRoute retry is in the experimental channel only',
       );
+    if (e.affinity.cookie)
+      r.leftOut(
+        annotationField('affinity'),
+        "HTTPRoute's sessionPersistence is in the experimental channel only: requests are not sticky",
+      );
     if (e.backendProtocol !== 'HTTP')
       r.leftOut(
         annotationField('backend-protocol'),
@@ -143,7 +148,7 @@ export function convertToHTTPRoutes(objects: readonly unknown[], gateway: Gatewa
         annotationField('rewrite-target'),
         `${JSON.stringify(e.rewriteTarget)}: an HTTPRoute URLRewrite cannot build a path from regular expression captures; the Ingress's paths are not written`,
       );
-    for (const p of unrewritable ? [] : pathsOf(r)) {
+    for (const p of unrewritable || r.denied ? [] : pathsOf(r)) {
       // As the controller serves them (index.ts): a path or pattern it would refuse is not written.
       const bad = p.type === 'RegularExpression' ? pathRegexProblem(p.path) : pathProblem(p.path, p.pathType);
       if (bad) {

@@ -15,10 +15,17 @@
 import { stringify } from 'yaml';
 import { API_VERSION } from '../api/common.ts';
 import { configField } from '../api/gateway-plugin.ts';
-import type { GatewayRouteSpec, RouteRule, RouteTls } from '../api/gateway-route.ts';
+import type { Balance, GatewayRouteSpec, RouteRule, RouteTls } from '../api/gateway-route.ts';
 import type { Ingress, IngressBackend, PathType } from '../api/ingress.ts';
 import { type IngressEffects, NGINX_PREFIX, readAnnotations } from './annotations.ts';
-import { httpsRedirectOf, type IngressProblem, pathProblem, pluginsOf, serviceTuning } from './index.ts';
+import {
+  httpsRedirectOf,
+  type IngressProblem,
+  missingAuth,
+  pathProblem,
+  pluginsOf,
+  serviceTuning,
+} from './index.ts';
 
 /** Something of an Ingress the output does not hold. */
 export interface LeftOut {
@@ -44,6 +51,11 @@ export interface ReadIngress {
   /** TLS entries with a Secret and hosts (an entry without hosts is for the rule hosts). */
   tls: RouteTls[];
   ruleHosts: string[];
+  /**
+   * Authentication the annotations ask for could not be converted (missingAuth): none of the
+   * Ingress's paths is written, rather than written unauthenticated.
+   */
+  denied: boolean;
 }
 
 /**
@@ -105,7 +117,13 @@ export function readIngress(ing: Ingress, out: LeftOut[]): ReadIngress {
     else if (hosts.length === 0) leftOut(`spec.tls[${i}].hosts`, 'no hosts, and no rule names one');
     else tls.push({ hosts, secretName: t.secretName });
   });
-  return { ing, key, effects: read.effects, plugins, leftOut, tls, ruleHosts };
+  const missing = missingAuth(read.effects, plugins);
+  for (const a of missing)
+    leftOut(
+      annotationField(a),
+      "its authentication is not converted, so the Ingress's paths are not written",
+    );
+  return { ing, key, effects: read.effects, plugins, leftOut, tls, ruleHosts, denied: missing.length > 0 };
 }
 
 /** One path of an Ingress (or its default backend) as both conversions walk them. */
@@ -216,7 +234,7 @@ export function convertToGatewayRoutes(objects: readonly unknown[]): Converted {
         annotationField('rewrite-target'),
         `${JSON.stringify(e.rewriteTarget)}: a GatewayRoute has no such path rewrite; the Ingress's paths are not written`,
       );
-    if (e.redirect === undefined && !unrewritable)
+    if (e.redirect === undefined && !unrewritable && !r.denied)
       for (const p of pathsOf(r)) {
         if (p.type === 'RegularExpression') {
           r.leftOut(
@@ -254,11 +272,13 @@ export function convertToGatewayRoutes(objects: readonly unknown[]): Converted {
         byService.size === 1
           ? ing.metadata.name
           : `${ing.metadata.name}-${service.name}${twice ? `-${service.port}` : ''}`;
+      const balance = affinityBalance(r, rules);
       const spec: GatewayRouteSpec = {
         service: {
           name: service.name,
           backendRef: { name: service.name, port: service.port, ...(scheme && { scheme }) },
           ...serviceTuning(e),
+          ...(balance && { balance }),
         },
         // The certificates once, on the first (the data plane serves them by SNI for any route).
         ...(i === 0 && r.tls.length && { tls: r.tls }),
@@ -272,6 +292,45 @@ export function convertToGatewayRoutes(objects: readonly unknown[]): Converted {
       r.leftOut('spec.tls', 'no path of the Ingress is converted to hold the certificates');
   }
   return { objects: out, leftOut };
+}
+
+/**
+ * affinity: cookie as the GatewayRoute's balance (consistent-hash on the cookie, setCookie). The
+ * controller gives each Ingress path its own cookie Path; a GatewayRoute has one balance for its
+ * rules: their path when they share one, else "/" (listed) unless session-cookie-path says.
+ */
+function affinityBalance(r: ReadIngress, rules: RouteRule[]): Balance | undefined {
+  const a = r.effects.affinity;
+  if (!a.cookie) return undefined;
+  const paths = [...new Set(rules.flatMap((x) => x.paths ?? []))];
+  if (a.path === undefined && paths.length > 1)
+    r.leftOut(
+      annotationField('session-cookie-path'),
+      `the cookie's Path is each Ingress path's (${paths.join(', ')}); a GatewayRoute has one: "/" is written`,
+    );
+  const maxAge = a.maxAge ?? a.expires;
+  return {
+    policy: 'consistent-hash',
+    hashOn: {
+      cookie: a.name ?? 'INGRESSCOOKIE',
+      setCookie: {
+        path: a.path ?? (paths.length === 1 ? paths[0] : '/'),
+        ...(maxAge !== undefined && { maxAge: hms(maxAge) }),
+        ...(a.sameSite && { sameSite: a.sameSite }),
+        ...(a.secure && { secure: true }),
+      },
+    },
+  };
+}
+
+/** Whole seconds as a GatewayRoute duration ("48h", "1h30m5s": each number at most 5 digits). */
+function hms(seconds: number): string {
+  const parts = [
+    [Math.floor(seconds / 3600), 'h'],
+    [Math.floor((seconds % 3600) / 60), 'm'],
+    [seconds % 60, 's'],
+  ] as const;
+  return parts.flatMap(([n, unit]) => (n ? [`${n}${unit}`] : [])).join('') || '0s';
 }
 
 /**

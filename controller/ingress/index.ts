@@ -27,6 +27,11 @@
  * before the plain path by precedence rule 4, and as two routes with a cookie match
  * (canary-by-cookie: "always" to the canary, "never" to the main backend; rule 5c).
  *
+ * Authentication (auth-type: basic, auth-url: the basic-auth and ext-auth plugins, their Secrets
+ * resolved as a GatewayPlugin's) fails closed: asked for and not made, the Ingress's paths answer
+ * 500 and run no plugin (missingAuth). affinity: cookie is each path's balance, consistent
+ * hashing on a cookie the data plane sets when absent.
+ *
  * What cannot be served is reported on the Ingress (Warning Events: status/ingress-writer.ts)
  * and left out alone, the rest of the Ingress keeps serving: a path the data plane cannot match
  * (a regular expression), a backend that does not resolve (the path answers 500
@@ -40,12 +45,16 @@ import {
   captureRefsProblem,
   pathRegexProblem,
 } from '../../dataplane/config/path-regex.ts';
-import type { Route } from '../../dataplane/config/route-table.ts';
+import type { Balance, Route } from '../../dataplane/config/route-table.ts';
 import type { Retries, RouteRule, RouteTls, Timeouts } from '../api/gateway-route.ts';
 import type { Ingress, IngressBackend, PathType } from '../api/ingress.ts';
 import { INVALID_BACKEND, NO_BACKEND } from '../gateway-api/redirects.ts';
 import type { ObjectRef, ResourceSet } from '../source/resource-set.ts';
+import { withSortedKeys } from '../../dataplane/config/canonical-json.ts';
+import { pluginManifest } from '../../dataplane/config/catalog.ts';
+import { resolvedSecretField } from '../../dataplane/config/manifest.ts';
 import { pluginConfigProblems } from '../validate/gateway-plugin.ts';
+import { resolveSecretRefs } from '../validate/secret-refs.ts';
 import type { ModelPlugin, ModelRoute } from '../validate/model.ts';
 import { resolveServiceBackend, type ServiceBackend } from '../validate/service-backend.ts';
 import { type ModelCertificate, resolveTlsRefs } from '../validate/tls-refs.ts';
@@ -69,7 +78,7 @@ export interface IngressReport {
 
 export interface IngressResult {
   routes: ModelRoute[];
-  /** Plugin instances the annotations make (ip-restriction, cors, rate-limiting, request-transformer), by "namespace/name". */
+  /** Plugin instances the annotations make (ip-restriction, cors, rate-limiting, request-transformer, basic-auth, ext-auth, …), by "namespace/name". */
   plugins: Map<string, ModelPlugin>;
   /** Sluice's Ingresses by "namespace/name", in key order. */
   ingresses: Map<string, IngressReport>;
@@ -183,7 +192,17 @@ function translateIngress(
   const effects = read.effects;
   if (canaryOf === undefined && !effects.canary.enabled) return { routes: [], plugins: [], problems: [] };
   for (const p of read.problems) problems.push({ field: `metadata.annotations[${p.annotation}]`, ...p });
-  const plugins = pluginsOf(ing, effects, problems);
+  const plugins = withSecrets(
+    set,
+    ref,
+    pluginsOf(ing, effects, problems, (secret) => {
+      const s = set.secrets.get(`${ns}/${secret}`);
+      return s && [...new Set([...Object.keys(s.data ?? {}), ...Object.keys(s.stringData ?? {})])];
+    }),
+    problems,
+  );
+  // Authentication asked for and not made: its paths answer 500 rather than serve unauthenticated.
+  const denied = missingAuth(effects, plugins);
 
   const ruleHosts = [...new Set((spec.rules ?? []).flatMap((r) => (r.host ? [r.host.toLowerCase()] : [])))];
   const certificates = certificatesOf(set, ing, ruleHosts, problem);
@@ -218,9 +237,14 @@ function translateIngress(
       ...(host !== undefined && { hosts: [host] }),
       ...(more.headers && { headers: more.headers }),
       ...(redirectHttp && { httpsRedirect: true }),
-      ...(withPlugins && plugins.length && { plugins: plugins.map((p) => ({ name: p.ref.name })) }),
+      // A denied path (its authentication not made) answers 500 and runs no plugin.
+      ...(withPlugins &&
+        plugins.length &&
+        !denied.length && { plugins: plugins.map((p) => ({ name: p.ref.name })) }),
     };
     const protocols = new Map(all.flatMap((b) => (b.protocol ? [[b.url, b.protocol] as const] : [])));
+    const balance =
+      entry || c ? undefined : affinityOf(backend, pathType === 'RegularExpression' ? '/' : path);
     routes.push({
       ref,
       source,
@@ -234,6 +258,7 @@ function translateIngress(
         routes: [rule],
       },
       upstreamUrl: backend.url,
+      ...(balance && { balance }),
       ...(pathType === 'RegularExpression' && { regex: true as const }),
       ...(more.rewrite && entry === undefined && { rewrite: more.rewrite }),
       ...(more.cookies && { cookies: more.cookies }),
@@ -262,6 +287,7 @@ function translateIngress(
     at: string,
   ): { backend: ServiceBackend } | { entry: Route['handler'] } => {
     if (effects.redirect) return { entry: redirectEntry(effects.redirect) };
+    if (denied.length) return { entry: INVALID_BACKEND };
     if (b?.service === undefined) {
       const kind = b?.resource ? `${b.resource.apiGroup ?? ''}/${b.resource.kind}` : 'an empty';
       problem(
@@ -298,6 +324,40 @@ function translateIngress(
     const url = new URL(b.url);
     url.hostname = vhost;
     return { ...b, url: url.origin };
+  };
+
+  // affinity: cookie: the path's balance hashes the cookie the data plane sets when absent; it
+  // needs the Service's endpoints (a name is one address to the proxy), reported once if not.
+  let affinityReported = false;
+  const affinityOf = (b: ServiceBackend, path: string): Balance | undefined => {
+    const a = effects.affinity;
+    if (!a.cookie) return undefined;
+    if (b.endpoints === undefined) {
+      if (!affinityReported) {
+        const annotation = `${NGINX_PREFIX}affinity`;
+        problems.push({
+          field: `metadata.annotations[${annotation}]`,
+          reason: 'AnnotationNotHonoured',
+          annotation,
+          message: `${annotation}: Service ${b.service} has no EndpointSlices, so there is no endpoint to stick to; requests are not sticky`,
+        });
+        affinityReported = true;
+      }
+      return undefined;
+    }
+    const maxAgeS = a.maxAge ?? a.expires;
+    return {
+      policy: 'consistent-hash',
+      hashOn: {
+        cookie: a.name ?? 'INGRESSCOOKIE',
+        set: {
+          path: a.path ?? path,
+          ...(maxAgeS !== undefined && { maxAgeS }),
+          ...(a.sameSite && { sameSite: a.sameSite }),
+          ...(a.secure && { secure: true }),
+        },
+      },
+    };
   };
 
   // rewrite-target: the path's rewrite (one with captures when the target refers to any); null
@@ -404,6 +464,32 @@ function translateIngress(
       );
   }
   return { routes, plugins, problems };
+}
+
+/**
+ * The plugins' secretKeyRefs resolved as a GatewayPlugin's are (validate/secret-refs.ts: the
+ * value beside each, as the plugin's manifest says), from Secrets of the Ingress's namespace; a
+ * plugin with one that does not resolve is reported and left out.
+ */
+function withSecrets(
+  set: ResourceSet,
+  ref: ObjectRef,
+  plugins: ModelPlugin[],
+  problems: IngressProblem[],
+): ModelPlugin[] {
+  return plugins.flatMap((p) => {
+    const as = resolvedSecretField(pluginManifest(p.plugin));
+    const wrong = resolveSecretRefs(ref, p.config as Record<string, unknown>, set.secrets, as, p.field);
+    for (const d of wrong)
+      problems.push({
+        field: p.plugin === 'basic-auth' ? `metadata.annotations[${NGINX_PREFIX}auth-secret]` : d.field,
+        ...(p.plugin === 'basic-auth' && { annotation: `${NGINX_PREFIX}auth-secret` }),
+        reason: d.reason,
+        message: `${d.message}: ${p.plugin} is left out${p.plugin.endsWith('-auth') ? ', the paths answer 500' : ''}`,
+      });
+    // Keys sorted once more (the resolved values added), as validate does a GatewayPlugin's.
+    return wrong.length === 0 ? [{ ...p, config: withSortedKeys(p.config) }] : [];
+  });
 }
 
 /** Why a path cannot be matched by the data plane, or undefined. */
@@ -517,11 +603,18 @@ export function redirectEntry(r: NonNullable<IngressEffects['redirect']>): Route
 
 /**
  * The plugin instances an Ingress's annotations make (ip-restriction, request-size-limiting, cors,
- * rate-limiting, concurrency-limiting, a request-transformer for X-Forwarded-Prefix), named ingress.<name>.<plugin> (a
+ * rate-limiting, concurrency-limiting, a request-transformer for X-Forwarded-Prefix, basic-auth,
+ * ext-auth), named ingress.<name>.<plugin> (a
  * GatewayPlugin name holds no dot, so none shares it). A config the plugin refuses (a cors origin
  * it cannot read) is reported naming the annotations, and that plugin left out.
  */
-export function pluginsOf(ing: Ingress, e: IngressEffects, problems: IngressProblem[]): ModelPlugin[] {
+export function pluginsOf(
+  ing: Ingress,
+  e: IngressEffects,
+  problems: IngressProblem[],
+  /** The keys of a Secret of the Ingress's namespace (an auth-map's users); absent: not seen (convert). */
+  secretKeys?: (name: string) => string[] | undefined,
+): ModelPlugin[] {
   const ns = ing.metadata.namespace!;
   const name = ing.metadata.name;
   const out: ModelPlugin[] = [];
@@ -532,7 +625,9 @@ export function pluginsOf(ing: Ingress, e: IngressEffects, problems: IngressProb
       | 'request-transformer'
       | 'ip-restriction'
       | 'request-size-limiting'
-      | 'concurrency-limiting',
+      | 'concurrency-limiting'
+      | 'basic-auth'
+      | 'ext-auth',
     config: Record<string, unknown>,
     annotations: string,
   ) => {
@@ -596,7 +691,77 @@ export function pluginsOf(ing: Ingress, e: IngressEffects, problems: IngressProb
     const headers = [`X-Forwarded-Prefix:${e.forwardedPrefix}`];
     make('request-transformer', { add: { headers }, replace: { headers } }, 'x-forwarded-prefix');
   }
+  if (e.extAuth.url !== undefined) {
+    const x = e.extAuth;
+    make(
+      'ext-auth',
+      {
+        url: x.url,
+        ...(x.method && x.method !== 'GET' && { method: x.method }),
+        ...(x.signin !== undefined && { signin: x.signin }),
+        ...(x.signinParam !== undefined && { signinRedirectParam: x.signinParam }),
+        ...(x.responseHeaders && { responseHeaders: x.responseHeaders }),
+        ...(x.requestRedirect !== undefined && { requestRedirect: x.requestRedirect }),
+        // ingress-nginx's auth location waits as long as the proxy does: proxy-read-timeout
+        // (at most the plugin's 60s).
+        ...(e.timeouts.response !== undefined && {
+          timeout: `${Math.min(Number.parseInt(e.timeouts.response, 10), 60)}s`,
+        }),
+      },
+      'auth-url, auth-*',
+    );
+  }
+  const basic = basicAuthConfig(e, secretKeys);
+  if (typeof basic === 'string')
+    problems.push({
+      field: `metadata.annotations[${NGINX_PREFIX}auth-type]`,
+      reason: 'InvalidAnnotation',
+      annotation: `${NGINX_PREFIX}auth-type`,
+      message: basic,
+    });
+  else if (basic) make('basic-auth', basic, 'auth-type, auth-secret, auth-secret-type, auth-realm');
   return out;
+}
+
+/**
+ * auth-type: basic's plugin config: the Secret's key "auth" (auth-file), or each of its keys as a
+ * user (auth-map); why not, or undefined when no basic authentication is asked for.
+ */
+function basicAuthConfig(
+  e: IngressEffects,
+  secretKeys: ((name: string) => string[] | undefined) | undefined,
+): Record<string, unknown> | string | undefined {
+  const { type, secret, secretType, realm } = e.basicAuth;
+  if (type === undefined) return undefined;
+  if (secret === undefined)
+    return `${NGINX_PREFIX}auth-type: basic needs ${NGINX_PREFIX}auth-secret: the paths answer 500`;
+  const realmOf = { realm: realm ?? '' };
+  if (secretType === 'auth-file')
+    return { ...realmOf, credentials: [{ secretKeyRef: { name: secret, key: 'auth' } }] };
+  const users = secretKeys?.(secret);
+  if (users === undefined)
+    return secretKeys === undefined
+      ? `${NGINX_PREFIX}auth-secret-type: auth-map: the users are the keys of Secret ${secret}, which are not seen here`
+      : `${NGINX_PREFIX}auth-secret: Secret ${secret} (auth-map) not found: the paths answer 500`;
+  if (users.length === 0)
+    return `${NGINX_PREFIX}auth-secret: Secret ${secret} (auth-map) has no keys: the paths answer 500`;
+  return {
+    ...realmOf,
+    credentials: users.sort().map((user) => ({ secretKeyRef: { name: secret, key: user }, user })),
+  };
+}
+
+/**
+ * The authentication an Ingress's annotations ask for whose plugin is not made (reported
+ * already): its paths are not served as written, they answer 500 (ingress-nginx denies them too).
+ */
+export function missingAuth(e: IngressEffects, plugins: readonly { plugin: string }[]): string[] {
+  const has = (p: string) => plugins.some((x) => x.plugin === p);
+  return [
+    ...e.unreadableAuth,
+    ...(e.basicAuth.type !== undefined && !has('basic-auth') ? ['auth-type'] : []),
+    ...(e.extAuth.url !== undefined && !has('ext-auth') ? ['auth-url'] : []),
+  ];
 }
 
 function sortedKeys(o: Record<string, unknown>): Record<string, unknown> {

@@ -7,6 +7,7 @@
  */
 import type { Resource } from '../api/index.ts';
 import type { Ingress, IngressClass } from '../api/ingress.ts';
+import { readAnnotations } from '../ingress/annotations.ts';
 import { isSluices } from '../ingress/classes.ts';
 import type { ChangeType, InformerOptions, KubeObject } from './informers.ts';
 import type { Kube } from './kube.ts';
@@ -78,7 +79,7 @@ export class IngressSource {
     return this.#ingresses.cache.get(key);
   }
 
-  /** The Secrets (spec.tls) and Services (backends) Sluice's Ingresses name. */
+  /** The Secrets (spec.tls, auth-secret) and Services (backends) Sluice's Ingresses name. */
   references(): References {
     const ours = isSluices(this.#classes.cache.values(), this.#className);
     const secrets = new Set<string>();
@@ -87,6 +88,9 @@ export class IngressSource {
       if (!ours(ing)) continue;
       const ns = ing.metadata.namespace ?? 'default';
       for (const t of ing.spec?.tls ?? []) if (t.secretName) secrets.add(`${ns}/${t.secretName}`);
+      // auth-secret (auth-type: basic): the htpasswd hashes the basic-auth plugin is given.
+      const auth = readAnnotations(ing.metadata.annotations).effects.basicAuth;
+      if (auth.type === 'basic' && auth.secret) secrets.add(`${ns}/${auth.secret}`);
       const backends = [
         ing.spec?.defaultBackend,
         ...(ing.spec?.rules ?? []).flatMap((r) => (r.http?.paths ?? []).map((p) => p.backend)),

@@ -14,8 +14,10 @@ import { manifest as proxy } from '../handlers/proxy/manifest.ts';
 import { manifest as redirect } from '../handlers/redirect/manifest.ts';
 import { manifest as respond } from '../handlers/respond/manifest.ts';
 import { manifest as soap } from '../handlers/soap/manifest.ts';
+import { manifest as basicAuth } from '../plugins/basic-auth/manifest.ts';
 import { manifest as concurrencyLimiting } from '../plugins/concurrency-limiting/manifest.ts';
 import { manifest as cors } from '../plugins/cors/manifest.ts';
+import { manifest as extAuth } from '../plugins/ext-auth/manifest.ts';
 import { manifest as ipRestriction } from '../plugins/ip-restriction/manifest.ts';
 import { manifest as idempotency } from '../plugins/idempotency/manifest.ts';
 import { manifest as jwt } from '../plugins/jwt/manifest.ts';
@@ -43,6 +45,8 @@ export const PLUGIN_MANIFESTS = [
   ipRestriction,
   requestSizeLimiting,
   concurrencyLimiting,
+  basicAuth,
+  extAuth,
 ] as const;
 
 export const HANDLER_MANIFESTS = [proxy, aggregate, soap, grpc, redirect, respond] as const;

@@ -240,6 +240,19 @@ export const Endpoint = Type.Object(
   { additionalProperties: false },
 );
 
+/** The attributes of a session-affinity cookie the data plane sets (Balance hashOn.cookie.set). */
+export const StickyCookie = Type.Object(
+  {
+    path: Type.String({ pattern: '^/[\\x21-\\x3a\\x3c-\\x7e]*$', maxLength: 1024 }),
+    /** Max-Age, seconds; none: a session cookie. */
+    maxAgeS: Type.Optional(Type.Integer({ minimum: 1, maximum: 400 * 86_400 })),
+    sameSite: Type.Optional(Type.Union([Type.Literal('Strict'), Type.Literal('Lax'), Type.Literal('None')])),
+    secure: Type.Optional(Type.Boolean()),
+  },
+  { additionalProperties: false },
+);
+export type StickyCookie = Static<typeof StickyCookie>;
+
 /**
  * How requests are spread over an upstream's endpoints (default: round robin).
  * - round-robin: each endpoint in turn.
@@ -263,7 +276,15 @@ export const Balance = Type.Object(
           { additionalProperties: false },
         ),
         Type.Object(
-          { cookie: Type.String({ pattern: "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$", maxLength: 256 }) },
+          {
+            cookie: Type.String({ pattern: "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$", maxLength: 256 }),
+            /**
+             * Session affinity (ingress-nginx's affinity: cookie): a request without the cookie
+             * gets a new random value, hashed like any, and the response sets the cookie with
+             * these attributes, so the client's next requests go to the same endpoint.
+             */
+            set: Type.Optional(StickyCookie),
+          },
           { additionalProperties: false },
         ),
       ]),

@@ -104,6 +104,11 @@ export const ERRORS = {
   SLC_ERR_AUTH_UNAVAILABLE: { status: 503, title: 'The identity provider could not be reached' },
   SLC_ERR_CLIENT_CERT_MISSING: { status: 401, title: 'A verified client certificate is required' },
   SLC_ERR_CLIENT_CERT_FORBIDDEN: { status: 403, title: 'This client certificate is not allowed here' },
+  // ext-auth: the authentication service's 401 or 403, passed on; any other answer, or none in
+  // time, is 500 as nginx's auth_request makes it.
+  SLC_ERR_EXT_AUTH_UNAUTHORIZED: { status: 401, title: 'The authentication service requires credentials' },
+  SLC_ERR_EXT_AUTH_FORBIDDEN: { status: 403, title: 'The authentication service refused this request' },
+  SLC_ERR_EXT_AUTH_FAILED: { status: 500, title: 'The authentication service did not answer as expected' },
   // Never reaches the client (it is gone): nginx's 499, for the access log and the metrics.
   SLC_ERR_CLIENT_CLOSED: { status: 499, title: 'The client closed the request before its response' },
   SLC_ERR_DRAINING: { status: 503, title: 'The gateway is draining: it is shutting down' },

@@ -42,7 +42,7 @@ export class ClientSink implements ResponseSink {
     if (ctx.upstreamStartNs !== 0n) ctx.upstreamHeadersNs = process.hrtime.bigint();
     const hooks = ctx.route.responseHooks;
     if (hooks !== null) for (const h of hooks) h(ctx, out);
-    if (ctx.responseHeaders !== null) Object.assign(out, ctx.responseHeaders);
+    if (ctx.responseHeaders !== null) addResponseHeaders(out, ctx.responseHeaders);
     out['x-request-id'] = ctx.requestId;
     const taps = ctx.taps;
     const trailersOnly = ctx.req.httpVersionMajor === 2 && out['grpc-status'] !== undefined;
@@ -125,4 +125,12 @@ function headAtFirstByte(
       callback(err);
     },
   });
+}
+
+/** The gateway's response headers over the upstream's; a Set-Cookie is added beside the upstream's, never in place of them. */
+function addResponseHeaders(out: Record<string, string | string[]>, own: Record<string, string>): void {
+  for (const [name, value] of Object.entries(own)) {
+    const theirs = name === 'set-cookie' ? out[name] : undefined;
+    out[name] = theirs === undefined ? value : [...(Array.isArray(theirs) ? theirs : [theirs]), value];
+  }
 }

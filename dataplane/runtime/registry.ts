@@ -31,6 +31,8 @@ const PLUGIN_CODE: { [N in PluginName]: Code<Plugin<PluginConfig<N>>> } = {
   'ip-restriction': () => import('../plugins/ip-restriction/index.ts'),
   'request-size-limiting': () => import('../plugins/request-size-limiting/index.ts'),
   'concurrency-limiting': () => import('../plugins/concurrency-limiting/index.ts'),
+  'basic-auth': () => import('../plugins/basic-auth/index.ts'),
+  'ext-auth': () => import('../plugins/ext-auth/index.ts'),
 };
 
 const HANDLER_CODE: { [K in HandlerKind]: Code<Handler<HandlerEntry<K>>> } = {

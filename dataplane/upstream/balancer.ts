@@ -17,8 +17,14 @@
  *
  * A retry passes the endpoint of the try before as `avoid`: it goes to another where there is
  * another (for consistent-hash: the value's second choice).
+ *
+ * Session affinity (hashOn.cookie.set, ingress-nginx's affinity: cookie): `stick` gives a request
+ * without the cookie a random value, put in its Cookie header so the hash picks by it, and the
+ * Set-Cookie that makes the client send it back: its next requests hash to the same endpoint on
+ * every data plane, and move only if that endpoint leaves.
  */
-import type { Balance } from '../config/route-table.ts';
+import { randomBytes } from 'node:crypto';
+import type { Balance, StickyCookie } from '../config/route-table.ts';
 
 /** What a policy reads of an endpoint. */
 export interface Candidate {
@@ -39,6 +45,21 @@ export class Balancer {
   constructor(balance: Balance | undefined) {
     this.#policy = balance?.policy ?? 'round-robin';
     this.#hashOn = balance?.hashOn;
+  }
+
+  /**
+   * Session affinity: for a request without the cookie, a new value added to its Cookie header
+   * (the hash reads it there; the upstream sees what later requests will send) and the
+   * Set-Cookie to answer with; null when the request has one, or the balance sets none.
+   */
+  stick(headers: Record<string, string>): string | null {
+    const on = this.#hashOn;
+    if (on === undefined || !('cookie' in on) || on.set === undefined) return null;
+    if (cookieValue(headers.cookie, on.cookie)) return null;
+    const value = randomBytes(16).toString('hex');
+    const pair = `${on.cookie}=${value}`;
+    headers.cookie = headers.cookie ? `${headers.cookie}; ${pair}` : pair;
+    return setCookie(pair, on.set);
   }
 
   /** null: the list is empty. */
@@ -122,4 +143,15 @@ function fmix32(h: number): number {
   h = Math.imul(h ^ (h >>> 16), 0x85ebca6b);
   h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35);
   return (h ^ (h >>> 16)) >>> 0;
+}
+
+/** The Set-Cookie of a session-affinity cookie: HttpOnly always, as ingress-nginx sets it. */
+export function setCookie(pair: string, c: StickyCookie): string {
+  return (
+    `${pair}; Path=${c.path}` +
+    (c.maxAgeS !== undefined ? `; Max-Age=${c.maxAgeS}` : '') +
+    (c.sameSite !== undefined ? `; SameSite=${c.sameSite}` : '') +
+    (c.secure || c.sameSite === 'None' ? '; Secure' : '') +
+    '; HttpOnly'
+  );
 }

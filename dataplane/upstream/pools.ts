@@ -29,6 +29,8 @@ export interface UpstreamRuntime {
    * try in the endpoint's `inFlight` until its response ends.
    */
   pick(headers: Record<string, string>, avoid: Endpoint | null): Endpoint | null;
+  /** Session affinity (Balancer.stick): the Set-Cookie a request without the cookie is answered with, or null. */
+  stick(headers: Record<string, string>): string | null;
   /**
    * How a try on `endpoint` ended: ok, or failed (a 5xx, or no response; not a client that went
    * away). What outlier detection (outlier.ts) reads; a no-op without it.
@@ -198,6 +200,10 @@ class LazyUpstream implements UpstreamRuntime {
   pick(headers: Record<string, string>, avoid: Endpoint | null): Endpoint | null {
     const list = this.#outlier === null ? this.#endpoints : this.#outlier.available(this.#endpoints);
     return this.#balancer.pick(list, headers, avoid);
+  }
+
+  stick(headers: Record<string, string>): string | null {
+    return this.#balancer.stick(headers);
   }
 
   outcome(endpoint: Endpoint, ok: boolean): void {

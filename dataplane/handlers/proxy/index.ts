@@ -135,6 +135,8 @@ function bindTo(up: UpstreamRuntime, rewritePath: PathRewrite | null, deps: Runt
   // the background (an accepted asynchronous operation, a cache refresh), which outlives the client.
   const call = (ctx: RequestContext, sink: ResponseSink, signal?: AbortSignal) => {
     ctx.upstreamAddress = up.origin;
+    const cookie = up.stick(ctx.headers);
+    if (cookie !== null) ctx.responseHeaders = { ...ctx.responseHeaders, 'set-cookie': cookie };
     callUpstream(
       up,
       {
