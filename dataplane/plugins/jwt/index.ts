@@ -5,14 +5,13 @@
  * failure is 401 with WWW-Authenticate and a problem that names the kind of failure, never key
  * material; a malformed token is a 401, never a 500. Reading, caching and coalescing: ../bearer.ts.
  */
-import { createPublicKey, createSecretKey } from 'node:crypto';
 import { decodeJwt, errors } from 'jose';
 import type { RuntimeDeps } from '../../pipeline/route.ts';
 import { definePlugin } from '../types.ts';
 import { bearerHook } from '../bearer.ts';
 import { remoteJwks } from '../jwks.ts';
 import type { JwtConfig } from './manifest.ts';
-import { manifest } from './manifest.ts';
+import { manifest, staticKey } from './manifest.ts';
 import {
   claimHeaders,
   type IssuerRules,
@@ -54,10 +53,7 @@ export default definePlugin(manifest, {
 function compileIssuer(config: Issuer, deps: RuntimeDeps): IssuerRules {
   const statics = (config.keys ?? []).map((k) => {
     if (!k.value) throw new Error(`jwt: a key of issuer ${config.issuer} has no resolved value`);
-    const bytes = Buffer.from(k.value, 'base64');
-    const text = bytes.toString('utf8');
-    const key = text.includes('-----BEGIN') ? createPublicKey(text) : createSecretKey(bytes);
-    return { kid: k.kid, key };
+    return { kid: k.kid, key: staticKey(k.value) };
   });
   const remote = config.jwksUri
     ? remoteJwks(config.jwksUri, {

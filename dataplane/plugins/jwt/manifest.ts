@@ -4,7 +4,9 @@
  * JWKS. `iss`, `aud` and `exp` are required. In a GatewayPlugin each key is a secretKeyRef;
  * the controller copies its value into `value` (base64) for the data plane.
  */
+import { createPublicKey, createSecretKey, type KeyObject } from 'node:crypto';
 import { type Static, Type } from '@sinclair/typebox';
+import type { ConfigProblem } from '../../config/config-problem.ts';
 import { HEADER_NAME_PATTERN } from '../../config/http-grammar.ts';
 import { pluginManifest } from '../../config/manifest.ts';
 import { DURATION_PATTERN } from '../../config/duration.ts';
@@ -162,9 +164,44 @@ export const JwtConfig = Type.Object(
 );
 export type JwtConfig = Static<typeof JwtConfig>;
 
+/**
+ * A static key from its Secret's value (base64, as the controller resolves it): a PEM public key
+ * (or a certificate, or a private key whose public half is taken), else the HMAC secret. Throws
+ * when a PEM does not parse. The one reading of a key: the plugin's and its check's.
+ */
+export function staticKey(value: string): KeyObject {
+  const bytes = Buffer.from(value, 'base64');
+  const text = bytes.toString('utf8');
+  return text.includes('-----BEGIN') ? createPublicKey(text) : createSecretKey(bytes);
+}
+
+/**
+ * Each resolved key must be one the plugin can read. Runs where the value is there: the
+ * controller once the Secrets are resolved, and the data plane's door; before resolution
+ * (no `value` yet) there is nothing to read.
+ */
+function checkJwtConfig(c: JwtConfig): ConfigProblem[] {
+  const problems: ConfigProblem[] = [];
+  c.issuers.forEach((issuer, i) => {
+    issuer.keys?.forEach((k, j) => {
+      if (k.value === undefined) return;
+      try {
+        staticKey(k.value);
+      } catch (err) {
+        problems.push({
+          field: `issuers[${i}].keys[${j}]`,
+          message: `the Secret's value is not a key: a PEM that does not parse (${(err as Error).message})`,
+        });
+      }
+    });
+  });
+  return problems;
+}
+
 export const manifest = pluginManifest({
   name: 'jwt',
   phase: 'authenticate',
   schema: JwtConfig,
+  checks: checkJwtConfig,
   secrets: 'value',
 });
