@@ -93,6 +93,33 @@ beforeAll(async () => {
             }),
           ],
         }),
+        // Several static keys (two PEM, one HMAC secret), no JWKS: a token naming no kid is
+        // tried against each key of its algorithm.
+        route('multi', 'u', '/multi', {
+          plugins: [
+            plugin('multi', {
+              issuers: [
+                {
+                  issuer: 'multi-issuer',
+                  audiences: ['orders'],
+                  algorithms: ['RS256', 'HS256'],
+                  keys: [
+                    {
+                      secretKeyRef: { name: 's', key: 'rs2' },
+                      value: b64(await exportSPKI(keys.rs2.publicKey)),
+                    },
+                    {
+                      kid: 'k3',
+                      secretKeyRef: { name: 's', key: 'rs3' },
+                      value: b64(await exportSPKI(keys.rs3.publicKey)),
+                    },
+                    { secretKeyRef: { name: 's', key: 'k' }, value: b64(HS_SECRET) },
+                  ],
+                },
+              ],
+            }),
+          ],
+        }),
         // A PEM public key for RS256: an HS256 token "signed" with that PEM text must not pass.
         route('pem', 'u', '/pem', {
           plugins: [
@@ -212,6 +239,26 @@ describe('jwt', () => {
       .sign(secret(`${HS_SECRET}x`));
     expect((await call('/hs', ok)).status).toBe(200);
     expect((await call('/hs', bad)).status).toBe(401);
+  });
+
+  it('several static keys and a token without kid: each key of its algorithm is tried', async () => {
+    const noKid = (alg: string, key: unknown, exp = now() + 60) =>
+      new SignJWT({ iss: 'multi-issuer', aud: 'orders', sub: 'svc', exp })
+        .setProtectedHeader({ alg })
+        .sign(key as Parameters<SignJWT['sign']>[0]);
+    expect((await call('/multi', await noKid('RS256', keys.rs2.privateKey))).status).toBe(200);
+    expect((await call('/multi', await noKid('RS256', keys.rs3.privateKey))).status).toBe(200);
+    expect((await call('/multi', await noKid('HS256', new TextEncoder().encode(HS_SECRET)))).status).toBe(
+      200,
+    );
+    // No key verifies it: a bad signature. A key that verifies decides: its claims are checked.
+    const stranger = await call('/multi', await noKid('RS256', keys.rs1.privateKey));
+    expect([stranger.status, JSON.parse(stranger.body).detail]).toEqual([
+      401,
+      'the token signature is not valid',
+    ]);
+    const expired = await call('/multi', await noKid('RS256', keys.rs3.privateKey, now() - 3600));
+    expect([expired.status, JSON.parse(expired.body).detail]).toEqual([401, 'the token has expired']);
   });
 
   it.each([
