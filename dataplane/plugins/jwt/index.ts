@@ -11,6 +11,7 @@ import type { RuntimeDeps } from '../../pipeline/route.ts';
 import { definePlugin } from '../types.ts';
 import { bearerHook } from '../bearer.ts';
 import { remoteJwks } from '../jwks.ts';
+import { parseDuration } from '../../config/duration.ts';
 import type { JwtConfig } from './manifest.ts';
 import { manifest, staticKey } from './manifest.ts';
 import {
@@ -94,6 +95,7 @@ function compileIssuer(config: Issuer, deps: RuntimeDeps): IssuerRules {
   });
   const remote = config.jwksUri
     ? remoteJwks(config.jwksUri, {
+        maxAgeMs: config.jwksRefresh === undefined ? undefined : parseDuration(config.jwksRefresh),
         onFetch: (ok, error) =>
           ok
             ? undefined

@@ -9,7 +9,7 @@ import { type Static, Type } from '@sinclair/typebox';
 import type { ConfigProblem } from '../../config/config-problem.ts';
 import { HEADER_NAME_PATTERN } from '../../config/http-grammar.ts';
 import { pluginManifest } from '../../config/manifest.ts';
-import { DURATION_PATTERN } from '../../config/duration.ts';
+import { DURATION_PATTERN, parseDuration } from '../../config/duration.ts';
 import { SecretKeyRefSchema } from '../../config/secret-ref.ts';
 
 const ALGORITHMS = [
@@ -28,6 +28,7 @@ const ALGORITHMS = [
   'EdDSA',
 ] as const;
 const HEADER = HEADER_NAME_PATTERN;
+const SHORT_JWKS_REFRESH = 'must be at least 1s';
 
 /** The algorithms an issuer accepts: pinned by the configuration, never the token's choice. */
 export const AlgorithmsSchema = Type.Array(
@@ -110,7 +111,15 @@ export const JwtConfig = Type.Object(
               pattern: '^https?://',
               maxLength: 2048,
               description:
-                'JWKS of the issuer: cached, fetched again (once, with a cooldown) for an unknown kid; kept when a fetch fails.',
+                'JWKS of the issuer: cached, fetched again once older than jwksRefresh and (once, with a cooldown) for an unknown kid; kept when a fetch fails.',
+            }),
+          ),
+          jwksRefresh: Type.Optional(
+            Type.String({
+              pattern: DURATION_PATTERN,
+              maxLength: 32,
+              description:
+                'The JWKS is fetched again once older than this (default 10m, at least 1s): a key the provider withdraws stops verifying within it.',
             }),
           ),
           keys: Type.Optional(
@@ -139,7 +148,17 @@ export const JwtConfig = Type.Object(
             ),
           ),
         },
-        { additionalProperties: false, description: 'One issuer whose tokens are accepted.' },
+        {
+          additionalProperties: false,
+          description: 'One issuer whose tokens are accepted.',
+          'x-kubernetes-validations': [
+            {
+              rule: "!has(self.jwksRefresh) || duration(self.jwksRefresh) >= duration('1s')",
+              message: SHORT_JWKS_REFRESH,
+              fieldPath: '.jwksRefresh',
+            },
+          ],
+        },
       ),
       {
         minItems: 1,
@@ -183,6 +202,8 @@ export function staticKey(value: string): KeyObject {
 function checkJwtConfig(c: JwtConfig): ConfigProblem[] {
   const problems: ConfigProblem[] = [];
   c.issuers.forEach((issuer, i) => {
+    if (issuer.jwksRefresh !== undefined && (parseDuration(issuer.jwksRefresh) ?? 0) < 1_000)
+      problems.push({ field: `issuers[${i}].jwksRefresh`, message: SHORT_JWKS_REFRESH });
     issuer.keys?.forEach((k, j) => {
       if (k.value === undefined) return;
       try {
