@@ -230,6 +230,8 @@ describe('plugin config: the controller refuses what a data plane refuses', () =
     const onPlugin = built.diagnostics.filter((d) => d.object.kind === 'GatewayPlugin');
     expect(onPlugin.map((d) => d.field)).toContain(at);
     expect(onPlugin.every((d) => d.object.name === c.name)).toBe(true);
+    const [accepted] = built.status[`GatewayPlugin/default/${c.name}`].conditions;
+    expect([accepted.status, accepted.message]).toEqual(['False', expect.stringContaining(at)]);
     // Its snapshot applies on the data plane: the other route is served, the plugin's is not.
     expect((await put(built.snapshot)).status).toBe(200);
     expect((await request(`${dp.proxyUrl}/plain`)).statusCode).toBe(200);
