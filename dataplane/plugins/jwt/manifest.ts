@@ -7,6 +7,7 @@
 import { createPublicKey, createSecretKey, type KeyObject } from 'node:crypto';
 import { type Static, Type } from '@sinclair/typebox';
 import type { ConfigProblem } from '../../config/config-problem.ts';
+import { secretValueProblem } from '../../config/secret-value-check.ts';
 import { HEADER_NAME_PATTERN } from '../../config/http-grammar.ts';
 import { pluginManifest } from '../../config/manifest.ts';
 import { DURATION_PATTERN, parseDuration } from '../../config/duration.ts';
@@ -206,14 +207,12 @@ function checkJwtConfig(c: JwtConfig): ConfigProblem[] {
       problems.push({ field: `issuers[${i}].jwksRefresh`, message: SHORT_JWKS_REFRESH });
     issuer.keys?.forEach((k, j) => {
       if (k.value === undefined) return;
-      try {
-        staticKey(k.value);
-      } catch (err) {
+      const problem = secretValueProblem('jwt key', k.value, (bytes) => staticKey(bytes.toString('base64')));
+      if (problem !== null)
         problems.push({
           field: `issuers[${i}].keys[${j}]`,
-          message: `the Secret's value is not a key: a PEM that does not parse (${(err as Error).message})`,
+          message: `the Secret's value is not a key: a PEM that does not parse (${problem})`,
         });
-      }
     });
   });
   return problems;

@@ -10,6 +10,7 @@ import { pluginManifest } from '../../config/manifest.ts';
 import { SecretValueSchema } from '../../config/secret-ref.ts';
 import { parseCrl } from '../../config/crl.ts';
 import { readBundle } from '../../config/pem.ts';
+import { secretValueProblem } from '../../config/secret-value-check.ts';
 
 const FromSecret = SecretValueSchema;
 
@@ -94,24 +95,24 @@ export const MtlsAuthConfig = Type.Object(
 );
 export type MtlsAuthConfig = Static<typeof MtlsAuthConfig>;
 
-/** A Secret's value as the controller resolved it (base64), or undefined before that. */
-const bytesOf = (s: { value?: string }): Buffer | undefined =>
-  s.value === undefined ? undefined : Buffer.from(s.value, 'base64');
+const NO_CERTIFICATE = 'holds no PEM certificate';
 
 function checkMtlsAuth(c: MtlsAuthConfig): ConfigProblem[] {
   const problems: ConfigProblem[] = [];
   // The Secrets' values, once resolved (the controller after resolution, the data plane's door):
   // what the plugin reads when it is built, read here first so a bad one is refused by name.
-  const bundle = bytesOf(c.caBundle);
-  if (bundle !== undefined) {
-    const why = unreadable(() => readBundle(bundle.toString('utf8')).length > 0);
-    if (why !== null)
-      problems.push({ field: 'caBundle', message: why || "the Secret's value holds no PEM certificate" });
-  }
+  const unreadable = (field: string, problem: string | null) => {
+    if (problem !== null) problems.push({ field, message: `the Secret's value cannot be read: ${problem}` });
+  };
+  if (c.caBundle.value !== undefined)
+    unreadable(
+      'caBundle',
+      secretValueProblem('CA bundle', c.caBundle.value, (bytes) => {
+        if (readBundle(bytes.toString('utf8')).length === 0) throw new Error(NO_CERTIFICATE);
+      }),
+    );
   c.crls?.forEach((crl, i) => {
-    const der = bytesOf(crl);
-    const why = der && unreadable(() => parseCrl(der) !== null);
-    if (why) problems.push({ field: `crls[${i}]`, message: why });
+    if (crl.value !== undefined) unreadable(`crls[${i}]`, secretValueProblem('CRL', crl.value, parseCrl));
   });
   const seen = new Map<string, string>();
   const consumers = c.consumers ?? [];
@@ -124,15 +125,6 @@ function checkMtlsAuth(c: MtlsAuthConfig): ConfigProblem[] {
       seen.set(v, consumers[i].name);
     }
   return problems;
-}
-
-/** null: `read` found it good; '': it found nothing; else why it could not read it. */
-function unreadable(read: () => boolean): string | null {
-  try {
-    return read() ? null : '';
-  } catch (err) {
-    return `the Secret's value cannot be read: ${(err as Error).message}`;
-  }
 }
 
 export const manifest = pluginManifest({
