@@ -78,14 +78,10 @@ export function validatePlugin(obj: GatewayPlugin): { plugin?: ModelPlugin; diag
 
   const { field, config = {} } = pluginConfigOf(s);
   const at = `spec.${field}`;
-  // The typed field names its plugin; the deprecated `config` does not, so its messages do.
-  const say = field === 'config' ? (m: string) => `${plugin}: ${m}` : (m: string) => m;
-  const { schema, checks } = checkConfig.get(plugin)!;
+  const { schema } = checkConfig.get(plugin)!;
   const configErrors = schemaErrors(schema, config, ['spec', field]);
-  diagnostics.push(...configErrors.map((e) => invalid(ref, e.field, say(e.message))));
-  if (!configErrors.length)
-    for (const e of checks?.(config) ?? [])
-      diagnostics.push(invalid(ref, e.field ? `${at}.${e.field}` : at, say(e.message)));
+  diagnostics.push(...configErrors.map((e) => invalid(ref, e.field, sayFor(plugin, at)(e.message))));
+  if (!configErrors.length) diagnostics.push(...checkResolved({ ref, plugin, field: at, config }));
   if (diagnostics.length) return { diagnostics };
   // A copy: the table must not share objects with the informer cache (or a file loader) it came from.
   return {
@@ -93,3 +89,21 @@ export function validatePlugin(obj: GatewayPlugin): { plugin?: ModelPlugin; diag
     diagnostics,
   };
 }
+
+/**
+ * The manifest's checks across fields, on the config as it stands: run once on the spec, and
+ * again once its Secrets are resolved (validate/index.ts), as the data plane's door runs them on
+ * the table. Checks of a Secret's value (a cookie key's length, a PEM that parses) find it only
+ * then: so a value the data plane would refuse is refused here, on the GatewayPlugin, and
+ * never reaches a pod (where it would refuse the whole snapshot).
+ */
+export function checkResolved(p: Pick<ModelPlugin, 'ref' | 'plugin' | 'field' | 'config'>): Diagnostic[] {
+  const say = sayFor(p.plugin, p.field);
+  return (checkConfig.get(p.plugin)!.checks?.(p.config) ?? []).map((e) =>
+    invalid(p.ref, e.field ? `${p.field}.${e.field}` : p.field, say(e.message)),
+  );
+}
+
+/** The typed field names its plugin; the deprecated `config` does not, so its messages do. */
+const sayFor = (plugin: string, at: string) =>
+  at === 'spec.config' ? (m: string) => `${plugin}: ${m}` : (m: string) => m;

@@ -6,7 +6,7 @@
 import type { Resource } from '../api/index.ts';
 import { type ResourceSet, refOf } from '../source/resource-set.ts';
 import { type Diagnostic, invalid } from './diagnostic.ts';
-import { validatePlugin } from './gateway-plugin.ts';
+import { checkResolved, validatePlugin } from './gateway-plugin.ts';
 import { validateRoute } from './gateway-route.ts';
 import type { Model, ModelPlugin, ModelRoute } from './model.ts';
 import { checkBackendRef } from './backend-refs.ts';
@@ -32,7 +32,8 @@ export function validate(resources: ResourceSet): Validated {
     if (result.plugin) {
       const as = resolvedSecretField(pluginManifest(result.plugin.plugin));
       const { config, field } = result.plugin;
-      result.diagnostics.push(...resolveSecretRefs(refOf(obj), config, resources.secrets, as, field));
+      const refs = resolveSecretRefs(refOf(obj), config, resources.secrets, as, field);
+      result.diagnostics.push(...(refs.length ? refs : checkResolved(result.plugin)));
     }
     if (result.diagnostics.length) result.plugin = undefined;
     diagnostics.push(...result.diagnostics);

@@ -4,7 +4,7 @@
  * "none" and HS/RS confusion fail here), `iss`, `aud` and `exp` required, exp and nbf with a
  * bounded clock skew, an optional maximum lifetime. The caller becomes `<iss>#<sub>`.
  */
-import { errors, type JWTPayload, type JWTVerifyGetKey, jwtVerify } from 'jose';
+import { errors, type JWTPayload, type JWTVerifyGetKey, type JWTVerifyOptions, jwtVerify } from 'jose';
 import type { Span } from '../observability/tracing.ts';
 import { HEADER_VALUE } from '../config/http-grammar.ts';
 import type { Consumer } from '../pipeline/context.ts';
@@ -40,7 +40,7 @@ export function verifyJwt(
 ): Promise<Outcome> {
   // Optimization: the span reaches the resolver through a closure only when tracing is on.
   const key: JWTVerifyGetKey = parent === null ? rules.key : (h, t) => rules.key(h, t, parent);
-  return jwtVerify(token, key, {
+  return verifyWithAnyKey(token, key, {
     issuer: rules.issuer,
     audience: rules.audiences,
     algorithms: rules.algorithms,
@@ -67,6 +67,37 @@ export function verifyJwt(
     },
     (err) => invalid(reasonOf(err)),
   );
+}
+
+/** A key jose verifies with (what a resolver returns). */
+export type VerifyKey = Awaited<ReturnType<JWTVerifyGetKey>>;
+
+/** At most this many keys are tried for one token that names none (a forged token costs that many verifications). */
+export const MAX_KEYS_TRIED = 32;
+
+/**
+ * jwtVerify, trying each candidate key when several fit a token that names no `kid` (a JWKS or
+ * static keys: the resolver throws JWKSMultipleMatchingKeys, iterable over them), as Envoy's
+ * jwt_authn does: the first whose signature verifies decides (its claims are then checked); a
+ * key of another type for the algorithm is skipped; none verifying is a bad signature.
+ */
+async function verifyWithAnyKey(token: string, key: JWTVerifyGetKey, options: JWTVerifyOptions) {
+  try {
+    return await jwtVerify(token, key, options);
+  } catch (err) {
+    if (!(err instanceof errors.JWKSMultipleMatchingKeys)) throw err;
+    let tried = 0;
+    for await (const candidate of err as unknown as AsyncIterable<VerifyKey>) {
+      if (++tried > MAX_KEYS_TRIED) break;
+      try {
+        return await jwtVerify(token, candidate, options);
+      } catch (inner) {
+        if (inner instanceof errors.JWSSignatureVerificationFailed || inner instanceof TypeError) continue;
+        throw inner;
+      }
+    }
+    throw new errors.JWSSignatureVerificationFailed();
+  }
 }
 
 /** A verified caller: `<iss>#<sub>`, its claims, the claim headers for the upstream; cacheable until `until` (0: not). */

@@ -32,8 +32,12 @@ export interface Plugin<Config> {
   metrics?: readonly MetricSet<unknown>[];
   /** The stores it needs: made when the data plane starts; `deps.stores.of(kind)` in create. */
   stores?: readonly StoreKind<unknown>[];
-  /** Compiles the (already validated) config; called when a snapshot is built, never per request. */
-  create(config: Config, deps: RuntimeDeps): LivePlugin;
+  /**
+   * Compiles the (already validated) config; called when a snapshot is built, never per request.
+   * `self.id`: the GatewayPlugin's id in the table (plugin/<ns>/<name>), stable across snapshots:
+   * what names state the plugin keeps apart from another instance of the same plugin (counters).
+   */
+  create(config: Config, deps: RuntimeDeps, self: { id: string }): LivePlugin;
 }
 
 /** A plugin's runtime, typed by its manifest's schema. */

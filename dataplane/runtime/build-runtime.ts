@@ -213,12 +213,12 @@ function instance(
   p: PluginInstance,
   deps: RuntimeDeps,
   plugins: Map<string, SharedPlugin>,
-  plugin: { create(config: unknown, deps: RuntimeDeps): LivePlugin },
+  plugin: { create(config: unknown, deps: RuntimeDeps, self: { id: string }): LivePlugin },
 ): SharedPlugin {
   const key = `${p.name}\n${p.id}\n${JSON.stringify(p.config)}\n${JSON.stringify(p.source)}`;
   let shared = plugins.get(key);
   if (shared === undefined) {
-    shared = { live: plugin.create(p.config, deps), entry: p };
+    shared = { live: plugin.create(p.config, deps, { id: p.id }), entry: p };
     plugins.set(key, shared);
   }
   return shared;

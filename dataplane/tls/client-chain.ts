@@ -11,7 +11,7 @@
  */
 import { X509Certificate } from 'node:crypto';
 import type { DetailedPeerCertificate } from 'node:tls';
-import { type Crl, normalizeSerial } from './crl.ts';
+import { type Crl, normalizeSerial } from '../config/crl.ts';
 
 const CLIENT_AUTH = '1.3.6.1.5.5.7.3.2';
 const MAX_DEPTH = 8;

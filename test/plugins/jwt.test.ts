@@ -20,6 +20,7 @@ const HS_SECRET = 'a-shared-secret-of-32-bytes-or-more!!';
 let up: Upstream;
 let dp: DataPlane;
 let jwksServer: Server;
+let pairServer: Server;
 let jwks: { keys: JWK[] } = { keys: [] };
 let jwksDown = false;
 let fetches = 0;
@@ -59,6 +60,19 @@ beforeAll(async () => {
   jwksServer.listen(0, '127.0.0.1');
   await once(jwksServer, 'listening');
   const jwksUri = `http://127.0.0.1:${(jwksServer.address() as AddressInfo).port}/jwks`;
+  // A second JWKS with two RS256 keys, never rotated: a token without kid matches both.
+  const pair = {
+    keys: [
+      { ...(await exportJWK(keys.rs2.publicKey)), kid: 'pair-2', alg: 'RS256', use: 'sig' },
+      { ...(await exportJWK(keys.rs3.publicKey)), kid: 'pair-3', alg: 'RS256', use: 'sig' },
+    ],
+  };
+  pairServer = createServer((_req, res) =>
+    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(pair)),
+  );
+  pairServer.listen(0, '127.0.7.1');
+  await once(pairServer, 'listening');
+  const pairUri = `http://127.0.7.1:${(pairServer.address() as AddressInfo).port}/jwks`;
   up = await startUpstream();
   dp = await startTestDataPlane({
     initialSnapshot: snapshot(
@@ -93,6 +107,42 @@ beforeAll(async () => {
             }),
           ],
         }),
+        route('pair', 'u', '/pair', {
+          plugins: [
+            plugin('pair', {
+              issuers: [
+                { issuer: 'pair-issuer', audiences: ['orders'], algorithms: ['RS256'], jwksUri: pairUri },
+              ],
+            }),
+          ],
+        }),
+        // Several static keys (two PEM, one HMAC secret), no JWKS: a token naming no kid is
+        // tried against each key of its algorithm.
+        route('multi', 'u', '/multi', {
+          plugins: [
+            plugin('multi', {
+              issuers: [
+                {
+                  issuer: 'multi-issuer',
+                  audiences: ['orders'],
+                  algorithms: ['RS256', 'HS256'],
+                  keys: [
+                    {
+                      secretKeyRef: { name: 's', key: 'rs2' },
+                      value: b64(await exportSPKI(keys.rs2.publicKey)),
+                    },
+                    {
+                      kid: 'k3',
+                      secretKeyRef: { name: 's', key: 'rs3' },
+                      value: b64(await exportSPKI(keys.rs3.publicKey)),
+                    },
+                    { secretKeyRef: { name: 's', key: 'k' }, value: b64(HS_SECRET) },
+                  ],
+                },
+              ],
+            }),
+          ],
+        }),
         // A PEM public key for RS256: an HS256 token "signed" with that PEM text must not pass.
         route('pem', 'u', '/pem', {
           plugins: [
@@ -119,6 +169,7 @@ afterAll(async () => {
   await dp.close();
   await up.close();
   jwksServer.close();
+  pairServer.close();
 });
 
 async function sign(
@@ -212,6 +263,40 @@ describe('jwt', () => {
       .sign(secret(`${HS_SECRET}x`));
     expect((await call('/hs', ok)).status).toBe(200);
     expect((await call('/hs', bad)).status).toBe(401);
+  });
+
+  it('several static keys and a token without kid: each key of its algorithm is tried', async () => {
+    const noKid = (alg: string, key: unknown, exp = now() + 60) =>
+      new SignJWT({ iss: 'multi-issuer', aud: 'orders', sub: 'svc', exp })
+        .setProtectedHeader({ alg })
+        .sign(key as Parameters<SignJWT['sign']>[0]);
+    expect((await call('/multi', await noKid('RS256', keys.rs2.privateKey))).status).toBe(200);
+    expect((await call('/multi', await noKid('RS256', keys.rs3.privateKey))).status).toBe(200);
+    expect((await call('/multi', await noKid('HS256', new TextEncoder().encode(HS_SECRET)))).status).toBe(
+      200,
+    );
+    // No key verifies it: a bad signature. A key that verifies decides: its claims are checked.
+    const stranger = await call('/multi', await noKid('RS256', keys.rs1.privateKey));
+    expect([stranger.status, JSON.parse(stranger.body).detail]).toEqual([
+      401,
+      'the token signature is not valid',
+    ]);
+    const expired = await call('/multi', await noKid('RS256', keys.rs3.privateKey, now() - 3600));
+    expect([expired.status, JSON.parse(expired.body).detail]).toEqual([401, 'the token has expired']);
+  });
+
+  it('a JWKS with several keys of the algorithm and a token without kid: each is tried (as Envoy does)', async () => {
+    const noKid = (key: unknown) =>
+      new SignJWT({ iss: 'pair-issuer', aud: 'orders', sub: 'svc', exp: now() + 60 })
+        .setProtectedHeader({ alg: 'RS256' })
+        .sign(key as Parameters<SignJWT['sign']>[0]);
+    expect((await call('/pair', await noKid(keys.rs2.privateKey))).status).toBe(200);
+    expect((await call('/pair', await noKid(keys.rs3.privateKey))).status).toBe(200);
+    const stranger = await call('/pair', await noKid(keys.rs1.privateKey));
+    expect([stranger.status, JSON.parse(stranger.body).detail]).toEqual([
+      401,
+      'the token signature is not valid',
+    ]);
   });
 
   it.each([

@@ -1,7 +1,7 @@
 /**
  * rate-limiting end to end in one data plane, on both policies (local; redis on the machine's
  * Redis with a unique prefix): exact counts, 429 problem with Retry-After, RateLimit headers,
- * who is counted (header, IP), service scope, and two windows at once. The windows are long
+ * who is counted (header, IP), service scope, two windows at once, and two plugins on one route. The windows are long
  * (hour, day) so that no test straddles a boundary.
  */
 import { randomUUID } from 'node:crypto';
@@ -38,6 +38,13 @@ describe.each(['local', 'redis'] as const)('rate-limiting, policy %s', (policy) 
           }),
           route('hidden', 'u', '/hidden', {
             plugins: [rl('hid', { hour: 1, limitBy: 'header', header: 'X-Client', hideHeaders: true })],
+          }),
+          // Two plugins with the same limitBy and window on one route: each keeps its own count.
+          route('pair', 'u', '/pair', {
+            plugins: [
+              rl('pair-a', { hour: 3, limitBy: 'header', header: 'X-Client' }),
+              rl('pair-b', { hour: 3, limitBy: 'header', header: 'X-Client' }),
+            ],
           }),
           // Two routes of one GatewayRoute ("shop"): a service-scope limit is one count for both.
           { ...route('shop', 'u', '/shop/a', { plugins: [service] }), id: 'route/test/shop/a/0' },
@@ -104,6 +111,13 @@ describe.each(['local', 'redis'] as const)('rate-limiting, policy %s', (policy) 
     const last = await get('/two', client);
     expect(last.headers['ratelimit-policy']).toBe('"hour";q=4;w=3600, "day";q=6;w=86400');
     expect(last.headers.ratelimit).toMatch(/^"hour";r=0;t=\d+$/);
+  });
+
+  it('two plugins with the same limitBy and window: each counts a request once, in its own count', async () => {
+    const client = randomUUID();
+    const statuses = [];
+    for (let i = 0; i < 4; i++) statuses.push((await get('/pair', client)).status);
+    expect(statuses).toEqual([200, 200, 200, 429]);
   });
 
   it('scope service: one count across the routes of the GatewayRoute', async () => {

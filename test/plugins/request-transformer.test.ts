@@ -10,7 +10,7 @@ const deps = { metrics: new Metrics({ processMetrics: false }) } as RuntimeDeps;
 
 function run(config: Parameters<typeof requestTransformer.create>[0], headers: Record<string, string>) {
   const r = route('t', 'upstream/u', '/');
-  const hook = requestTransformer.create(config, deps).bind(r).onRequest!;
+  const hook = requestTransformer.create(config, deps, { id: 'plugin/test/t' }).bind(r).onRequest!;
   const ctx = { headers: { ...headers } } as RequestContext;
   hook(ctx);
   return ctx.headers;

@@ -4,10 +4,13 @@
  * JWKS. `iss`, `aud` and `exp` are required. In a GatewayPlugin each key is a secretKeyRef;
  * the controller copies its value into `value` (base64) for the data plane.
  */
+import { createPublicKey, createSecretKey, type KeyObject } from 'node:crypto';
 import { type Static, Type } from '@sinclair/typebox';
+import type { ConfigProblem } from '../../config/config-problem.ts';
+import { secretValueProblem } from '../../config/secret-value-check.ts';
 import { HEADER_NAME_PATTERN } from '../../config/http-grammar.ts';
 import { pluginManifest } from '../../config/manifest.ts';
-import { DURATION_PATTERN } from '../../config/duration.ts';
+import { DURATION_PATTERN, parseDuration } from '../../config/duration.ts';
 import { SecretKeyRefSchema } from '../../config/secret-ref.ts';
 
 const ALGORITHMS = [
@@ -26,6 +29,7 @@ const ALGORITHMS = [
   'EdDSA',
 ] as const;
 const HEADER = HEADER_NAME_PATTERN;
+const SHORT_JWKS_REFRESH = 'must be at least 1s';
 
 /** The algorithms an issuer accepts: pinned by the configuration, never the token's choice. */
 export const AlgorithmsSchema = Type.Array(
@@ -108,7 +112,15 @@ export const JwtConfig = Type.Object(
               pattern: '^https?://',
               maxLength: 2048,
               description:
-                'JWKS of the issuer: cached, fetched again (once, with a cooldown) for an unknown kid; kept when a fetch fails.',
+                'JWKS of the issuer: cached, fetched again once older than jwksRefresh and (once, with a cooldown) for an unknown kid; kept when a fetch fails.',
+            }),
+          ),
+          jwksRefresh: Type.Optional(
+            Type.String({
+              pattern: DURATION_PATTERN,
+              maxLength: 32,
+              description:
+                'The JWKS is fetched again once older than this (default 10m, at least 1s): a key the provider withdraws stops verifying within it.',
             }),
           ),
           keys: Type.Optional(
@@ -137,7 +149,17 @@ export const JwtConfig = Type.Object(
             ),
           ),
         },
-        { additionalProperties: false, description: 'One issuer whose tokens are accepted.' },
+        {
+          additionalProperties: false,
+          description: 'One issuer whose tokens are accepted.',
+          'x-kubernetes-validations': [
+            {
+              rule: "!has(self.jwksRefresh) || duration(self.jwksRefresh) >= duration('1s')",
+              message: SHORT_JWKS_REFRESH,
+              fieldPath: '.jwksRefresh',
+            },
+          ],
+        },
       ),
       {
         minItems: 1,
@@ -162,9 +184,44 @@ export const JwtConfig = Type.Object(
 );
 export type JwtConfig = Static<typeof JwtConfig>;
 
+/**
+ * A static key from its Secret's value (base64, as the controller resolves it): a PEM public key
+ * (or a certificate, or a private key whose public half is taken), else the HMAC secret. Throws
+ * when a PEM does not parse. The one reading of a key: the plugin's and its check's.
+ */
+export function staticKey(value: string): KeyObject {
+  const bytes = Buffer.from(value, 'base64');
+  const text = bytes.toString('utf8');
+  return text.includes('-----BEGIN') ? createPublicKey(text) : createSecretKey(bytes);
+}
+
+/**
+ * Each resolved key must be one the plugin can read. Runs where the value is there: the
+ * controller once the Secrets are resolved, and the data plane's door; before resolution
+ * (no `value` yet) there is nothing to read.
+ */
+function checkJwtConfig(c: JwtConfig): ConfigProblem[] {
+  const problems: ConfigProblem[] = [];
+  c.issuers.forEach((issuer, i) => {
+    if (issuer.jwksRefresh !== undefined && (parseDuration(issuer.jwksRefresh) ?? 0) < 1_000)
+      problems.push({ field: `issuers[${i}].jwksRefresh`, message: SHORT_JWKS_REFRESH });
+    issuer.keys?.forEach((k, j) => {
+      if (k.value === undefined) return;
+      const problem = secretValueProblem('jwt key', k.value, (bytes) => staticKey(bytes.toString('base64')));
+      if (problem !== null)
+        problems.push({
+          field: `issuers[${i}].keys[${j}]`,
+          message: `the Secret's value is not a key: a PEM that does not parse (${problem})`,
+        });
+    });
+  });
+  return problems;
+}
+
 export const manifest = pluginManifest({
   name: 'jwt',
   phase: 'authenticate',
   schema: JwtConfig,
+  checks: checkJwtConfig,
   secrets: 'value',
 });

@@ -16,7 +16,7 @@ import type { Consumer, RequestContext } from '../../pipeline/context.ts';
 import { definePlugin } from '../types.ts';
 import { readBundle } from '../../config/pem.ts';
 import { chainProblem, peerChain, type TrustStore } from '../../tls/client-chain.ts';
-import { parseCrl } from '../../tls/crl.ts';
+import { parseCrl } from '../../config/crl.ts';
 import { type MtlsAuthConfig, manifest } from './manifest.ts';
 
 type Verdict =

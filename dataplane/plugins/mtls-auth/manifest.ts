@@ -8,6 +8,9 @@ import type { ConfigProblem } from '../../config/config-problem.ts';
 import { HEADER_NAME_PATTERN } from '../../config/http-grammar.ts';
 import { pluginManifest } from '../../config/manifest.ts';
 import { SecretValueSchema } from '../../config/secret-ref.ts';
+import { parseCrl } from '../../config/crl.ts';
+import { readBundle } from '../../config/pem.ts';
+import { secretValueProblem } from '../../config/secret-value-check.ts';
 
 const FromSecret = SecretValueSchema;
 
@@ -92,8 +95,25 @@ export const MtlsAuthConfig = Type.Object(
 );
 export type MtlsAuthConfig = Static<typeof MtlsAuthConfig>;
 
+const NO_CERTIFICATE = 'holds no PEM certificate';
+
 function checkMtlsAuth(c: MtlsAuthConfig): ConfigProblem[] {
   const problems: ConfigProblem[] = [];
+  // The Secrets' values, once resolved (the controller after resolution, the data plane's door):
+  // what the plugin reads when it is built, read here first so a bad one is refused by name.
+  const unreadable = (field: string, problem: string | null) => {
+    if (problem !== null) problems.push({ field, message: `the Secret's value cannot be read: ${problem}` });
+  };
+  if (c.caBundle.value !== undefined)
+    unreadable(
+      'caBundle',
+      secretValueProblem('CA bundle', c.caBundle.value, (bytes) => {
+        if (readBundle(bytes.toString('utf8')).length === 0) throw new Error(NO_CERTIFICATE);
+      }),
+    );
+  c.crls?.forEach((crl, i) => {
+    if (crl.value !== undefined) unreadable(`crls[${i}]`, secretValueProblem('CRL', crl.value, parseCrl));
+  });
   const seen = new Map<string, string>();
   const consumers = c.consumers ?? [];
   for (let i = 0; i < consumers.length; i++)

@@ -1,7 +1,7 @@
 /**
  * One OpenID provider's metadata (OpenID Connect Discovery 1.0), as the oidc plugin needs it:
  * read from <issuer>/.well-known/openid-configuration at start, read again in the background
- * once older than the refresh period, and kept when a read fails, so a provider outage never
+ * once older than the refresh period (its JWKS too: jwks.ts, the same max age), and kept when a read fails, so a provider outage never
  * locks out tokens whose keys are already known. A document naming another issuer is refused
  * (§4.3). While none was ever read, a request may trigger a read at most once per cooldown.
  */
@@ -95,7 +95,8 @@ export class Discovery {
       tokenEndpoint: url(doc.token_endpoint),
       endSessionEndpoint: url(doc.end_session_endpoint),
     };
-    this.#jwks = remoteJwks(doc.jwks_uri, { onFetch: this.#o.onFetch });
+    // The keys age as the metadata does: discoveryRefresh says "metadata and keys".
+    this.#jwks = remoteJwks(doc.jwks_uri, { maxAgeMs: this.#o.refreshMs, onFetch: this.#o.onFetch });
     this.#readAt = Date.now();
   }
 }

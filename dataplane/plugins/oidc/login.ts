@@ -20,7 +20,7 @@ import type { RuntimeDeps } from '../../pipeline/route.ts';
 import { refuseScope } from '../bearer.ts';
 import type { Discovery } from './discovery.ts';
 import { postForm } from './introspection.ts';
-import type { OidcConfig } from './manifest.ts';
+import { COOKIE_KEY_BYTES, type OidcConfig } from './manifest.ts';
 
 type LoginConfig = NonNullable<OidcConfig['login']>;
 interface Session {
@@ -61,7 +61,9 @@ export function loginHook(
 ): (ctx: RequestContext) => void | Promise<void> {
   const keys = config.cookieKeys.map((k, i) => {
     const bytes = Buffer.from(k.value ?? '', 'base64');
-    if (bytes.length < 32) throw new Error(`oidc: login.cookieKeys[${i}] must hold at least 32 bytes`);
+    // The manifest's check refuses a shorter one at the data plane's door; a table built by hand too.
+    if (bytes.length < COOKIE_KEY_BYTES)
+      throw new Error(`oidc: login.cookieKeys[${i}] must hold at least ${COOKIE_KEY_BYTES} bytes`);
     return createHash('sha256').update(bytes).digest();
   });
   const client = {

@@ -21,6 +21,8 @@ const FromSecret = SecretValueSchema;
 const SCOPE_PATTERN = '^[\\x21\\x23-\\x5B\\x5D-\\x7E]+$';
 const LONG_CACHE = 'must be at most 1h (a revoked token works that long)';
 const SHORT_REFRESH = 'must be at least 10s';
+/** A session cookie key's bytes at least: A256GCM takes a 256-bit key (its SHA-256 is used). */
+export const COOKIE_KEY_BYTES = 32;
 
 export const OidcConfig = Type.Object(
   {
@@ -184,6 +186,14 @@ function checkOidcConfig(c: OidcConfig): ConfigProblem[] {
     problems.push({ field: 'introspection.cacheTtl', message: LONG_CACHE });
   if (c.discoveryRefresh !== undefined && (parseDuration(c.discoveryRefresh) ?? 0) < 10_000)
     problems.push({ field: 'discoveryRefresh', message: SHORT_REFRESH });
+  // A Secret's value is there once the controller resolved it (and at the data plane's door).
+  c.login?.cookieKeys.forEach((k, i) => {
+    if (k.value !== undefined && Buffer.from(k.value, 'base64').length < COOKIE_KEY_BYTES)
+      problems.push({
+        field: `login.cookieKeys[${i}]`,
+        message: `the Secret's value must hold at least ${COOKIE_KEY_BYTES} bytes`,
+      });
+  });
   return problems;
 }
 

@@ -1,6 +1,6 @@
 /**
  * rate-limiting: requests allowed per second / minute / hour / day, per consumer (or credential,
- * IP, header), per route or per service. Over the limit: 429 problem+json with Retry-After.
+ * IP, header), per path of a route or per service, each plugin its own count. Over the limit: 429 problem+json with Retry-After.
  * Every response of the route carries RateLimit-Policy and RateLimit (IETF httpapi draft: the
  * policies, then the one closest to its limit). `local` counts in this process, synchronously;
  * `redis` counts across replicas with one atomic call, and when Redis cannot answer either
@@ -27,7 +27,7 @@ const HIT_SPAN = { 'sluice.store': 'rate-limit', 'db.system.name': 'redis', 'db.
 export default definePlugin(manifest, {
   metrics: [RATE_LIMIT_METRICS],
   stores: [LOCAL_COUNTERS, SHARED_COUNTERS],
-  create(config, deps) {
+  create(config, deps, self) {
     const m = deps.metrics.of(RATE_LIMIT_METRICS);
     const windows: Window[] = NAMES.filter((n) => config[n] !== undefined).map((n) => ({
       seconds: WINDOWS[n],
@@ -89,10 +89,12 @@ export default definePlugin(manifest, {
 
     return {
       bind(route) {
-        // What is counted where: the route (or its service), computed once per route.
+        // What is counted where: the route (or its service), computed once per route; and by
+        // which plugin, so two rate-limiting plugins on one route keep two counts (one shared
+        // count took each request twice: two limits of 10 admitted 5).
         const where = s.service
-          ? `service\n${route.source.namespace}/${route.source.name}\n`
-          : `route\n${route.id}\n`;
+          ? `service\n${route.source.namespace}/${route.source.name}\n${self.id}\n`
+          : `route\n${route.id}\n${self.id}\n`;
         // Optimization: a caller's bucket is hashed once, not per request (a sha256 is ~1 µs);
         // bounded: cleared when it holds BUCKET_CACHE callers.
         const buckets = new Map<string, string>();

@@ -46,7 +46,7 @@ export const RateLimitingConfig = Type.Object(
     scope: Type.Optional(
       Type.Union([Type.Literal('route'), Type.Literal('service')], {
         description:
-          'route (default): one count per route; service: one count across every route of the GatewayRoute.',
+          'route (default): one count per path of a route (each path is its own entry); service: one count across every route of the GatewayRoute. Each plugin keeps its own count.',
       }),
     ),
     failMode: Type.Optional(

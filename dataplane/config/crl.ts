@@ -3,7 +3,8 @@
  * revoked serial numbers, nextUpdate, and the signed part with its signature, so a CRL counts
  * only for the CA whose key verifies it. Node reads certificates (X509Certificate) but not
  * CRLs, and no ASN.1 library is installed: this is the small DER walk RFC 5280 §5.1 lays out.
- * Anything it cannot read throws (the plugin is then refused at the data plane's door).
+ * Anything it cannot read throws. The mtls-auth manifest's check reads each CRL with it (at
+ * the controller and the data plane's door), hence its place in the contract (config/).
  */
 import { type KeyObject, verify } from 'node:crypto';
 
