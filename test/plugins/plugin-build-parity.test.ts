@@ -126,6 +126,37 @@ const cases = (): Case[] => [
     field: 'bogus',
   },
   {
+    name: 'ip-restriction-bad-range',
+    plugin: 'ip-restriction',
+    config: { allow: ['10.0.0.0/8', '10.0.0.300/24'] },
+    field: 'allow[1]',
+  },
+  {
+    name: 'request-size-limiting-zero',
+    plugin: 'request-size-limiting',
+    config: { maxBytes: 0 },
+    field: 'maxBytes',
+  },
+  {
+    name: 'concurrency-limiting-zero',
+    plugin: 'concurrency-limiting',
+    config: { perClient: 0 },
+    field: 'perClient',
+  },
+  {
+    name: 'basic-auth-unknown-field',
+    plugin: 'basic-auth',
+    config: { credentials: [ref('auth')], bogus: true },
+    secrets: { auth: 'foo:$apr1$OFG3Xybp$ckL0FHDAkoXYIlH9.cysT0' },
+    field: 'bogus',
+  },
+  {
+    name: 'ext-auth-unknown-field',
+    plugin: 'ext-auth',
+    config: { url: 'http://127.0.7.1:9/auth', bogus: true },
+    field: 'bogus',
+  },
+  {
     name: 'key-auth-unknown-field',
     plugin: 'key-auth',
     config: { consumers: [{ name: 'a', ...ref('key') }], bogus: true },
