@@ -89,11 +89,13 @@ docs: deps
 ## plugin against a plain POST; HTTPS/1.1 and h2 against cleartext (bench/tls.ts); an aggregated request against three proxied ones (bench/aggregate.ts). bench/run.ts is the harness without nginx (node bench/run.ts --help)
 ## bench/soap.ts: a REST → SOAP translated request against the same SOAP POST proxied
 ## bench/auth.ts: oidc (cached introspection) and mtls-auth (kept-alive, TLS session resumed) against plain TLS proxying
+## bench/plugins.sh: a proxy-cache hit against the plain GET and an idempotent replay against the plain POST, next to the floor
 ## bench/tracing.sh: the plain proxy with tracing off, at 1 % and at 100 % sampling (OTLP to bench/otlp-sink.ts), next to the floor
 ## bench/controller.ts: the controller and two data planes (the small preset's heap flags) on a private kapi, 5,000 GatewayRoutes:
 ## cold programming time, edit → Programmed p50/p99, peak RSS, idle admin requests per pod per minute (skipped without ../shared/kapi)
 bench: deps
 	bench/chain.sh
+	bench/plugins.sh
 	bench/tracing.sh
 	node bench/run.ts --targets floor,sluice --rate-of-floor 0.5 --no-compile
 	node bench/compile.ts
@@ -109,6 +111,7 @@ bench: deps
 ## bench-smoke: every benchmark once, for seconds: keeps them working (CI runs it); the figures mean nothing
 bench-smoke: deps
 	bench/chain.sh -d 1 -w 0 -r 1 --max-load 1000
+	bench/plugins.sh -d 1 -w 0 -r 1 --max-load 1000
 	bench/tracing.sh -d 1 -w 0 -r 1 -s get --max-load 1000
 	node bench/run.ts --targets floor,sluice --rate-of-floor 0.5 --duration 1 --warmup 1 --no-compile
 	node bench/compile.ts --sizes 100 --runs 1

@@ -160,13 +160,22 @@ async function deleteKeys(): Promise<void> {
 
 // ---------------------------------------------------------------- main
 
+/** Issue 29's limits on CPU µs/req as a ratio to plain-post: a first execution ≤ 1.3×, a replay ≤ 0.8×. */
+const LIMITS: Record<string, number> = { 'idem-first': 1.3, 'idem-replay': 0.8 };
+
+function mark(r: Row, base: Row | undefined): string {
+  const limit = LIMITS[r.scenario];
+  if (limit === undefined || base === undefined) return '';
+  return r.cpuUsPerReq / base.cpuUsPerReq <= limit ? ` (≤ ${limit} ✓)` : ` (> ${limit})`;
+}
+
 function table(rows: Row[]): string {
   const base = rows.find((r) => r.scenario === 'plain-post' && !r.invalid);
   const x = (a: number, b: number | undefined) => (b === undefined ? '-' : `${fmt(a / b, 2)}×`);
   const columns: [string, (r: Row) => string][] = [
     ['scenario', (r) => r.scenario],
     ['CPU µs/req', (r) => fmt(r.cpuUsPerReq)],
-    ['×plain', (r) => x(r.cpuUsPerReq, base?.cpuUsPerReq)],
+    ['×plain', (r) => x(r.cpuUsPerReq, base?.cpuUsPerReq) + mark(r, base)],
     ['req/s', (r) => fmt(r.rps, 0)],
     ['×plain', (r) => x(r.rps, base?.rps)],
     ['p50 ms', (r) => fmt(r.p50ms, 2)],

@@ -6,6 +6,14 @@
 #   bench/peers-target.sh --transformer    plus a request-transformer GatewayPlugin (adds X-Gateway-Version: v1)
 #   bench/peers-target.sh --chain DIR      jwt (RS256, public key DIR/jwt-public.pem) + rate-limiting (redis)
 #                                          + request-transformer; needs Redis on 127.0.0.1:6379 (bench/chain.sh)
+#   bench/peers-target.sh --cache [memory|redis]
+#                                          GET and HEAD through a proxy-cache GatewayPlugin, store memory (the
+#                                          default: in this process, what "a hit costs ≤ 0.6× the plain GET"
+#                                          compares with the plain proxy) or redis (127.0.0.1:6379); other
+#                                          methods take a plugin-free route (bench/plugins.sh)
+#   bench/peers-target.sh --idempotency    POST through an idempotency GatewayPlugin (`{}`), store Redis on
+#                                          127.0.0.1:6379; sent one fixed Idempotency-Key (peers.sh -H), the
+#                                          load is all replays (bench/plugins.sh)
 # Env: BENCH_PORT, BENCH_UPSTREAM_URL (set by the harness); BENCH_ADMIN_PORT (default BENCH_PORT + 100);
 # BENCH_NODE_FLAGS: node/V8 flags for the data plane (compare heap sizings as separate targets).
 set -euo pipefail
@@ -30,6 +38,61 @@ spec:
 ---
 YAML
   plugins="  plugins: [{ name: gateway-version }]"
+fi
+if [[ ${1:-} == --cache ]]; then
+  store=${2:-memory}
+  [[ $store == memory || $store == redis ]] || { echo "--cache takes memory or redis, not '$store'" >&2; exit 2; }
+  [[ $store == redis ]] && extra=(--redis redis://127.0.0.1:6379 --redis-prefix "sluice-bench-cache-$BENCH_PORT:")
+  # The harness's upstream (nginx `return 200`) sends no Cache-Control, and proxy-cache has no
+  # default TTL (RFC 9111: nothing without freshness is stored). So the cached route's service is
+  # this data plane itself, on /__origin: a route whose response-transformer adds
+  # `Cache-Control: public, max-age=86400` to the upstream's answer. (A response-transformer on the
+  # cached route would not do: its response hook runs after the cache has judged the headers.)
+  # Only misses take that second hop: the probe's first GET stores the item, the load's GETs are
+  # hits, answered in the cache's request hook, so the hit is measured alone. POST (and the rest)
+  # goes straight to the upstream on a plugin-free route, as in the plain target.
+  cat >>"$dir/gateway.yaml" <<YAML
+apiVersion: sluice.dev/v1alpha1
+kind: GatewayPlugin
+metadata: { name: cache, namespace: default }
+spec:
+  plugin: proxy-cache
+  proxyCache: { store: $store }
+---
+apiVersion: sluice.dev/v1alpha1
+kind: GatewayPlugin
+metadata: { name: cacheable, namespace: default }
+spec:
+  plugin: response-transformer
+  responseTransformer: { add: { headers: ["Cache-Control:public, max-age=86400"] } }
+---
+apiVersion: sluice.dev/v1alpha1
+kind: GatewayRoute
+metadata: { name: peers-cached, namespace: default }
+spec:
+  service: { name: peers-origin, url: "http://127.0.0.1:$BENCH_PORT/__origin" }
+  routes:
+    - { name: cached, paths: ["/"], methods: [GET, HEAD], plugins: [{ name: cache }] }
+---
+YAML
+  routes="    - { name: all, paths: [\"/\"] }
+    - { name: origin, paths: [\"/__origin\"], stripPrefix: true, plugins: [{ name: cacheable }] }"
+fi
+if [[ ${1:-} == --idempotency ]]; then
+  # The plugin's defaults: POST and PATCH, keys of 32–64 characters, records kept 24 h. The
+  # fingerprint covers Authorization and User-Agent: the harness's check (curl) and its load (wrk)
+  # must send the same User-Agent, or the load's replays are 422 (bench/plugins.sh sets one).
+  cat >>"$dir/gateway.yaml" <<YAML
+apiVersion: sluice.dev/v1alpha1
+kind: GatewayPlugin
+metadata: { name: idempotency, namespace: default }
+spec:
+  plugin: idempotency
+  idempotency: {}
+---
+YAML
+  plugins="  plugins: [{ name: idempotency }]"
+  extra=(--redis redis://127.0.0.1:6379 --redis-prefix "sluice-bench-idem-$BENCH_PORT:")
 fi
 if [[ ${1:-} == --chain ]]; then
   pem_b64=$(base64 -w0 <"${2:?--chain needs the folder of jwt-public.pem}/jwt-public.pem")

@@ -3,9 +3,11 @@
  * every target next to the Node floor (bare-node-undici) measured in the same run: CPU µs per
  * request, p99 latency and peak RSS, each as a ratio, with the targets of the performance issue
  * (plain proxy GET ≤ 1.10×, POST ≤ 1.15×; the plugin chain ≤ 1.30×; p99 ≤ 1.5×; RSS ≤ 1.3×).
- * It asserts nothing: figures are read, not tested.
+ * With --cache and --replay (bench/plugins.sh) it also prints the plugin ratios of issue 29, to the
+ * first --plain target of the same run: a proxy-cache hit's CPU µs/req over the plain GET's (≤ 0.6×),
+ * an idempotent replay's over the plain POST's (≤ 0.8×). It asserts nothing: figures are read, not tested.
  *
- * Usage: node bench/ratios.ts RESULT.json [--plain NAME[,NAME]] [--chain NAME[,NAME]]
+ * Usage: node bench/ratios.ts RESULT.json [--plain NAME[,NAME]] [--chain NAME[,NAME]] [--cache NAME] [--replay NAME]
  */
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
@@ -26,6 +28,8 @@ const { values, positionals } = parseArgs({
   options: {
     plain: { type: 'string', default: 'sluice' },
     chain: { type: 'string', default: 'sluice-chain' },
+    cache: { type: 'string', default: '' },
+    replay: { type: 'string', default: '' },
   },
 });
 if (positionals.length !== 1) {
@@ -70,5 +74,36 @@ for (const [scenario, targets] of Object.entries(result.summary)) {
   }
   process.stdout.write(
     `\n### ${scenario.toUpperCase()}: ratios to the Node floor (${FLOOR}) of the same run\n${rows.join('\n')}\n`,
+  );
+}
+
+/** A plugin target next to the plain proxy, in the scenario where the plugin does its work. */
+const PLUGIN_RATIOS = [
+  { what: 'proxy-cache hit', target: values.cache, scenario: 'get', limit: 0.6 },
+  { what: 'idempotent replay', target: values.replay, scenario: 'post', limit: 0.8 },
+].filter((p) => p.target !== '');
+const base = values.plain.split(',')[0];
+if (PLUGIN_RATIOS.length) {
+  const rows = [
+    '| what | target | scenario | CPU µs/req | plain µs/req | ×plain |',
+    '|---|---|---|---:|---:|---:|',
+  ];
+  for (const p of PLUGIN_RATIOS) {
+    const s = result.summary[p.scenario]?.[p.target];
+    const b = result.summary[p.scenario]?.[base];
+    if (!s?.ok_runs || !b?.ok_runs) {
+      rows.push(
+        `| ${p.what} | ${p.target} | ${p.scenario} | - | - | no figures for ${p.target} or ${base} |`,
+      );
+      continue;
+    }
+    const ratio = s.cpu_us_per_req / b.cpu_us_per_req;
+    rows.push(
+      `| ${p.what} | ${p.target} | ${p.scenario} | ${s.cpu_us_per_req.toFixed(1)} | ${b.cpu_us_per_req.toFixed(1)} | ` +
+        `${ratio.toFixed(2)}×${mark(ratio, p.limit)} |`,
+    );
+  }
+  process.stdout.write(
+    `\n### Plugins: CPU µs/req as ratios to the plain proxy (${base}) of the same run\n${rows.join('\n')}\n`,
   );
 }

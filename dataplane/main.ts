@@ -9,7 +9,8 @@ import { type AdminTokens, tokenList } from './config/admin-auth.ts';
 import { type Stats, unwatchFile, watchFile } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
-import { BlockList, isIP } from 'node:net';
+import type { BlockList } from 'node:net';
+import { cidrList, cidrProblem } from './config/cidr.ts';
 import { createSecureContext, type Server as TlsServer } from 'node:tls';
 import { setFlagsFromString } from 'node:v8';
 import type { Logger } from 'pino';
@@ -150,16 +151,11 @@ export interface DataPlane {
 
 export function parseTrustedProxies(list: string[]): BlockList | null {
   if (!list.length) return null;
-  const bl = new BlockList();
   for (const entry of list) {
-    const [ip, bits] = entry.split('/');
-    const type = isIP(ip) === 6 ? 'ipv6' : 'ipv4';
-    if (!isIP(ip))
-      throw new Error(`--trusted-proxies: ${JSON.stringify(entry)} is not an IP address or CIDR`);
-    if (bits === undefined) bl.addAddress(ip, type);
-    else bl.addSubnet(ip, Number(bits), type);
+    const problem = cidrProblem(entry);
+    if (problem) throw new Error(`--trusted-proxies: ${JSON.stringify(entry)} ${problem}`);
   }
-  return bl;
+  return cidrList(list);
 }
 
 export async function startDataPlane(partial: Partial<DataPlaneOptions>): Promise<DataPlane> {

@@ -287,12 +287,19 @@ export const HeaderMatch = Type.Object(
     }),
     value: Type.String({
       maxLength: 4096,
-      description: 'Value the header must have (exact, case-sensitive).',
+      description:
+        'Value the header must have (exact, case-sensitive), or with type RegularExpression a pattern it must match whole.',
     }),
+    type: Type.Optional(
+      Type.Union([Type.Literal('Exact'), Type.Literal('RegularExpression')], {
+        description:
+          'Exact (default), or RegularExpression (JavaScript syntax, anchored; no nested quantifiers).',
+      }),
+    ),
   },
   {
     additionalProperties: false,
-    description: 'A request header that must be present with this exact value.',
+    description: 'A request header that must be present with this value.',
   },
 );
 

@@ -53,11 +53,17 @@ function matchOf(
   regex: boolean,
   cookies: readonly { name: string; value: string }[] | undefined,
 ): RouteMatch {
+  // Keyed by name, type and value: a pattern and an exact value of the same text are two matches.
   const headers =
     rule.headers?.length &&
-    setOf([...new Set(rule.headers.map((h) => `${h.name.toLowerCase()}\n${h.value}`))]).map((k) => {
-      const [name, value] = splitOnce(k);
-      return { name, value };
+    setOf(
+      rule.headers.map(
+        (h) => `${h.name.toLowerCase()}\n${h.type === 'RegularExpression' ? 'R' : 'E'}${h.value}`,
+      ),
+    ).map((k) => {
+      const [name, typed] = splitOnce(k);
+      const value = typed.slice(1);
+      return typed[0] === 'R' ? { name, type: 'RegularExpression' as const, value } : { name, value };
     });
   // Only the first entry of a name counts (Gateway API's rule for repeated names); sorted by name.
   const named = new Set<string>();

@@ -359,8 +359,10 @@ function unsupportedIn(route: AnyRoute): string | undefined {
     for (const [j, m] of ((rule as HTTPRouteRule).matches ?? []).entries()) {
       if (m.path?.type === 'RegularExpression')
         return `${at}.matches[${j}].path: RegularExpression is not supported`;
-      if (m.headers?.some((h) => h.type === 'RegularExpression'))
-        return `${at}.matches[${j}].headers: RegularExpression is not supported`;
+      for (const [k, h] of (m.headers ?? []).entries()) {
+        const problem = h.type === 'RegularExpression' ? regexProblem(h.value) : undefined;
+        if (problem) return `${at}.matches[${j}].headers[${k}].value ${problem}`;
+      }
       for (const [k, q] of (m.queryParams ?? []).entries()) {
         const problem = q.type === 'RegularExpression' ? regexProblem(q.value) : undefined;
         if (problem) return `${at}.matches[${j}].queryParams[${k}].value ${problem}`;
@@ -483,7 +485,7 @@ export interface Match {
   path: string;
   pathType: 'Exact' | 'Prefix';
   method?: string;
-  headers: { name: string; value: string }[];
+  headers: { name: string; value: string; type?: 'Exact' | 'RegularExpression' }[];
   query?: { name: string; value: string; type?: 'Exact' | 'RegularExpression' }[];
 }
 
@@ -494,7 +496,11 @@ function matchesOf(rule: HTTPRouteRule): Match[] {
     path: m.path?.value ?? '/',
     pathType: m.path?.type === 'Exact' ? 'Exact' : 'Prefix',
     ...(m.method && { method: m.method }),
-    headers: (m.headers ?? []).map((h) => ({ name: h.name, value: h.value })),
+    headers: (m.headers ?? []).map((h) => ({
+      name: h.name,
+      value: h.value,
+      ...(h.type && { type: h.type }),
+    })),
     ...(m.queryParams?.length && {
       query: m.queryParams.map((q) => ({ name: q.name, value: q.value, ...(q.type && { type: q.type }) })),
     }),

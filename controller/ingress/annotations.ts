@@ -11,7 +11,9 @@
  */
 
 import { rewritePathProblem } from '../../dataplane/config/path-grammar.ts';
+import { cidrProblem } from '../../dataplane/config/cidr.ts';
 import { captureRefsProblem } from '../../dataplane/config/path-regex.ts';
+import { regexProblem } from '../../dataplane/config/regex.ts';
 
 export const NGINX_PREFIX = 'nginx.ingress.kubernetes.io/';
 
@@ -57,8 +59,16 @@ export interface IngressEffects {
     total: number;
     header?: string;
     headerValue?: string;
+    /** canary-by-header-pattern: as ingress-nginx reads it, found anywhere in the value (canaryHeaderRegex). */
+    headerPattern?: string;
     cookie?: string;
   };
+  /** whitelist-source-range / denylist-source-range: the ip-restriction plugin's allow and deny. */
+  sourceRanges: { allow?: string[]; deny?: string[] };
+  /** proxy-body-size in bytes: the request-size-limiting plugin; 0: no limit of its own. */
+  proxyBodySize?: number;
+  /** limit-connections: the concurrency-limiting plugin's requests in progress per client address. */
+  connections?: number;
 }
 
 export function defaultEffects(): IngressEffects {
@@ -71,6 +81,7 @@ export function defaultEffects(): IngressEffects {
     backendProtocol: 'HTTP',
     useRegex: false,
     canary: { enabled: false, total: 100 },
+    sourceRanges: {},
   };
 }
 
@@ -128,6 +139,30 @@ const list = (v: string): string[] =>
     .split(',')
     .map((s) => s.trim())
     .filter(Boolean);
+
+/** ingress-nginx's source ranges: comma-separated addresses and CIDR ranges, IPv4 or IPv6. */
+const cidrs = (v: string): string[] | Invalid => {
+  const entries = list(v);
+  if (entries.length === 0) return { invalid: 'must list IP addresses or CIDR ranges' };
+  for (const entry of entries) {
+    const problem = cidrProblem(entry);
+    if (problem) return { invalid: `holds ${JSON.stringify(entry)}, which ${problem}` };
+  }
+  return entries;
+};
+
+/**
+ * canary-by-header-pattern as a header match's pattern (matched whole, config/regex.ts): ingress-nginx
+ * finds it anywhere in the value (ngx.re.match, unanchored), so it is wrapped to match so.
+ */
+export const canaryHeaderRegex = (pattern: string): string => `.*(?:${pattern}).*`;
+
+/** nginx's size syntax (client_max_body_size): bytes, or with k, m or g (1024-based); 0 allowed. */
+const nginxSize = (v: string): number | Invalid => {
+  const m = /^(\d{1,15})([kmg]?)$/i.exec(v.trim());
+  const n = m ? Number(m[1]) * 1024 ** ' kmg'.indexOf(m[2].toLowerCase() || ' ') : Number.NaN;
+  return Number.isSafeInteger(n) ? n : { invalid: 'must be a size: bytes, or a number with k, m or g (8m)' };
+};
 
 const redirect =
   (statusCode: 301 | 302) =>
@@ -416,6 +451,63 @@ export const ANNOTATIONS: readonly Annotation<unknown>[] = [
     },
     effect: 'HTTP: HTTP/1.1; GRPC: HTTP/2 in cleartext (h2c); HTTPS, GRPCS: TLS (h2 by ALPN)',
     differs: "over TLS the back end's certificate is verified (ingress-nginx does not by default)",
+  }),
+  annotation({
+    name: 'whitelist-source-range',
+    parse: cidrs,
+    apply: (e, v) => {
+      e.sourceRanges.allow = v;
+    },
+    effect:
+      'only clients in these ranges (comma-separated addresses and CIDRs, IPv4 and IPv6) are served; others get 403 (the ip-restriction plugin)',
+    differs:
+      'the client address is the socket peer, or behind --trusted-proxies the first untrusted X-Forwarded-For hop (not nginx real_ip settings); 403 is problem+json',
+  }),
+  annotation({
+    name: 'denylist-source-range',
+    parse: cidrs,
+    apply: (e, v) => {
+      e.sourceRanges.deny = v;
+    },
+    effect:
+      'clients in these ranges get 403, even when whitelist-source-range holds them (the ip-restriction plugin)',
+    differs: 'the client address as for whitelist-source-range',
+  }),
+  annotation({
+    name: 'proxy-body-size',
+    parse: nginxSize,
+    apply: (e, v) => {
+      e.proxyBodySize = v;
+    },
+    effect:
+      'the largest request body (8m, 512k, bytes; 0: no limit of its own): over it 413, on Content-Length before anything is sent, on a chunked body as it streams (the request-size-limiting plugin)',
+    differs:
+      "without it, and with 0, the data plane's --max-body-bytes holds (default 10 MiB; ingress-nginx's default is 1m and 0 lifts every limit); a larger value than that changes nothing; 413 is problem+json",
+  }),
+  annotation({
+    name: 'limit-connections',
+    parse: integer(1, 1_000_000),
+    apply: (e, v) => {
+      e.connections = v;
+    },
+    effect:
+      "requests of one client address in progress at once, per data-plane process (nginx's limit_conn: a connection counts while its request is served); over it 429 (the concurrency-limiting plugin)",
+    differs: '429 SLC_ERR_RATE_LIMITED as limit-rps, not 503; each Ingress counts its own',
+  }),
+  annotation({
+    name: 'canary-by-header-pattern',
+    parse: (v) => {
+      if (v === '' || /[\r\n]/.test(v)) return { invalid: 'must be a regular expression' };
+      const problem = regexProblem(canaryHeaderRegex(v));
+      return problem ? { invalid: problem } : v;
+    },
+    apply: (e, v) => {
+      e.canary.headerPattern = v;
+    },
+    effect:
+      'with canary-by-header: requests whose header matches this regular expression (anywhere in the value, case-sensitive) go to the canary; others by weight; ignored when canary-by-header-value is set',
+    differs:
+      'JavaScript regular expression syntax, not PCRE; a pattern that could backtrack catastrophically is refused',
   }),
 ];
 

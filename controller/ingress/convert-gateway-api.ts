@@ -34,7 +34,13 @@ import {
   readIngress,
   serviceOf,
 } from './convert.ts';
-import { canaryHeaderMatches, pathProblem } from './index.ts';
+import {
+  type CanaryHeader,
+  canaryHeaderMatches,
+  canaryHeaderOf,
+  type HeaderMatch,
+  pathProblem,
+} from './index.ts';
 
 export interface GatewayRef {
   namespace?: string;
@@ -158,7 +164,7 @@ export function convertToHTTPRoutes(objects: readonly unknown[], gateway: Gatewa
       const k = canaryKey(ing.metadata.namespace, p.host, p.path);
       const c = canaries.get(k);
       if (c) used.add(k);
-      const rule = (name: string, backendRefs: HTTPBackendRef[], header?: { name: string; value: string }) =>
+      const rule = (name: string, backendRefs: HTTPBackendRef[], header?: HeaderMatch) =>
         rulesOf(p.host).push({
           name,
           matches: [header ? { ...match, headers: [header] } : match],
@@ -237,7 +243,7 @@ interface Canary {
   service: HTTPBackendRef;
   weight: number;
   total: number;
-  header?: { name: string; value?: string };
+  header?: CanaryHeader;
 }
 
 /** Where a canary applies: the same namespace, host and path (as written) as the main path, as index.ts joins them. */
@@ -258,15 +264,14 @@ function canariesOf(read: readonly ReadIngress[]): Map<string, Canary> {
       }
       const k = canaryKey(r.ing.metadata.namespace, p.host, p.path);
       if (out.has(k)) continue;
+      const header = canaryHeaderOf(c);
       out.set(k, {
         from: r,
         field: `${p.field}.path`,
         service: { name: svc.name, port: svc.port },
         weight: c.weight ?? 0,
         total: c.total,
-        ...(c.header !== undefined && {
-          header: { name: c.header, ...(c.headerValue !== undefined && { value: c.headerValue }) },
-        }),
+        ...(header && { header }),
       });
     }
   }

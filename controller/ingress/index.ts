@@ -49,7 +49,7 @@ import { pluginConfigProblems } from '../validate/gateway-plugin.ts';
 import type { ModelPlugin, ModelRoute } from '../validate/model.ts';
 import { resolveServiceBackend, type ServiceBackend } from '../validate/service-backend.ts';
 import { type ModelCertificate, resolveTlsRefs } from '../validate/tls-refs.ts';
-import { type IngressEffects, NGINX_PREFIX, readAnnotations } from './annotations.ts';
+import { canaryHeaderRegex, type IngressEffects, NGINX_PREFIX, readAnnotations } from './annotations.ts';
 import { DEFAULT_INGRESS_CLASS, ingressesOf } from './classes.ts';
 
 /** One thing about an Ingress that is not served as written: a Warning Event. */
@@ -69,7 +69,7 @@ export interface IngressReport {
 
 export interface IngressResult {
   routes: ModelRoute[];
-  /** Plugin instances the annotations make (cors, rate-limiting, request-transformer), by "namespace/name". */
+  /** Plugin instances the annotations make (ip-restriction, cors, rate-limiting, request-transformer), by "namespace/name". */
   plugins: Map<string, ModelPlugin>;
   /** Sluice's Ingresses by "namespace/name", in key order. */
   ingresses: Map<string, IngressReport>;
@@ -87,23 +87,29 @@ interface Canary {
   backend: ServiceBackend;
   weight: number;
   total: number;
-  header?: { name: string; value?: string };
+  header?: CanaryHeader;
   /** canary-by-cookie: the cookie whose value "always" takes the canary, "never" the main backend. */
   cookie?: string;
 }
 
 function canaryOfPath(key: string, backend: ServiceBackend, e: IngressEffects['canary']): Canary {
-  const { header, headerValue, cookie, total, weight = 0 } = e;
-  return {
-    key,
-    backend,
-    weight,
-    total,
-    ...(cookie !== undefined && { cookie }),
-    ...(header !== undefined && {
-      header: { name: header, ...(headerValue !== undefined && { value: headerValue }) },
-    }),
-  };
+  const { cookie, total, weight = 0 } = e;
+  const header = canaryHeaderOf(e);
+  return { key, backend, weight, total, ...(cookie !== undefined && { cookie }), ...(header && { header }) };
+}
+
+/** canary-by-header with its value or its pattern (a value wins, as ingress-nginx reads them). */
+export interface CanaryHeader {
+  name: string;
+  value?: string;
+  pattern?: string;
+}
+
+/** The canary's header, when canary-by-header names one (also `sluice convert`'s). */
+export function canaryHeaderOf(e: IngressEffects['canary']): CanaryHeader | undefined {
+  if (e.header === undefined) return undefined;
+  if (e.headerValue !== undefined) return { name: e.header, value: e.headerValue };
+  return { name: e.header, ...(e.headerPattern !== undefined && { pattern: e.headerPattern }) };
 }
 
 /** Where a canary applies: the same namespace, host and path (as written) as the main path. */
@@ -195,7 +201,7 @@ function translateIngress(
     withPlugins: boolean,
     more: {
       weighted?: Canary;
-      headers?: { name: string; value: string }[];
+      headers?: HeaderMatch[];
       cookies?: { name: string; value: string }[];
       rewrite?: Route['rewrite'];
     } = {},
@@ -418,15 +424,22 @@ export function serviceTuning(e: IngressEffects): { timeouts?: Timeouts; retries
   };
 }
 
+/** A header match of a rule: the value exactly, or a pattern it matches whole. */
+export interface HeaderMatch {
+  name: string;
+  value: string;
+  type?: 'RegularExpression';
+}
+
 /**
- * canary-by-header's matches: the value (or "always") to the canary; without a value, "never" to
- * the main backend (ingress-nginx's reading; also `sluice convert`'s).
+ * canary-by-header's matches: the value, the pattern (found anywhere in the value) or "always" to
+ * the canary; with neither value nor pattern, "never" to the main backend (ingress-nginx's
+ * reading; also `sluice convert`'s).
  */
-export function canaryHeaderMatches(h: { name: string; value?: string }): {
-  canary: { name: string; value: string };
-  main?: { name: string; value: string };
-} {
+export function canaryHeaderMatches(h: CanaryHeader): { canary: HeaderMatch; main?: HeaderMatch } {
   const name = h.name.toLowerCase();
+  if (h.value === undefined && h.pattern !== undefined)
+    return { canary: { name, type: 'RegularExpression', value: canaryHeaderRegex(h.pattern) } };
   return {
     canary: { name, value: h.value ?? 'always' },
     ...(h.value === undefined && { main: { name, value: 'never' } }),
@@ -503,8 +516,8 @@ export function redirectEntry(r: NonNullable<IngressEffects['redirect']>): Route
 }
 
 /**
- * The plugin instances an Ingress's annotations make (cors, rate-limiting, a request-transformer
- * for X-Forwarded-Prefix), named ingress.<name>.<plugin> (a
+ * The plugin instances an Ingress's annotations make (ip-restriction, request-size-limiting, cors,
+ * rate-limiting, concurrency-limiting, a request-transformer for X-Forwarded-Prefix), named ingress.<name>.<plugin> (a
  * GatewayPlugin name holds no dot, so none shares it). A config the plugin refuses (a cors origin
  * it cannot read) is reported naming the annotations, and that plugin left out.
  */
@@ -513,7 +526,13 @@ export function pluginsOf(ing: Ingress, e: IngressEffects, problems: IngressProb
   const name = ing.metadata.name;
   const out: ModelPlugin[] = [];
   const make = (
-    plugin: 'cors' | 'rate-limiting' | 'request-transformer',
+    plugin:
+      | 'cors'
+      | 'rate-limiting'
+      | 'request-transformer'
+      | 'ip-restriction'
+      | 'request-size-limiting'
+      | 'concurrency-limiting',
     config: Record<string, unknown>,
     annotations: string,
   ) => {
@@ -535,6 +554,11 @@ export function pluginsOf(ing: Ingress, e: IngressEffects, problems: IngressProb
       config: sortedKeys(config),
     });
   };
+  // Before the others: a refused address is answered first (its phase, access, comes before
+  // authentication and rate limits anyway).
+  if (e.sourceRanges.allow !== undefined || e.sourceRanges.deny !== undefined)
+    make('ip-restriction', { ...e.sourceRanges }, 'whitelist-source-range, denylist-source-range');
+  if (e.proxyBodySize) make('request-size-limiting', { maxBytes: e.proxyBodySize }, 'proxy-body-size');
   if (e.cors.enabled) {
     const origins = e.cors.origins ?? ['*'];
     const any = origins.includes('*');
@@ -565,6 +589,8 @@ export function pluginsOf(ing: Ingress, e: IngressEffects, problems: IngressProb
   }
   if (e.rateLimit.second !== undefined || e.rateLimit.minute !== undefined)
     make('rate-limiting', { ...e.rateLimit, limitBy: 'ip' }, 'limit-rps, limit-rpm');
+  if (e.connections !== undefined)
+    make('concurrency-limiting', { perClient: e.connections }, 'limit-connections');
   if (e.forwardedPrefix !== undefined) {
     // Set, as nginx's proxy_set_header: replaced when the client sent one, added when not.
     const headers = [`X-Forwarded-Prefix:${e.forwardedPrefix}`];

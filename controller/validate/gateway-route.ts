@@ -56,6 +56,10 @@ export function validateRoute(obj: GatewayRoute): { route?: ModelRoute; diagnost
       );
   });
   checked.routes.forEach((r, i) => {
+    r.headers?.forEach((h, j) => {
+      const problem = h.type === 'RegularExpression' ? regexProblem(h.value) : undefined;
+      if (problem) diagnostics.push(invalid(ref, `spec.routes[${i}].headers[${j}].value`, problem));
+    });
     r.query?.forEach((q, j) => {
       const problem = q.type === 'RegularExpression' ? regexProblem(q.value) : undefined;
       if (problem) diagnostics.push(invalid(ref, `spec.routes[${i}].query[${j}].value`, problem));

@@ -14,7 +14,9 @@ import { manifest as proxy } from '../handlers/proxy/manifest.ts';
 import { manifest as redirect } from '../handlers/redirect/manifest.ts';
 import { manifest as respond } from '../handlers/respond/manifest.ts';
 import { manifest as soap } from '../handlers/soap/manifest.ts';
+import { manifest as concurrencyLimiting } from '../plugins/concurrency-limiting/manifest.ts';
 import { manifest as cors } from '../plugins/cors/manifest.ts';
+import { manifest as ipRestriction } from '../plugins/ip-restriction/manifest.ts';
 import { manifest as idempotency } from '../plugins/idempotency/manifest.ts';
 import { manifest as jwt } from '../plugins/jwt/manifest.ts';
 import { manifest as keyAuth } from '../plugins/key-auth/manifest.ts';
@@ -22,6 +24,7 @@ import { manifest as mtlsAuth } from '../plugins/mtls-auth/manifest.ts';
 import { manifest as oidc } from '../plugins/oidc/manifest.ts';
 import { manifest as proxyCache } from '../plugins/proxy-cache/manifest.ts';
 import { manifest as rateLimiting } from '../plugins/rate-limiting/manifest.ts';
+import { manifest as requestSizeLimiting } from '../plugins/request-size-limiting/manifest.ts';
 import { manifest as requestTransformer } from '../plugins/request-transformer/manifest.ts';
 import { manifest as responseTransformer } from '../plugins/response-transformer/manifest.ts';
 import type { AnyHandlerManifest, AnyPluginManifest } from './manifest.ts';
@@ -37,6 +40,9 @@ export const PLUGIN_MANIFESTS = [
   proxyCache,
   oidc,
   mtlsAuth,
+  ipRestriction,
+  requestSizeLimiting,
+  concurrencyLimiting,
 ] as const;
 
 export const HANDLER_MANIFESTS = [proxy, aggregate, soap, grpc, redirect, respond] as const;

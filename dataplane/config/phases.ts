@@ -10,6 +10,7 @@ export const PHASES = [
   'redirect', //           built-in: cleartext answered 308 to https before anything else runs, not even a preflight or authentication
   'version', //            built-in: a deprecated version's headers on every answer, the gateway's own included; 410 past its sunset
   'cors-preflight', //     answer browser preflights before asking for credentials
+  'access', //             who may use the route at all (client addresses), before any credentials
   'authenticate', //       identity first: rate limits and idempotency keys are scoped to the caller
   'rate-limit', //         refuse excess before spending anything else
   'transform-request', //  headers (e.g. X-Gateway-Version), query, body

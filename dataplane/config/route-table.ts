@@ -57,11 +57,18 @@ export const RouteMatch = Type.Object(
      * route that names listeners (Route.listeners) one or more, as Gateway API hostnames do.
      */
     hosts: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { minItems: 1 })),
-    /** Lower-case names, exact values; all must match. */
+    /**
+     * Lower-case names; all must match: the value exactly, or with type RegularExpression a
+     * pattern it matches whole (config/regex.ts, as query matches). An absent header never matches.
+     */
     headers: Type.Optional(
       Type.Array(
         Type.Object(
-          { name: Type.String({ minLength: 1 }), value: Type.String() },
+          {
+            name: Type.String({ minLength: 1 }),
+            type: Type.Optional(Type.Literal('RegularExpression')),
+            value: Type.String(),
+          },
           { additionalProperties: false },
         ),
         {

@@ -187,6 +187,10 @@ function checkShaped(t: RouteTable): TableError[] {
         if (problem) errors.push({ id: r.id, field: 'rewrite.path', message: problem });
       }
     }
+    r.match.headers?.forEach((h, j) => {
+      const problem = h.type === 'RegularExpression' ? regexProblem(h.value) : undefined;
+      if (problem) errors.push({ id: r.id, field: `match.headers[${j}].value`, message: problem });
+    });
     r.match.query?.forEach((q, j) => {
       const problem = q.type === 'RegularExpression' ? regexProblem(q.value) : undefined;
       if (problem) errors.push({ id: r.id, field: `match.query[${j}].value`, message: problem });

@@ -50,6 +50,7 @@ export const ERRORS = {
   SLC_ERR_CREDENTIALS_INVALID: { status: 401, title: 'The credentials are not valid' },
   SLC_ERR_RATE_LIMITED: { status: 429, title: 'Too many requests' },
   SLC_ERR_RATE_LIMIT_UNAVAILABLE: { status: 503, title: 'The rate-limit store is unavailable' },
+  SLC_ERR_ADDRESS_REFUSED: { status: 403, title: "The client's address may not use this route" },
   SLC_ERR_CORS_REFUSED: { status: 403, title: 'This cross-origin request is not allowed' },
   SLC_ERR_VERSION_GONE: { status: 410, title: 'This API version is past its sunset date' },
   SLC_ERR_IDEMPOTENCY_STORE_UNAVAILABLE: {

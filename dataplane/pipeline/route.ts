@@ -63,7 +63,8 @@ export interface RuntimeRoute {
   /** null = any method / host / headers. */
   methods: ReadonlySet<string> | null;
   hosts: ((host: string) => boolean) | null;
-  headers: ReadonlyArray<readonly [name: string, value: string]> | null;
+  /** The header matches (router.ts headerMatches): an exact value, or an anchored pattern. */
+  headers: ReadonlyArray<readonly [name: string, value: string | RegExp]> | null;
   /** The cookie matches (name, exact value), or null: the Cookie header is then never read. */
   cookies: ReadonlyArray<readonly [name: string, value: string]> | null;
   /** The query matches (router.ts queryMatcher), or null: the query is then never parsed. */
@@ -79,6 +80,8 @@ export interface RuntimeRoute {
    * nothing does (the body then streams to the upstream).
    */
   bodyAt: number;
+  /** The largest request body: the data plane's limit, or lower where a plugin of the route says so. */
+  maxBodyBytes: number;
   handler: BoundHandler;
   /**
    * A plugin of the cors-preflight phase is on the route: a browser's preflight (OPTIONS asking

@@ -61,7 +61,7 @@ function readBodyThen(ctx: RequestContext, at: number): void {
     step(ctx, at);
     return;
   }
-  readBody(ctx.req, ctx.route.deps.limits.maxBodyBytes).then(
+  readBody(ctx.req, ctx.route.maxBodyBytes).then(
     (body) => {
       ctx.body = body;
       step(ctx, at);

@@ -17,6 +17,8 @@ import type { StoreKind } from '../stores/store-kind.ts';
 export interface PluginHooks {
   onRequest?: RequestHook;
   onResponse?: ResponseHook;
+  /** A lower bound on the request body of the route carrying the plugin (the data plane's limit, per route). */
+  maxBodyBytes?: number;
 }
 
 /** One GatewayPlugin, live for one snapshot. */

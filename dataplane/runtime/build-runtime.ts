@@ -17,7 +17,7 @@ import type { RuntimeDeps, RuntimeRoute } from '../pipeline/route.ts';
 import type { LivePlugin, PluginHooks } from '../plugins/types.ts';
 import type { PoolRegistry, UpstreamRuntime } from '../upstream/pools.ts';
 import { HANDLERS, PLUGINS } from './registry.ts';
-import { hostMatcher, queryMatcher, RouteMatcher } from './router.ts';
+import { headerMatches, hostMatcher, queryMatcher, RouteMatcher } from './router.ts';
 import { Certificates } from '../tls/certificates.ts';
 import { BUILTIN_STEPS } from './builtin-steps.ts';
 import { pathRewrite } from '../upstream/path.ts';
@@ -122,12 +122,13 @@ function buildRoute(
     methods: m.methods ? new Set(m.methods) : null,
     // A route of Gateway listeners reads its hostnames as Gateway API does (route-table.ts).
     hosts: m.hosts ? hostMatcher(m.hosts, entry.listeners !== undefined) : null,
-    headers: m.headers ? m.headers.map((h) => [h.name, h.value] as const) : null,
+    headers: m.headers ? headerMatches(m.headers) : null,
     cookies: m.cookies ? m.cookies.map((c) => [c.name, c.value] as const) : null,
     query: m.query ? queryMatcher(m.query) : null,
     rewritePath,
     requestHooks: chain.requestHooks.length ? chain.requestHooks : null,
     responseHooks: chain.responseHooks.length ? chain.responseHooks : null,
+    maxBodyBytes: Math.min(deps.limits.maxBodyBytes, chain.maxBodyBytes),
     bodyAt: chain.bodyAt >= 0 ? chain.bodyAt : handlerNeedsBody(entry) ? chain.requestHooks.length : -1,
     handler: live.bind(entry, entry.handler, rewritePath),
     answersPreflight: chain.preflight,
@@ -188,6 +189,7 @@ function bindSteps(entry: Route, deps: RuntimeDeps, plugins: Map<string, SharedP
   const names: string[] = [];
   let bodyAt = -1;
   let preflight = false;
+  let maxBodyBytes = Number.POSITIVE_INFINITY;
   for (const step of steps) {
     if (step.phase === 'cors-preflight') preflight = true;
     const hooks = step.bind();
@@ -195,8 +197,9 @@ function bindSteps(entry: Route, deps: RuntimeDeps, plugins: Map<string, SharedP
     if (bodyAt < 0 && step.needsBody) bodyAt = requestHooks.length;
     if (hooks.onRequest) requestHooks.push(hooks.onRequest);
     if (hooks.onResponse) responseHooks.push(hooks.onResponse);
+    if (hooks.maxBodyBytes !== undefined) maxBodyBytes = Math.min(maxBodyBytes, hooks.maxBodyBytes);
   }
-  return { requestHooks, responseHooks, names, bodyAt, preflight };
+  return { requestHooks, responseHooks, names, bodyAt, preflight, maxBodyBytes };
 }
 
 /** A live plugin and the first route entry's copy of its table entry. */

@@ -28,6 +28,9 @@ const PLUGIN_CODE: { [N in PluginName]: Code<Plugin<PluginConfig<N>>> } = {
   'proxy-cache': () => import('../plugins/proxy-cache/index.ts'),
   oidc: () => import('../plugins/oidc/index.ts'),
   'mtls-auth': () => import('../plugins/mtls-auth/index.ts'),
+  'ip-restriction': () => import('../plugins/ip-restriction/index.ts'),
+  'request-size-limiting': () => import('../plugins/request-size-limiting/index.ts'),
+  'concurrency-limiting': () => import('../plugins/concurrency-limiting/index.ts'),
 };
 
 const HANDLER_CODE: { [K in HandlerKind]: Code<Handler<HandlerEntry<K>>> } = {

@@ -160,9 +160,24 @@ function ascending(a: number, b: number): number {
   return a - b;
 }
 
-function headersMatch(want: ReadonlyArray<readonly [string, string]>, have: Record<string, string>): boolean {
-  for (const [name, value] of want) if (have[name] !== value) return false;
+function headersMatch(
+  want: ReadonlyArray<readonly [string, string | RegExp]>,
+  have: Record<string, string>,
+): boolean {
+  for (const [name, value] of want) {
+    const v = have[name];
+    if (typeof value === 'string' ? v !== value : v === undefined || !value.test(v)) return false;
+  }
   return true;
+}
+
+/** A route's header matches as the router reads them: exact values as strings, patterns compiled once (anchored). */
+export function headerMatches(
+  want: readonly { name: string; type?: 'RegularExpression'; value: string }[],
+): (readonly [string, string | RegExp])[] {
+  return want.map(
+    (h) => [h.name, h.type === 'RegularExpression' ? anchoredRegex(h.value) : h.value] as const,
+  );
 }
 
 function cookiesMatch(want: ReadonlyArray<readonly [string, string]>, cookie: string | undefined): boolean {

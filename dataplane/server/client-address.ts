@@ -8,6 +8,7 @@
 import type { BlockList, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { isIP } from 'node:net';
+import { inCidrList } from '../config/cidr.ts';
 
 /** An address without the IPv4-mapped prefix, and whether the list holds it. */
 export function plainAddress(address: string): string {
@@ -15,9 +16,7 @@ export function plainAddress(address: string): string {
 }
 
 export function isTrusted(list: BlockList, address: string): boolean {
-  const a = plainAddress(address);
-  const family = isIP(a);
-  return family !== 0 && list.check(a, family === 6 ? 'ipv6' : 'ipv4');
+  return inCidrList(list, plainAddress(address));
 }
 
 /** The client address when the peer is a trusted proxy; `headers` are the ingress headers (lower-case). */

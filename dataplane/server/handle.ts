@@ -89,6 +89,17 @@ export function ingress(
   // (nothing is proxied). Only unmatched OPTIONS requests pay for the second lookup.
   if (route === null && method === 'OPTIONS') route = preflightRoute(rt, target, ing);
   if (route === null) return refuse(req, res, obs, startNs, 'SLC_ERR_ROUTE_NOT_FOUND');
+  // The route's own limit, when lower (a plugin's): still before anything of the route runs.
+  if (cl !== undefined && Number(cl) > route.maxBodyBytes)
+    return refuse(
+      req,
+      res,
+      obs,
+      startNs,
+      'SLC_ERR_BODY_TOO_LARGE',
+      `the limit is ${route.maxBodyBytes} bytes`,
+      true,
+    );
   const given = ing.headers['x-request-id'];
   const requestId = given !== undefined && REQUEST_ID.test(given) ? given : randomUUID();
   ing.headers['x-request-id'] = requestId;

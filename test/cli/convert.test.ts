@@ -78,14 +78,14 @@ describe('sluice convert', () => {
       file,
       ingress(
         'web',
-        '"nginx.ingress.kubernetes.io/server-snippet": "return 200;", "nginx.ingress.kubernetes.io/proxy-body-size": "8m"',
+        '"nginx.ingress.kubernetes.io/server-snippet": "return 200;", "nginx.ingress.kubernetes.io/proxy-buffering": "on"',
       ),
     );
     const r = await sluice(['-f', file]);
     expect(r.code).toBe(1);
     expect(kinds(r.stdout)).toEqual(['GatewayRoute web']);
     expect(r.stderr.trimEnd().split('\n')).toEqual([
-      'sluice convert: left out: Ingress shop/web: metadata.annotations[nginx.ingress.kubernetes.io/proxy-body-size]: nginx.ingress.kubernetes.io/proxy-body-size is not honoured by Sluice',
+      'sluice convert: left out: Ingress shop/web: metadata.annotations[nginx.ingress.kubernetes.io/proxy-buffering]: nginx.ingress.kubernetes.io/proxy-buffering is not honoured by Sluice',
       'sluice convert: left out: Ingress shop/web: metadata.annotations[nginx.ingress.kubernetes.io/server-snippet]: nginx.ingress.kubernetes.io/server-snippet is never executed: Sluice runs no configuration text from objects',
     ]);
   });

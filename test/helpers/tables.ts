@@ -1,7 +1,7 @@
 /** Route tables written by hand for data-plane tests (the controller's output is tested by the golden files). */
 import { tableHash } from '../../dataplane/config/canonical-json.ts';
 import type { RuntimeRoute } from '../../dataplane/pipeline/route.ts';
-import { hostMatcher, queryMatcher } from '../../dataplane/runtime/router.ts';
+import { headerMatches, hostMatcher, queryMatcher } from '../../dataplane/runtime/router.ts';
 import type {
   Listener,
   PluginInstance,
@@ -107,7 +107,7 @@ export function routeMatcherInput(entry: Route, anyLabels = false): RuntimeRoute
     entry,
     methods: m.methods ? new Set(m.methods) : null,
     hosts: m.hosts ? hostMatcher(m.hosts, anyLabels) : null,
-    headers: m.headers ? m.headers.map((h) => [h.name, h.value] as const) : null,
+    headers: m.headers ? headerMatches(m.headers) : null,
     cookies: m.cookies ? m.cookies.map((c) => [c.name, c.value] as const) : null,
     query: m.query ? queryMatcher(m.query) : null,
   } as RuntimeRoute;

@@ -278,7 +278,7 @@ kind: Ingress
 metadata:
   name: annotated
   annotations:
-    nginx.ingress.kubernetes.io/proxy-body-size: 8m
+    nginx.ingress.kubernetes.io/proxy-buffering: "on"
     nginx.ingress.kubernetes.io/server-snippet: "return 200;"
 spec:
   ingressClassName: sluice
@@ -314,7 +314,7 @@ spec:
         'Warning',
         'AnnotationNotHonoured',
         'networking.k8s.io/v1',
-        'metadata.annotations[nginx.ingress.kubernetes.io/proxy-body-size]: nginx.ingress.kubernetes.io/proxy-body-size is not honoured by Sluice',
+        'metadata.annotations[nginx.ingress.kubernetes.io/proxy-buffering]: nginx.ingress.kubernetes.io/proxy-buffering is not honoured by Sluice',
       ],
       [
         'Warning',
@@ -325,7 +325,7 @@ spec:
     ]);
     const metrics = await (await fetch(`${controller.metricsUrl}/metrics`)).text();
     expect(metrics).toMatch(
-      /sluice_controller_ingress_annotations_not_honoured\{annotation="nginx.ingress.kubernetes.io\/proxy-body-size",reason="AnnotationNotHonoured"\} 1/,
+      /sluice_controller_ingress_annotations_not_honoured\{annotation="nginx.ingress.kubernetes.io\/proxy-buffering",reason="AnnotationNotHonoured"\} 1/,
     );
   });
 

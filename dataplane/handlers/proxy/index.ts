@@ -162,5 +162,5 @@ function bindTo(up: UpstreamRuntime, rewritePath: PathRewrite | null, deps: Runt
 function bodyOf(ctx: RequestContext): Body {
   if (ctx.body !== null) return ctx.body;
   if (!ctx.hasBody) return null;
-  return ctx.chunked ? limitedStream(ctx.req, ctx.route.deps.limits.maxBodyBytes) : ctx.req;
+  return ctx.chunked ? limitedStream(ctx.req, ctx.route.maxBodyBytes) : ctx.req;
 }

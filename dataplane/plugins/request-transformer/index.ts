@@ -111,7 +111,7 @@ export default definePlugin(manifest, {
             }
             if (query !== null) ctx.query = applyQueryVerbs(query, ctx.query, sources);
             if (body === null || ctx.body !== null || !ctx.hasBody) return finish(ctx, sources);
-            return readBody(ctx.req, ctx.route.deps.limits.maxBodyBytes).then(
+            return readBody(ctx.req, ctx.route.maxBodyBytes).then(
               (bytes) => {
                 ctx.body = bytes;
                 finish(ctx, sources);
