@@ -92,6 +92,16 @@ export function classSelector(className: string | null): string {
   return className ? `${CLASS_LABEL}=${className}` : `!${CLASS_LABEL}`;
 }
 
+/**
+ * Helm's release records, left out by the API server: Sluice never reads them, and they are most
+ * of a cluster's Secrets by size (a gzipped chart and its values per revision, tens to hundreds of
+ * KiB each): a Helm history alone can hold more than the controller's memory limit, and each
+ * upgrade would wake the informer for nothing. Helm labels every record `owner: helm` (a Secret a
+ * chart creates is not labelled so). A label selector, not `type!=helm.sh/release.v1`: the
+ * `type` field selector is served by kube-apiserver but not by every API server (kapi's).
+ */
+export const SECRET_LABEL_SELECTOR = 'owner!=helm';
+
 export class Runner {
   readonly publisher: Publisher;
   readonly #o: RunnerOptions;
@@ -146,8 +156,10 @@ export class Runner {
         onChange,
         informerOptions(resource),
         resource === 'gatewayroutes' || resource === 'gatewayplugins'
-          ? classSelector(o.className ?? null)
-          : null,
+          ? { labelSelector: classSelector(o.className ?? null) }
+          : resource === 'secrets'
+            ? { labelSelector: SECRET_LABEL_SELECTOR }
+            : {},
       );
     const changed = () => this.#holdoff.changed();
     this.#routes = watched('gatewayroutes', (t, obj, old) => {

@@ -1,9 +1,9 @@
 /**
  * One kind watched in a set of namespaces: an informer per namespace (namespaced list/watch
  * paths, so a namespaced Role suffices), or one cluster-wide informer when the set is "all".
- * Reads like one informer: a merged cache, synced once every namespace is listed. A label
- * selector, when given, is applied by the API server: objects outside it are never sent (and
- * one that leaves it arrives as deleted).
+ * Reads like one informer: a merged cache, synced once every namespace is listed. Label and
+ * field selectors, when given, are applied by the API server: objects outside them are never
+ * sent (and one that leaves them arrives as deleted).
  */
 import { collectionPath, type DeclaredResource } from './api-access.ts';
 import { type ChangeType, Informer, type InformerOptions, type KubeObject } from './informers.ts';
@@ -11,6 +11,11 @@ import type { Kube } from './kube.ts';
 
 /** The namespaces to watch; null: all of them. */
 export type WatchNamespaces = readonly string[] | null;
+
+export interface Selectors {
+  labelSelector?: string;
+  fieldSelector?: string;
+}
 
 export interface ReadCache<T> {
   values(): Iterable<T>;
@@ -29,9 +34,12 @@ export class Watched<T extends KubeObject> {
     namespaces: WatchNamespaces,
     onChange: (type: ChangeType, obj: T, old?: T) => void,
     opts: InformerOptions = {},
-    labelSelector: string | null = null,
+    selectors: Selectors = {},
   ) {
-    const query = labelSelector === null ? '' : `?labelSelector=${encodeURIComponent(labelSelector)}`;
+    const params = Object.entries(selectors).filter(([, v]) => v !== undefined && v !== '');
+    const query = params.length
+      ? `?${params.map(([k, v]) => `${k}=${encodeURIComponent(v)}`).join('&')}`
+      : '';
     for (const ns of namespaces ?? [null])
       this.#informers.set(ns, new Informer<T>(kube, collectionPath(resource, ns) + query, onChange, opts));
     const informers = this.#informers;
