@@ -6,7 +6,7 @@
  * Gateway should have (the source writes it).
  */
 import type { Certificate, Listener } from '../../dataplane/config/route-table.ts';
-import { GATEWAY_NAME_LABEL } from '../api/gateway-api.ts';
+import { GATEWAY_NAME_LABEL, type GatewayServiceType } from '../api/gateway-api.ts';
 import type { ResourceSet } from '../source/resource-set.ts';
 import type { ModelPlugin, ModelRoute } from '../validate/model.ts';
 import type { GatewayClassStatus, GatewayStatus, RouteStatus } from './conditions.ts';
@@ -23,6 +23,8 @@ export interface GatewayService {
   ports: { port: number; targetPort: number }[];
   labels: Record<string, string>;
   annotations: Record<string, string>;
+  /** Its type, when its class's parameters set one (else the controller's default). */
+  type?: GatewayServiceType;
 }
 
 export interface GatewayApiResult {
@@ -41,16 +43,23 @@ export interface GatewayApiResult {
   services: GatewayService[];
 }
 
+export interface GatewayApiOptions {
+  /** Data-plane ports for listeners (default 20000–20999). */
+  ports?: PortRange;
+  /** The GatewayClass spec.controllerName this installation serves (default sluice.dev/gateway-controller). */
+  controllerName?: string;
+}
+
 export function translateGatewayApi(
   set: ResourceSet,
   plugins: ReadonlyMap<string, ModelPlugin>,
-  range?: PortRange,
+  o: GatewayApiOptions = {},
 ): GatewayApiResult {
-  const gateways = translateGateways(set, range);
+  const gateways = translateGateways(set, o);
   const routes = translateHttpRoutes(set, gateways, plugins);
   const listeners: Listener[] = [];
   const services: GatewayService[] = [];
-  for (const [key, { gateway, listeners: ls }] of gateways.gateways) {
+  for (const [key, { gateway, listeners: ls, parameters }] of gateways.gateways) {
     for (const l of ls) if (l.served && l.entry) listeners.push(l.entry);
     const ports = [...(gateways.ports.get(key) ?? [])]
       .map(([port, targetPort]) => ({ port, targetPort }))
@@ -60,8 +69,14 @@ export function translateGatewayApi(
       name: gatewayServiceName(gateway.metadata.name),
       gateway: { name: gateway.metadata.name, uid: gateway.metadata.uid },
       ports,
-      labels: { ...gateway.spec.infrastructure?.labels, [GATEWAY_NAME_LABEL]: gateway.metadata.name },
-      annotations: { ...gateway.spec.infrastructure?.annotations },
+      // The class's, then the Gateway's own (more specific), then the label that finds it.
+      labels: {
+        ...parameters.serviceLabels,
+        ...gateway.spec.infrastructure?.labels,
+        [GATEWAY_NAME_LABEL]: gateway.metadata.name,
+      },
+      annotations: { ...parameters.serviceAnnotations, ...gateway.spec.infrastructure?.annotations },
+      ...(parameters.serviceType && { type: parameters.serviceType }),
     });
   }
   return {

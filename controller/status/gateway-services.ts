@@ -6,14 +6,15 @@
  * nothing (the comparison is with the Services informer's cache, never a poll).
  *
  * What the controller owns on the Service: its ports (one per listener port, targetPort the
- * data-plane port allocated to it), selector (the data-plane pods), type, labels and annotations
- * (spec.infrastructure's and the gateway-name label: exactly those) and its controller
+ * data-plane port allocated to it), selector (the data-plane pods), type (its class's serviceType
+ * parameter, else the controller's default), labels and annotations (its class's parameters',
+ * spec.infrastructure's and the gateway-name label: exactly those) and its controller
  * ownerReference to the Gateway. The rest is the API server's and stays: clusterIP(s), node
  * ports, ipFamilies, status. The ownerReference lets a cluster's garbage collector delete the
  * Service with its Gateway; the controller deletes it too (an API server without one, and a
  * Gateway that stays but leaves Sluice's classes).
  */
-import { GATEWAY_API_GROUP, GATEWAY_NAME_LABEL } from '../api/gateway-api.ts';
+import { GATEWAY_API_GROUP, GATEWAY_NAME_LABEL, type GatewayServiceType } from '../api/gateway-api.ts';
 import type { OwnerReference, Service, ServicePort } from '../api/service.ts';
 import type { GatewayService } from '../gateway-api/index.ts';
 import { gatewayServiceName } from '../gateway-api/gateways.ts';
@@ -23,12 +24,10 @@ import type { ReadCache } from '../source/watched.ts';
 import { newer } from './status-writer.ts';
 import { WriteQueue } from './write-queue.ts';
 
-export const GATEWAY_SERVICE_TYPES = ['ClusterIP', 'LoadBalancer', 'NodePort'] as const;
-export type GatewayServiceType = (typeof GATEWAY_SERVICE_TYPES)[number];
-
 export interface GatewayServiceOptions {
   /** The data-plane pods' labels; empty: a Service without a selector. */
   selector: Readonly<Record<string, string>>;
+  /** The type of a Service whose class's parameters name none. */
   type: GatewayServiceType;
 }
 
@@ -62,6 +61,7 @@ function portsOf(want: GatewayService, keep: readonly ServicePort[] = [], type: 
 
 /** The Service to create for a Gateway. */
 export function newService(want: GatewayService, o: GatewayServiceOptions): Service {
+  const type = want.type ?? o.type;
   return {
     apiVersion: 'v1',
     kind: 'Service',
@@ -73,9 +73,9 @@ export function newService(want: GatewayService, o: GatewayServiceOptions): Serv
       ownerReferences: [gatewayOwner(want)],
     },
     spec: {
-      type: o.type,
+      type,
       ...(Object.keys(o.selector).length > 0 && { selector: { ...o.selector } }),
-      ports: portsOf(want, [], o.type),
+      ports: portsOf(want, [], type),
     },
   };
 }
@@ -89,11 +89,12 @@ export function updatedService(
   want: GatewayService,
   o: GatewayServiceOptions,
 ): Service | null {
+  const type = want.type ?? o.type;
   const owner = gatewayOwner(want);
   const owners = current.metadata.ownerReferences ?? [];
   const spec = current.spec ?? {};
   const same =
-    (spec.type ?? 'ClusterIP') === o.type &&
+    (spec.type ?? 'ClusterIP') === type &&
     sameRecord(spec.selector, o.selector) &&
     sameRecord(current.metadata.labels, want.labels) &&
     sameRecord(current.metadata.annotations, want.annotations) &&
@@ -122,9 +123,9 @@ export function updatedService(
     },
     spec: {
       ...rest,
-      type: o.type,
+      type,
       ...(Object.keys(o.selector).length > 0 && { selector: { ...o.selector } }),
-      ports: portsOf(want, spec.ports, o.type),
+      ports: portsOf(want, spec.ports, type),
     },
   };
 }

@@ -226,6 +226,32 @@ describe('nextRouteParents', () => {
     expect(nextRouteParents(shown, undefined, 'infra', T1)).toEqual([other]);
     expect(nextRouteParents([other], undefined, 'infra', T1)).toBeNull();
   });
+  it("with another controllerName (a second installation): the first installation's entries are another controller's", () => {
+    const teamB = 'sluice.dev/gateway-controller-team-b';
+    const shown = nextRouteParents([other], mine, 'infra', T0)!;
+    const b: RouteStatus = {
+      ...mine,
+      parents: [
+        {
+          ...mine.parents[0],
+          controllerName: teamB,
+          conditions: [cond('Accepted', false, 'NotAllowedByListeners'), cond('ResolvedRefs', true)],
+        },
+      ],
+    };
+    const both = nextRouteParents(shown, b, 'infra', T1, teamB)!;
+    expect(both.slice(0, 2)).toEqual(shown);
+    expect(both.map((p) => p.controllerName)).toEqual([
+      'example.com/other',
+      'sluice.dev/gateway-controller',
+      teamB,
+    ]);
+    expect(nextRouteParents(both, b, 'infra', T1, teamB)).toBeNull();
+    // Team B dropping its parent leaves the first installation's entry alone.
+    expect(nextRouteParents(both, undefined, 'infra', T1, teamB)).toEqual(shown);
+    expect(routeTransitions(shown, both, 'infra', teamB).length).toBeGreaterThan(0);
+    expect(routeTransitions(shown, both, 'infra')).toEqual([]);
+  });
 });
 
 describe('Events of Gateway API status writes', () => {
@@ -349,6 +375,19 @@ describe('Gateway Services', () => {
     )!;
     expect(relabelled.metadata.labels).toEqual({ 'gateway.networking.k8s.io/gateway-name': 'gw' });
     const clusterIp = updatedService(server, want, { ...o, type: 'ClusterIP' })!;
+    expect(clusterIp.spec!.type).toBe('ClusterIP');
+    expect(clusterIp.spec!.ports![0].nodePort).toBeUndefined();
+  });
+
+  it("takes its class's type over the controller's default, and switching it is an update", () => {
+    const nodePort = newService({ ...want, type: 'NodePort' }, o);
+    expect(nodePort.spec!.type).toBe('NodePort');
+    expect(updatedService(nodePort, { ...want, type: 'NodePort' }, o)).toBeNull();
+    // The class's parameter is removed: back to the default (LoadBalancer here).
+    expect(updatedService(nodePort, want, o)!.spec!.type).toBe('LoadBalancer');
+    const server = newService(want, o);
+    server.spec!.ports![0].nodePort = 31000;
+    const clusterIp = updatedService(server, { ...want, type: 'ClusterIP' }, o)!;
     expect(clusterIp.spec!.type).toBe('ClusterIP');
     expect(clusterIp.spec!.ports![0].nodePort).toBeUndefined();
   });
