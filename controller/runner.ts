@@ -393,6 +393,7 @@ export class Runner {
       services: this.#services.cache,
       controllerName: this.#o.gatewayControllerName,
       service: {
+        controllerName: this.#o.gatewayControllerName,
         selector: this.#o.gatewayServiceSelector ?? {},
         type: this.#o.gatewayServiceType ?? 'ClusterIP',
       },

@@ -13,8 +13,19 @@
  * ports, ipFamilies, status. The ownerReference lets a cluster's garbage collector delete the
  * Service with its Gateway; the controller deletes it too (an API server without one, and a
  * Gateway that stays but leaves Sluice's classes).
+ *
+ * Each Service carries the controllerName of the installation that made it (annotation
+ * sluice.dev/gateway-controller-name; none: the default name, as Services made before it
+ * existed): an installation deletes only its own, so two installations with different
+ * controllerNames in one namespace never delete each other's Services. A Gateway moved to
+ * another installation's class has its Service taken over (updated) by that one.
  */
-import { GATEWAY_API_GROUP, GATEWAY_NAME_LABEL, type GatewayServiceType } from '../api/gateway-api.ts';
+import {
+  GATEWAY_API_GROUP,
+  GATEWAY_CONTROLLER_NAME,
+  GATEWAY_NAME_LABEL,
+  type GatewayServiceType,
+} from '../api/gateway-api.ts';
 import type { OwnerReference, Service, ServicePort } from '../api/service.ts';
 import type { GatewayService } from '../gateway-api/index.ts';
 import { gatewayServiceName } from '../gateway-api/gateways.ts';
@@ -24,7 +35,12 @@ import type { ReadCache } from '../source/watched.ts';
 import { newer } from './status-writer.ts';
 import { WriteQueue } from './write-queue.ts';
 
+/** The controllerName of the installation that made a Gateway's Service. */
+export const CONTROLLER_NAME_ANNOTATION = 'sluice.dev/gateway-controller-name';
+
 export interface GatewayServiceOptions {
+  /** The GatewayClass controllerName served (default sluice.dev/gateway-controller). */
+  controllerName?: string;
   /** The data-plane pods' labels; empty: a Service without a selector. */
   selector: Readonly<Record<string, string>>;
   /** The type of a Service whose class's parameters name none. */
@@ -59,6 +75,11 @@ function portsOf(want: GatewayService, keep: readonly ServicePort[] = [], type: 
   });
 }
 
+/** The annotations the controller owns: the wanted ones and its controllerName. */
+function annotationsOf(want: GatewayService, o: GatewayServiceOptions): Record<string, string> {
+  return { ...want.annotations, [CONTROLLER_NAME_ANNOTATION]: o.controllerName ?? GATEWAY_CONTROLLER_NAME };
+}
+
 /** The Service to create for a Gateway. */
 export function newService(want: GatewayService, o: GatewayServiceOptions): Service {
   const type = want.type ?? o.type;
@@ -69,7 +90,7 @@ export function newService(want: GatewayService, o: GatewayServiceOptions): Serv
       name: want.name,
       namespace: want.namespace,
       labels: { ...want.labels },
-      ...(Object.keys(want.annotations).length > 0 && { annotations: { ...want.annotations } }),
+      annotations: annotationsOf(want, o),
       ownerReferences: [gatewayOwner(want)],
     },
     spec: {
@@ -90,6 +111,7 @@ export function updatedService(
   o: GatewayServiceOptions,
 ): Service | null {
   const type = want.type ?? o.type;
+  const annotations = annotationsOf(want, o);
   const owner = gatewayOwner(want);
   const owners = current.metadata.ownerReferences ?? [];
   const spec = current.spec ?? {};
@@ -97,7 +119,7 @@ export function updatedService(
     (spec.type ?? 'ClusterIP') === type &&
     sameRecord(spec.selector, o.selector) &&
     sameRecord(current.metadata.labels, want.labels) &&
-    sameRecord(current.metadata.annotations, want.annotations) &&
+    sameRecord(current.metadata.annotations, annotations) &&
     owners.some((r) => sameOwner(r, owner)) &&
     (spec.ports ?? []).length === want.ports.length &&
     want.ports.every((w, i) => {
@@ -117,7 +139,7 @@ export function updatedService(
     metadata: {
       ...meta,
       labels: { ...want.labels },
-      ...(Object.keys(want.annotations).length > 0 && { annotations: { ...want.annotations } }),
+      annotations,
       // Others' (non-controller) references stay; the controller reference is the Gateway's.
       ownerReferences: [...owners.filter((r) => !r.controller && r.uid !== owner.uid), owner],
     },
@@ -131,14 +153,17 @@ export function updatedService(
 }
 
 /**
- * Whether a Service is one the controller made for a Gateway: the gateway-name label, the name
- * it gives such Services, and a controller reference to that Gateway. Other controllers label
- * their Gateways' Services with gateway-name too (Istio does): theirs are never touched.
+ * Whether a Service is one this installation (`controllerName`) made for a Gateway: the
+ * gateway-name label, the name it gives such Services, a controller reference to that Gateway,
+ * and its controllerName annotation. Other controllers label their Gateways' Services with
+ * gateway-name too (Istio does), and another installation makes the same names: theirs are
+ * never deleted.
  */
-export function isGatewayService(s: Service): boolean {
+export function isGatewayService(s: Service, controllerName: string = GATEWAY_CONTROLLER_NAME): boolean {
   const gateway = s.metadata.labels?.[GATEWAY_NAME_LABEL];
   return (
     gateway !== undefined &&
+    (s.metadata.annotations?.[CONTROLLER_NAME_ANNOTATION] ?? GATEWAY_CONTROLLER_NAME) === controllerName &&
     s.metadata.name === gatewayServiceName(gateway) &&
     (s.metadata.ownerReferences ?? []).some(
       (r) =>
@@ -235,7 +260,8 @@ export class GatewayServices {
     if (!this.#complete) return;
     for (const s of this.#cache.values()) {
       const key = keyOf(s.metadata.namespace ?? '', s.metadata.name);
-      if (!this.#wanted.has(key) && isGatewayService(s)) this.#queue.want(key, () => this.#write(key));
+      if (!this.#wanted.has(key) && isGatewayService(s, this.#o.controllerName))
+        this.#queue.want(key, () => this.#write(key));
     }
   }
 
@@ -260,7 +286,8 @@ export class GatewayServices {
     const base = `/api/v1/namespaces/${namespace}/services`;
     if (want === undefined) {
       // Not wanted (any more): deleted only when it is ours and the build saw every Gateway.
-      if (current === undefined || !this.#complete || !isGatewayService(current)) return null;
+      if (current === undefined || !this.#complete || !isGatewayService(current, this.#o.controllerName))
+        return null;
       const uid = current.metadata.uid;
       return this.#send('delete', key, 'DELETE', `${base}/${name}`, {
         kind: 'DeleteOptions',

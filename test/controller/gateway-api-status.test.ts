@@ -392,6 +392,29 @@ describe('Gateway Services', () => {
     expect(clusterIp.spec!.ports![0].nodePort).toBeUndefined();
   });
 
+  it('carries the controllerName that made it: another installation never takes it for its own', () => {
+    const teamB = 'sluice.dev/gateway-controller-team-b';
+    const a = newService(want, o);
+    expect(a.metadata.annotations).toEqual({
+      'lb.example/internal': 'true',
+      'sluice.dev/gateway-controller-name': 'sluice.dev/gateway-controller',
+    });
+    expect(isGatewayService(a)).toBe(true);
+    expect(isGatewayService(a, teamB)).toBe(false);
+    const b = newService(want, { ...o, controllerName: teamB });
+    expect(isGatewayService(b, teamB)).toBe(true);
+    expect(isGatewayService(b)).toBe(false);
+    // Made before the annotation existed: the default installation's.
+    const old = newService(want, o);
+    delete old.metadata.annotations!['sluice.dev/gateway-controller-name'];
+    expect(isGatewayService(old)).toBe(true);
+    expect(isGatewayService(old, teamB)).toBe(false);
+    // A Gateway moved to team B's class: B takes its Service over (an update naming B).
+    expect(updatedService(a, want, { ...o, controllerName: teamB })!.metadata.annotations).toMatchObject({
+      'sluice.dev/gateway-controller-name': teamB,
+    });
+  });
+
   it("another controller's Service labelled with a Gateway's name is not one of ours", () => {
     const theirs = newService(want, o);
     theirs.metadata.name = 'gw-istio';
