@@ -70,6 +70,12 @@ export interface TranslatedGateways {
     string,
     { gateway: Gateway; status: GatewayStatus; listeners: ModelListener[]; parameters: ClassParameters }
   >;
+  /**
+   * Gateways of our classes that are not accepted (their parameters do not resolve): not
+   * served, but their Services are kept as they are (a typo in a ConfigMap must not cost a
+   * load balancer its address).
+   */
+  held: Gateway[];
   /** Listener port → data-plane port, by Gateway key. */
   ports: Map<string, Map<number, number>>;
   /** Of served HTTPS listeners, by id (gateway-certificate/<ns>/<secret>). */
@@ -92,6 +98,9 @@ export function translateGateways(
     if ('parameters' in params) accepted.set(name, params.parameters);
   }
   const ours = [...set.gateways].filter(([, g]) => accepted.has(g.spec.gatewayClassName));
+  const held = [...set.gateways.values()].filter(
+    (g) => classes.has(g.spec.gatewayClassName) && !accepted.has(g.spec.gatewayClassName),
+  );
   const ports = allocatePorts(
     ours.map(([key, g]) => ({
       key,
@@ -153,6 +162,7 @@ export function translateGateways(
     controllerName,
     classes,
     gateways,
+    held,
     ports,
     certificates: [...certificates.values()]
       .filter((c) => used.has(c.id))

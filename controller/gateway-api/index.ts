@@ -79,6 +79,16 @@ export function translateGatewayApi(
       ...(parameters.serviceType && { type: parameters.serviceType }),
     });
   }
+  // No ports: the writer leaves such a Service as it is (neither updated nor deleted).
+  for (const g of gateways.held)
+    services.push({
+      namespace: g.metadata.namespace!,
+      name: gatewayServiceName(g.metadata.name),
+      gateway: { name: g.metadata.name, uid: g.metadata.uid },
+      ports: [],
+      labels: {},
+      annotations: {},
+    });
   return {
     routes: routes.routes,
     plugins: routes.plugins,

@@ -191,13 +191,18 @@ describe('GatewayClass parametersRef (a ConfigMap)', () => {
     expect((await accepted(CLASS_A))?.status).toBe('True');
   });
 
-  it('a bad value makes the class Accepted False InvalidParameters naming the key; fixed, it is accepted again', async () => {
+  it('a bad value makes the class Accepted False InvalidParameters naming the key, its Gateway unserved but its Service kept; fixed, it is accepted again', async () => {
+    await until(async () => listenerIds(ca).length === 1, 20_000, 100);
+    const kept = (await service('gw-a'))!.metadata.resourceVersion;
     await apply(paramsYaml('  serviceType: Ingress'));
     await until(async () => (await accepted(CLASS_A))?.status === 'False', 20_000, 100);
     expect(await accepted(CLASS_A)).toMatchObject({
       reason: 'InvalidParameters',
       message: `ConfigMap ${NS}/params-a key serviceType: "Ingress" is not ClusterIP, LoadBalancer, NodePort`,
     });
+    await until(async () => listenerIds(ca).length === 0, 20_000, 100);
+    await sleep(1_000);
+    expect((await service('gw-a'))?.metadata.resourceVersion).toBe(kept);
     await apply(paramsYaml('  serviceType: NodePort'));
     await until(async () => (await accepted(CLASS_A))?.status === 'True', 20_000, 100);
     await until(async () => (await service('gw-a'))?.spec.type === 'NodePort', 20_000, 100);
