@@ -101,7 +101,7 @@ const flags = {
   'gateway-service-type': {
     type: 'string',
     arg: 'ClusterIP|LoadBalancer|NodePort',
-    help: "the type of each Gateway's Service (default ClusterIP)",
+    help: "the type of each Gateway's Service (default ClusterIP) unless its GatewayClass's parameters name one",
   },
   ...LOG_LEVEL_FLAG,
 } as const;

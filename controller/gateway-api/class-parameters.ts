@@ -8,7 +8,9 @@
  *   serviceLabels       a YAML (or JSON) map of label keys to label values,
  *   serviceAnnotations  and of annotation keys to strings: added to each Gateway's Service
  *                       (a Gateway's own spec.infrastructure labels and annotations win on the
- *                       same key; the gateway-name label always does).
+ *                       same key; the gateway-name label always does);
+ *   externalTrafficPolicy  Cluster | Local, for NodePort and LoadBalancer Services (absent:
+ *                       Cluster; with serviceType ClusterIP it is refused).
  * Anything else (another kind, no namespace, a ConfigMap that does not exist, an unknown key, a
  * value that does not parse) is a reason for the class's Accepted False InvalidParameters, as
  * the spec says, and the message names it: the class's Gateways are then not served.
@@ -23,9 +25,12 @@ export interface ClassParameters {
   serviceType?: GatewayServiceType;
   serviceLabels?: Record<string, string>;
   serviceAnnotations?: Record<string, string>;
+  externalTrafficPolicy?: ExternalTrafficPolicy;
 }
 
-const KEYS = ['serviceAnnotations', 'serviceLabels', 'serviceType'] as const;
+export type ExternalTrafficPolicy = 'Cluster' | 'Local';
+const TRAFFIC_POLICIES: readonly ExternalTrafficPolicy[] = ['Cluster', 'Local'];
+const KEYS = ['externalTrafficPolicy', 'serviceAnnotations', 'serviceLabels', 'serviceType'] as const;
 
 /** A label (or annotation) key: an optional DNS-subdomain prefix and "/", then a name of 63 at most. */
 export const LABEL_KEY =
@@ -76,11 +81,22 @@ export function classParameters(
       else problems.push(`${field}: ${JSON.stringify(type)} is not ${GATEWAY_SERVICE_TYPES.join(', ')}`);
       continue;
     }
+    if (key === 'externalTrafficPolicy') {
+      const policy = value.trim();
+      if ((TRAFFIC_POLICIES as readonly string[]).includes(policy))
+        parameters.externalTrafficPolicy = policy as ExternalTrafficPolicy;
+      else problems.push(`${field}: ${JSON.stringify(policy)} is not ${TRAFFIC_POLICIES.join(', ')}`);
+      continue;
+    }
     const map = stringMap(value, key === 'serviceLabels');
     if (typeof map === 'string') problems.push(`${field}: ${map}`);
     else if (key === 'serviceLabels') parameters.serviceLabels = map;
     else parameters.serviceAnnotations = map;
   }
+  if (parameters.externalTrafficPolicy !== undefined && parameters.serviceType === 'ClusterIP')
+    problems.push(
+      `ConfigMap ${name} key externalTrafficPolicy: a ClusterIP Service has none (serviceType NodePort or LoadBalancer takes it)`,
+    );
   return problems.length ? { problem: problems.join('; ') } : { parameters };
 }
 

@@ -10,6 +10,7 @@ import { GATEWAY_NAME_LABEL, type GatewayServiceType } from '../api/gateway-api.
 import type { ResourceSet } from '../source/resource-set.ts';
 import type { ModelPlugin, ModelRoute } from '../validate/model.ts';
 import type { GatewayClassStatus, GatewayStatus, RouteStatus } from './conditions.ts';
+import type { ExternalTrafficPolicy } from './class-parameters.ts';
 import { gatewayServiceName, translateGateways } from './gateways.ts';
 import { translateHttpRoutes } from './http-routes.ts';
 import type { PortRange } from './ports.ts';
@@ -25,6 +26,8 @@ export interface GatewayService {
   annotations: Record<string, string>;
   /** Its type, when its class's parameters set one (else the controller's default). */
   type?: GatewayServiceType;
+  /** Its class's externalTrafficPolicy parameter (NodePort and LoadBalancer only; else Cluster). */
+  externalTrafficPolicy?: ExternalTrafficPolicy;
 }
 
 export interface GatewayApiResult {
@@ -77,6 +80,7 @@ export function translateGatewayApi(
       },
       annotations: { ...parameters.serviceAnnotations, ...gateway.spec.infrastructure?.annotations },
       ...(parameters.serviceType && { type: parameters.serviceType }),
+      ...(parameters.externalTrafficPolicy && { externalTrafficPolicy: parameters.externalTrafficPolicy }),
     });
   }
   // No ports: the writer leaves such a Service as it is (neither updated nor deleted).

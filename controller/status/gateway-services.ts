@@ -75,6 +75,14 @@ function portsOf(want: GatewayService, keep: readonly ServicePort[] = [], type: 
   });
 }
 
+/**
+ * The externalTrafficPolicy the controller owns: its class's, else Cluster (the API server's
+ * default), for NodePort and LoadBalancer; a ClusterIP Service has none.
+ */
+function trafficPolicyOf(want: GatewayService, type: GatewayServiceType): string | undefined {
+  return type === 'ClusterIP' ? undefined : (want.externalTrafficPolicy ?? 'Cluster');
+}
+
 /** The annotations the controller owns: the wanted ones and its controllerName. */
 function annotationsOf(want: GatewayService, o: GatewayServiceOptions): Record<string, string> {
   return { ...want.annotations, [CONTROLLER_NAME_ANNOTATION]: o.controllerName ?? GATEWAY_CONTROLLER_NAME };
@@ -97,6 +105,7 @@ export function newService(want: GatewayService, o: GatewayServiceOptions): Serv
       type,
       ...(Object.keys(o.selector).length > 0 && { selector: { ...o.selector } }),
       ports: portsOf(want, [], type),
+      ...(type !== 'ClusterIP' && { externalTrafficPolicy: trafficPolicyOf(want, type) }),
     },
   };
 }
@@ -112,11 +121,13 @@ export function updatedService(
 ): Service | null {
   const type = want.type ?? o.type;
   const annotations = annotationsOf(want, o);
+  const policy = trafficPolicyOf(want, type);
   const owner = gatewayOwner(want);
   const owners = current.metadata.ownerReferences ?? [];
   const spec = current.spec ?? {};
   const same =
     (spec.type ?? 'ClusterIP') === type &&
+    (policy === undefined || spec.externalTrafficPolicy === policy) &&
     sameRecord(spec.selector, o.selector) &&
     sameRecord(current.metadata.labels, want.labels) &&
     sameRecord(current.metadata.annotations, annotations) &&
@@ -132,7 +143,9 @@ export function updatedService(
       );
     });
   if (same) return null;
-  const { selector: _selector, ...rest } = spec;
+  // The policy and its health-check node port go with a type or policy that has none (the API
+  // server refuses them there); a Local one keeps the port it allocated.
+  const { selector: _selector, externalTrafficPolicy: _policy, healthCheckNodePort, ...rest } = spec;
   const { annotations: _annotations, ...meta } = current.metadata;
   return {
     ...current,
@@ -148,6 +161,10 @@ export function updatedService(
       type,
       ...(Object.keys(o.selector).length > 0 && { selector: { ...o.selector } }),
       ports: portsOf(want, spec.ports, type),
+      ...(policy !== undefined && { externalTrafficPolicy: policy }),
+      ...(policy === 'Local' &&
+        type === 'LoadBalancer' &&
+        healthCheckNodePort !== undefined && { healthCheckNodePort }),
     },
   };
 }

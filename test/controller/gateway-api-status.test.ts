@@ -341,6 +341,7 @@ describe('Gateway Services', () => {
         { name: 'listener-80', port: 80, targetPort: 20000, protocol: 'TCP' },
         { name: 'listener-443', port: 443, targetPort: 20001, protocol: 'TCP' },
       ],
+      externalTrafficPolicy: 'Cluster',
     });
     expect(s.metadata.ownerReferences).toEqual([
       {
@@ -390,6 +391,25 @@ describe('Gateway Services', () => {
     const clusterIp = updatedService(server, { ...want, type: 'ClusterIP' }, o)!;
     expect(clusterIp.spec!.type).toBe('ClusterIP');
     expect(clusterIp.spec!.ports![0].nodePort).toBeUndefined();
+  });
+
+  it("owns externalTrafficPolicy on NodePort and LoadBalancer (its class's, else Cluster); a ClusterIP Service has none", () => {
+    const local = newService({ ...want, externalTrafficPolicy: 'Local' }, o);
+    expect(local.spec!.externalTrafficPolicy).toBe('Local');
+    const server = { ...local, spec: { ...local.spec!, healthCheckNodePort: 32000 } };
+    expect(updatedService(server, { ...want, externalTrafficPolicy: 'Local' }, o)).toBeNull();
+    // The parameter removed: back to Cluster, and the health-check node port goes with Local.
+    const cluster = updatedService(server, want, o)!;
+    expect(cluster.spec).toMatchObject({ externalTrafficPolicy: 'Cluster' });
+    expect(cluster.spec!.healthCheckNodePort).toBeUndefined();
+    const clusterIp = updatedService(server, { ...want, type: 'ClusterIP' }, o)!;
+    expect(clusterIp.spec!.externalTrafficPolicy).toBeUndefined();
+    expect(clusterIp.spec!.healthCheckNodePort).toBeUndefined();
+    expect(newService(want, { ...o, type: 'ClusterIP' }).spec!.externalTrafficPolicy).toBeUndefined();
+    // A ClusterIP Service's policy is none of the controller's business: no update for it.
+    expect(
+      updatedService(newService(want, { ...o, type: 'ClusterIP' }), want, { ...o, type: 'ClusterIP' }),
+    ).toBeNull();
   });
 
   it('carries the controllerName that made it: another installation never takes it for its own', () => {

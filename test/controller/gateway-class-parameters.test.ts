@@ -75,8 +75,17 @@ describe('GatewayClass parameters (a ConfigMap)', () => {
       /^ConfigMap sluice\/p key serviceLabels: not YAML \(/,
     );
     expect(problemOf({ servicetype: 'NodePort' })).toBe(
-      'ConfigMap sluice/p key servicetype is not a parameter Sluice reads (serviceAnnotations, serviceLabels, serviceType are)',
+      'ConfigMap sluice/p key servicetype is not a parameter Sluice reads (externalTrafficPolicy, serviceAnnotations, serviceLabels, serviceType are)',
     );
+    expect(problemOf({ externalTrafficPolicy: 'Nearest' })).toBe(
+      'ConfigMap sluice/p key externalTrafficPolicy: "Nearest" is not Cluster, Local',
+    );
+    expect(problemOf({ serviceType: 'ClusterIP', externalTrafficPolicy: 'Local' })).toBe(
+      'ConfigMap sluice/p key externalTrafficPolicy: a ClusterIP Service has none (serviceType NodePort or LoadBalancer takes it)',
+    );
+    expect(classParameters(withData({ externalTrafficPolicy: 'Local' }), cls(REF))).toEqual({
+      parameters: { externalTrafficPolicy: 'Local' },
+    });
   });
 
   it('only a ConfigMap with a namespace is read; the watched ConfigMaps it names are those', () => {

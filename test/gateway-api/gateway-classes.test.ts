@@ -52,7 +52,12 @@ interface Obj {
     labels?: Record<string, string>;
     annotations?: Record<string, string>;
   };
-  spec: { type?: string; ports?: { port: number; targetPort: number }[] };
+  spec: {
+    type?: string;
+    externalTrafficPolicy?: string;
+    healthCheckNodePort?: number;
+    ports?: { port: number; targetPort: number }[];
+  };
   status?: {
     conditions?: Cond[];
     parents?: { parentRef: { name: string }; controllerName: string; conditions: Cond[] }[];
@@ -177,13 +182,19 @@ describe('GatewayClass parametersRef (a ConfigMap)', () => {
     expect(svc.metadata.annotations?.['sluice.dev/gateway-controller-name']).toBe(A.controllerName);
   });
 
-  it("a change to the ConfigMap changes the Services: type ClusterIP, then LoadBalancer, then (key removed) the controller's default", async () => {
+  it("a change to the ConfigMap changes the Services: type ClusterIP, then LoadBalancer (Local, then Cluster), then (key removed) the controller's default", async () => {
     await apply(paramsYaml('  serviceType: ClusterIP\n  serviceLabels: "team: a2"'));
     await until(async () => (await service('gw-a'))?.spec.type === 'ClusterIP', 20_000, 100);
     expect((await service('gw-a'))!.metadata.labels?.team).toBe('a2');
-    await apply(paramsYaml('  serviceType: LoadBalancer'));
+    await apply(paramsYaml('  serviceType: LoadBalancer\n  externalTrafficPolicy: Local'));
     await until(async () => (await service('gw-a'))?.spec.type === 'LoadBalancer', 20_000, 100);
     expect((await service('gw-a'))!.metadata.labels?.team).toBeUndefined();
+    expect((await service('gw-a'))!.spec.externalTrafficPolicy).toBe('Local');
+    await apply(paramsYaml('  serviceType: LoadBalancer'));
+    await until(async () => (await service('gw-a'))?.spec.externalTrafficPolicy === 'Cluster', 20_000, 100);
+    expect((await service('gw-a'))!.spec.healthCheckNodePort).toBeUndefined();
+    await apply(paramsYaml('  serviceType: LoadBalancer\n  externalTrafficPolicy: Local'));
+    await until(async () => (await service('gw-a'))?.spec.externalTrafficPolicy === 'Local', 20_000, 100);
     await ok(['delete', 'configmap', 'params-a', '-n', NS]);
     await apply(paramsYaml('  serviceLabels: "team: a3"'));
     await until(async () => (await service('gw-a'))?.metadata.labels?.team === 'a3', 20_000, 100);
