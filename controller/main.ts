@@ -44,7 +44,8 @@ export interface ControllerOptions {
   /** Where routes, plugins, Secrets and Services are watched; absent or empty: every namespace. */
   watchNamespaces?: string[];
   /**
-   * Gateway API: serve the Gateways of sluice.dev/gateway-controller classes whenever the CRDs are
+   * Gateway API: serve the Gateways of the classes of `gatewayControllerName` (default
+   * sluice.dev/gateway-controller) whenever the CRDs are
    * installed (default true), listener ports allocated from `gatewayPorts` (default 20000–20999).
    */
   gatewayApi?: boolean;
