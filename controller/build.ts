@@ -43,6 +43,8 @@ export interface BuildResult {
 
 export interface BuildOptions {
   gatewayPorts?: PortRange;
+  /** The GatewayClass controllerName served (default sluice.dev/gateway-controller). */
+  gatewayControllerName?: string;
   /** Serve Sluice's Ingresses (default true) of this class name (default sluice). */
   ingress?: boolean;
   ingressClass?: string;
@@ -52,7 +54,10 @@ export function build(resources: ResourceSet, opts: BuildOptions = {}): BuildRes
   const validated = validate(resources);
   // Gateway API objects and Ingresses join the same model: one compile serves them all
   // (controller/gateway-api/, controller/ingress/), with one precedence.
-  const gw = translateGatewayApi(resources, validated.model.plugins, opts.gatewayPorts);
+  const gw = translateGatewayApi(resources, validated.model.plugins, {
+    ports: opts.gatewayPorts,
+    controllerName: opts.gatewayControllerName,
+  });
   const ing =
     opts.ingress === false
       ? { routes: [], plugins: new Map(), ingresses: new Map<string, IngressReport>() }

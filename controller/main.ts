@@ -3,7 +3,7 @@
  * election. Every replica watches and builds; the Lease holder pushes and writes status.
  */
 import type { PortRange } from './gateway-api/ports.ts';
-import type { GatewayServiceType } from './status/gateway-services.ts';
+import type { GatewayServiceType } from './api/gateway-api.ts';
 import { createServer, type Server } from 'node:http';
 import { hostname } from 'node:os';
 import type { AddressInfo } from 'node:net';
@@ -44,11 +44,14 @@ export interface ControllerOptions {
   /** Where routes, plugins, Secrets and Services are watched; absent or empty: every namespace. */
   watchNamespaces?: string[];
   /**
-   * Gateway API: serve the Gateways of sluice.dev/gateway-controller classes whenever the CRDs are
+   * Gateway API: serve the Gateways of the classes of `gatewayControllerName` (default
+   * sluice.dev/gateway-controller) whenever the CRDs are
    * installed (default true), listener ports allocated from `gatewayPorts` (default 20000–20999).
    */
   gatewayApi?: boolean;
   gatewayPorts?: PortRange;
+  /** The GatewayClass spec.controllerName served (default sluice.dev/gateway-controller). */
+  gatewayControllerName?: string;
   /**
    * Ingress: serve networking.k8s.io/v1 Ingresses of class `ingressClass` (default sluice) and of
    * IngressClasses of sluice.dev/ingress-controller (default true); their status.loadBalancer is
@@ -93,6 +96,7 @@ export async function startController(o: ControllerOptions): Promise<Controller>
     watchNamespaces: o.watchNamespaces?.length ? o.watchNamespaces : null,
     gatewayApi: o.gatewayApi ?? true,
     gatewayPorts: o.gatewayPorts,
+    gatewayControllerName: o.gatewayControllerName,
     ingress: o.ingress ?? true,
     ingressClass: o.ingressClass,
     publishService: o.publishService ?? null,

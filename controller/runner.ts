@@ -35,7 +35,7 @@ import { IngressWriter } from './status/ingress-writer.ts';
 import type { PortRange } from './gateway-api/ports.ts';
 import { Watched, type WatchNamespaces } from './source/watched.ts';
 import { GatewayApiWriter } from './status/gateway-api-writer.ts';
-import type { GatewayServiceType } from './status/gateway-services.ts';
+import type { GatewayServiceType } from './api/gateway-api.ts';
 import { GenerationLedger } from './status/generation-ledger.ts';
 import { StatusWriter } from './status/status-writer.ts';
 import { tracedBuild } from './tracing.ts';
@@ -74,6 +74,12 @@ export interface RunnerOptions {
   publishService?: string | null;
   /** Data-plane ports for Gateway listeners. */
   gatewayPorts?: PortRange;
+  /**
+   * The GatewayClass spec.controllerName served (default sluice.dev/gateway-controller): two
+   * installations with different names never serve, nor write the status of, each other's
+   * GatewayClasses, Gateways and route parents.
+   */
+  gatewayControllerName?: string;
   /** The data-plane pods' labels: the selector of each Gateway's Service (none: no selector). */
   gatewayServiceSelector?: Record<string, string>;
   /** The type of each Gateway's Service (default ClusterIP). */
@@ -181,7 +187,13 @@ export class Runner {
     });
     this.#gatewayApi =
       o.gatewayApi === true
-        ? new GatewayApiSource(o.kube, o.watchNamespaces ?? null, changed, informerOptions)
+        ? new GatewayApiSource(
+            o.kube,
+            o.watchNamespaces ?? null,
+            changed,
+            informerOptions,
+            o.gatewayControllerName,
+          )
         : null;
     this.#gatewayWriter = this.#gatewayApi && this.#gatewayApiWriter(this.#gatewayApi);
     this.#ingress =
@@ -312,6 +324,7 @@ export class Runner {
     const started = process.hrtime.bigint();
     const { result, built } = tracedBuild(resourceSetFrom(objects, { withServices: true }), {
       gatewayPorts: this.#o.gatewayPorts,
+      gatewayControllerName: this.#o.gatewayControllerName,
       ingress: this.#ingress !== null,
       ingressClass: this.#o.ingressClass,
     });
@@ -390,7 +403,9 @@ export class Runner {
       kube: this.#o.kube,
       source,
       services: this.#services.cache,
+      controllerName: this.#o.gatewayControllerName,
       service: {
+        controllerName: this.#o.gatewayControllerName,
         selector: this.#o.gatewayServiceSelector ?? {},
         type: this.#o.gatewayServiceType ?? 'ClusterIP',
       },

@@ -5,7 +5,7 @@ import { type Command, failIn, intFlag, parseCommand } from '../lib/command.ts';
 import { ADMIN_TOKEN_FLAGS, adminToken, LOG_LEVEL_FLAG, logLevel, stopOnSignals } from '../lib/process.ts';
 import { tokenList } from '../../dataplane/config/admin-auth.ts';
 import { RotatingFile } from '../lib/rotating-file.ts';
-import { GATEWAY_SERVICE_TYPES, type GatewayServiceType } from '../../controller/status/gateway-services.ts';
+import { GATEWAY_SERVICE_TYPES, type GatewayServiceType } from '../../controller/api/gateway-api.ts';
 
 const flags = {
   'dataplane-service': {
@@ -60,7 +60,14 @@ const flags = {
   'gateway-api': {
     type: 'string',
     arg: 'on|off',
-    help: 'serve Gateway API Gateways of sluice.dev/gateway-controller classes once the CRDs exist (default on)',
+    help: 'serve Gateway API Gateways of our GatewayClasses (below) once the CRDs exist (default on)',
+  },
+  'gateway-controller-name': {
+    type: 'string',
+    arg: 'DOMAIN/PATH',
+    help:
+      'serve the GatewayClasses whose spec.controllerName is this (default sluice.dev/gateway-controller);\n' +
+      'a second installation in the cluster takes another (sluice.dev/gateway-controller-team-b)',
   },
   ingress: {
     type: 'string',
@@ -94,7 +101,7 @@ const flags = {
   'gateway-service-type': {
     type: 'string',
     arg: 'ClusterIP|LoadBalancer|NodePort',
-    help: "the type of each Gateway's Service (default ClusterIP)",
+    help: "the type of each Gateway's Service (default ClusterIP) unless its GatewayClass's parameters name one",
   },
   ...LOG_LEVEL_FLAG,
 } as const;
@@ -143,6 +150,15 @@ export const controller: Command<typeof flags> = {
       );
     const gatewayApi = values['gateway-api'] ?? 'on';
     if (gatewayApi !== 'on' && gatewayApi !== 'off') failIn('controller', '--gateway-api must be on or off');
+    const gatewayControllerName = values['gateway-controller-name'];
+    if (
+      gatewayControllerName !== undefined &&
+      !(gatewayControllerName.length <= 253 && GATEWAY_CONTROLLER_NAME_SYNTAX.test(gatewayControllerName))
+    )
+      failIn(
+        'controller',
+        `--gateway-controller-name: ${JSON.stringify(gatewayControllerName)} is not a domain-prefixed path (example.com/name)`,
+      );
     const ingress = values.ingress ?? 'on';
     if (ingress !== 'on' && ingress !== 'off') failIn('controller', '--ingress must be on or off');
     const ingressClass = values['ingress-class'];
@@ -188,6 +204,7 @@ export const controller: Command<typeof flags> = {
       leaseSeconds: intFlag('controller', values['lease-seconds'], 'lease-seconds', 15),
       resyncMs: 1000 * Math.max(1, intFlag('controller', values['resync-seconds'], 'resync-seconds', 10)),
       gatewayApi: gatewayApi === 'on',
+      ...(gatewayControllerName !== undefined && { gatewayControllerName }),
       gatewayPorts,
       ingress: ingress === 'on',
       ...(ingressClass !== undefined && { ingressClass }),
@@ -201,6 +218,10 @@ export const controller: Command<typeof flags> = {
     });
   },
 };
+
+/** GatewayClass spec.controllerName (the CRD's pattern for GatewayController): a domain, "/", a path. */
+const GATEWAY_CONTROLLER_NAME_SYNTAX =
+  /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/[A-Za-z0-9/\-._~%!$&'()*+,;=:]+$/;
 
 /** "k=v,k=v" → labels (a label key with an optional prefix, a label value); anything else exits 2 naming the flag. */
 function labels(text: string): Record<string, string> {

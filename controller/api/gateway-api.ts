@@ -10,6 +10,9 @@ import type { ObjectMeta } from './common.ts';
 export const GATEWAY_API_GROUP = 'gateway.networking.k8s.io';
 /** GatewayClass spec.controllerName of the classes Sluice serves. */
 export const GATEWAY_CONTROLLER_NAME = 'sluice.dev/gateway-controller';
+/** The types a Gateway's Service may have (--gateway-service-type, a class's serviceType parameter). */
+export const GATEWAY_SERVICE_TYPES = ['ClusterIP', 'LoadBalancer', 'NodePort'] as const;
+export type GatewayServiceType = (typeof GATEWAY_SERVICE_TYPES)[number];
 /** The label of the Service the controller makes for each Gateway. */
 export const GATEWAY_NAME_LABEL = 'gateway.networking.k8s.io/gateway-name';
 

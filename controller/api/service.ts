@@ -34,6 +34,8 @@ export interface Service {
     clusterIP?: string;
     selector?: Record<string, string>;
     ports?: ServicePort[];
+    externalTrafficPolicy?: string;
+    healthCheckNodePort?: number;
   };
   status?: { loadBalancer?: { ingress?: { ip?: string; hostname?: string }[] } };
 }

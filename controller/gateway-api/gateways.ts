@@ -1,8 +1,10 @@
 /**
  * GatewayClasses and Gateways → the listeners the data plane serves, with their status. Pure.
  *
- * A GatewayClass is Sluice's when spec.controllerName is sluice.dev/gateway-controller. A
- * Gateway of such a class gets, per listener:
+ * A GatewayClass is this installation's when spec.controllerName is the one it serves
+ * (sluice.dev/gateway-controller unless configured), and accepted when its parametersRef, if
+ * any, resolves (class-parameters.ts: else Accepted False InvalidParameters, and its Gateways are
+ * not served). A Gateway of an accepted class gets, per listener:
  *   - Accepted: False UnsupportedProtocol for anything but HTTP and HTTPS (TLS termination);
  *     False PortUnavailable when the port range is full;
  *   - ResolvedRefs: False InvalidCertificateRef (a certificateRef that is not a Secret, missing,
@@ -32,6 +34,7 @@ import type { ResourceSet } from '../source/resource-set.ts';
 import { keyOf } from '../source/resource-set.ts';
 import { dnsNames, tlsPair } from '../validate/tls-refs.ts';
 import { condition, type GatewayClassStatus, type GatewayStatus, type ListenerStatus } from './conditions.ts';
+import { type ClassParameters, classParameters } from './class-parameters.ts';
 import { SUPPORTED_FEATURES } from './features.ts';
 import { resolveFrontendValidation } from './frontend-tls.ts';
 import { allocatePorts, type PortRange } from './ports.ts';
@@ -59,24 +62,45 @@ export interface ModelListener {
 }
 
 export interface TranslatedGateways {
+  /** The controllerName whose classes these are (routes' status.parents[].controllerName). */
+  controllerName: string;
   classes: Map<string, GatewayClassStatus>;
   /** By Gateway "namespace/name", in key order: Gateways of Sluice's accepted classes only. */
-  gateways: Map<string, { gateway: Gateway; status: GatewayStatus; listeners: ModelListener[] }>;
+  gateways: Map<
+    string,
+    { gateway: Gateway; status: GatewayStatus; listeners: ModelListener[]; parameters: ClassParameters }
+  >;
+  /**
+   * Gateways of our classes that are not accepted (their parameters do not resolve): not
+   * served, but their Services are kept as they are (a typo in a ConfigMap must not cost a
+   * load balancer its address).
+   */
+  held: Gateway[];
   /** Listener port → data-plane port, by Gateway key. */
   ports: Map<string, Map<number, number>>;
   /** Of served HTTPS listeners, by id (gateway-certificate/<ns>/<secret>). */
   certificates: Certificate[];
 }
 
-export function translateGateways(set: ResourceSet, range?: PortRange): TranslatedGateways {
+export function translateGateways(
+  set: ResourceSet,
+  o: { ports?: PortRange; controllerName?: string } = {},
+): TranslatedGateways {
+  const controllerName = o.controllerName ?? GATEWAY_CONTROLLER_NAME;
   const classes = new Map<string, GatewayClassStatus>();
-  const accepted = new Set<string>();
+  /** Accepted classes' parameters, by class name. */
+  const accepted = new Map<string, ClassParameters>();
   for (const [name, gc] of set.gatewayClasses) {
-    if (gc.spec.controllerName !== GATEWAY_CONTROLLER_NAME) continue;
-    classes.set(name, classStatus(gc));
-    if (gc.spec.parametersRef === undefined) accepted.add(name);
+    // Another installation's classes (or another product's) are not looked at, nor written.
+    if (gc.spec.controllerName !== controllerName) continue;
+    const params = classParameters(set, gc);
+    classes.set(name, classStatus(gc, params));
+    if ('parameters' in params) accepted.set(name, params.parameters);
   }
   const ours = [...set.gateways].filter(([, g]) => accepted.has(g.spec.gatewayClassName));
+  const held = [...set.gateways.values()].filter(
+    (g) => classes.has(g.spec.gatewayClassName) && !accepted.has(g.spec.gatewayClassName),
+  );
   const ports = allocatePorts(
     ours.map(([key, g]) => ({
       key,
@@ -84,7 +108,7 @@ export function translateGateways(set: ResourceSet, range?: PortRange): Translat
       ports: [...new Set(g.spec.listeners.filter((l) => ROUTE_KINDS[l.protocol]).map((l) => l.port))],
       service: set.services?.get(keyOf(g.metadata.namespace!, gatewayServiceName(g.metadata.name))),
     })),
-    range,
+    o.ports,
   );
   const gateways: TranslatedGateways['gateways'] = new Map();
   const certificates = new Map<string, Certificate>();
@@ -127,6 +151,7 @@ export function translateGateways(set: ResourceSet, range?: PortRange): Translat
       gateway: g,
       status: { observedGeneration: gen, conditions: [acceptedCondition], listeners: statuses },
       listeners: model,
+      parameters: accepted.get(g.spec.gatewayClassName)!,
     });
   }
   for (const { listeners } of gateways.values()) for (const l of listeners) if (!l.served) delete l.entry;
@@ -134,8 +159,10 @@ export function translateGateways(set: ResourceSet, range?: PortRange): Translat
     [...gateways.values()].flatMap((g) => g.listeners.flatMap((l) => l.entry?.certificates ?? [])),
   );
   return {
+    controllerName,
     classes,
     gateways,
+    held,
     ports,
     certificates: [...certificates.values()]
       .filter((c) => used.has(c.id))
@@ -149,24 +176,18 @@ export function gatewayServiceName(gateway: string): string {
   return name.length <= 63 ? name : name.slice(0, 63).replace(/-+$/, '');
 }
 
-function classStatus(gc: GatewayClass): GatewayClassStatus {
+function classStatus(gc: GatewayClass, params: ReturnType<typeof classParameters>): GatewayClassStatus {
   const gen = gc.metadata.generation ?? 0;
-  const params = gc.spec.parametersRef;
+  const problem = 'problem' in params ? params.problem : undefined;
   return {
     observedGeneration: gen,
     conditions: [
-      params
-        ? condition(
-            'Accepted',
-            false,
-            'InvalidParameters',
-            `spec.parametersRef: ${params.kind} ${params.name} is not a kind of parameters Sluice reads`,
-            gen,
-          )
+      problem !== undefined
+        ? condition('Accepted', false, 'InvalidParameters', problem, gen)
         : condition('Accepted', true, 'Accepted', 'Sluice serves Gateways of this class.', gen),
       condition('SupportedVersion', true, 'SupportedVersion', 'Gateway API v1 (standard channel).', gen),
     ],
-    supportedFeatures: params ? [] : SUPPORTED_FEATURES.map((name) => ({ name })),
+    supportedFeatures: problem !== undefined ? [] : SUPPORTED_FEATURES.map((name) => ({ name })),
   };
 }
 

@@ -22,7 +22,6 @@
 import type { RouteRule } from '../api/gateway-route.ts';
 import {
   GATEWAY_API_GROUP,
-  GATEWAY_CONTROLLER_NAME,
   type GRPCRoute,
   type GRPCRouteMatch,
   type GRPCRouteRule,
@@ -117,7 +116,7 @@ export function translateHttpRoutes(
             : condition('Accepted', true, 'Accepted', 'The route is attached.', gen);
       parents.push({
         parentRef: parentRefOf(parentRef, ns),
-        controllerName: GATEWAY_CONTROLLER_NAME,
+        controllerName: gateways.controllerName,
         conditions: [
           accepted,
           refs.problem

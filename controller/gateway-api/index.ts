@@ -6,10 +6,11 @@
  * Gateway should have (the source writes it).
  */
 import type { Certificate, Listener } from '../../dataplane/config/route-table.ts';
-import { GATEWAY_NAME_LABEL } from '../api/gateway-api.ts';
+import { GATEWAY_NAME_LABEL, type GatewayServiceType } from '../api/gateway-api.ts';
 import type { ResourceSet } from '../source/resource-set.ts';
 import type { ModelPlugin, ModelRoute } from '../validate/model.ts';
 import type { GatewayClassStatus, GatewayStatus, RouteStatus } from './conditions.ts';
+import type { ExternalTrafficPolicy } from './class-parameters.ts';
 import { gatewayServiceName, translateGateways } from './gateways.ts';
 import { translateHttpRoutes } from './http-routes.ts';
 import type { PortRange } from './ports.ts';
@@ -23,6 +24,10 @@ export interface GatewayService {
   ports: { port: number; targetPort: number }[];
   labels: Record<string, string>;
   annotations: Record<string, string>;
+  /** Its type, when its class's parameters set one (else the controller's default). */
+  type?: GatewayServiceType;
+  /** Its class's externalTrafficPolicy parameter (NodePort and LoadBalancer only; else Cluster). */
+  externalTrafficPolicy?: ExternalTrafficPolicy;
 }
 
 export interface GatewayApiResult {
@@ -41,16 +46,23 @@ export interface GatewayApiResult {
   services: GatewayService[];
 }
 
+export interface GatewayApiOptions {
+  /** Data-plane ports for listeners (default 20000–20999). */
+  ports?: PortRange;
+  /** The GatewayClass spec.controllerName this installation serves (default sluice.dev/gateway-controller). */
+  controllerName?: string;
+}
+
 export function translateGatewayApi(
   set: ResourceSet,
   plugins: ReadonlyMap<string, ModelPlugin>,
-  range?: PortRange,
+  o: GatewayApiOptions = {},
 ): GatewayApiResult {
-  const gateways = translateGateways(set, range);
+  const gateways = translateGateways(set, o);
   const routes = translateHttpRoutes(set, gateways, plugins);
   const listeners: Listener[] = [];
   const services: GatewayService[] = [];
-  for (const [key, { gateway, listeners: ls }] of gateways.gateways) {
+  for (const [key, { gateway, listeners: ls, parameters }] of gateways.gateways) {
     for (const l of ls) if (l.served && l.entry) listeners.push(l.entry);
     const ports = [...(gateways.ports.get(key) ?? [])]
       .map(([port, targetPort]) => ({ port, targetPort }))
@@ -60,10 +72,27 @@ export function translateGatewayApi(
       name: gatewayServiceName(gateway.metadata.name),
       gateway: { name: gateway.metadata.name, uid: gateway.metadata.uid },
       ports,
-      labels: { ...gateway.spec.infrastructure?.labels, [GATEWAY_NAME_LABEL]: gateway.metadata.name },
-      annotations: { ...gateway.spec.infrastructure?.annotations },
+      // The class's, then the Gateway's own (more specific), then the label that finds it.
+      labels: {
+        ...parameters.serviceLabels,
+        ...gateway.spec.infrastructure?.labels,
+        [GATEWAY_NAME_LABEL]: gateway.metadata.name,
+      },
+      annotations: { ...parameters.serviceAnnotations, ...gateway.spec.infrastructure?.annotations },
+      ...(parameters.serviceType && { type: parameters.serviceType }),
+      ...(parameters.externalTrafficPolicy && { externalTrafficPolicy: parameters.externalTrafficPolicy }),
     });
   }
+  // No ports: the writer leaves such a Service as it is (neither updated nor deleted).
+  for (const g of gateways.held)
+    services.push({
+      namespace: g.metadata.namespace!,
+      name: gatewayServiceName(g.metadata.name),
+      gateway: { name: g.metadata.name, uid: g.metadata.uid },
+      ports: [],
+      labels: {},
+      annotations: {},
+    });
   return {
     routes: routes.routes,
     plugins: routes.plugins,

@@ -126,7 +126,7 @@ export const API_ACCESS = [
     resource: 'gatewayclasses',
     verbs: ['list', 'watch'],
     scope: 'cluster',
-    why: 'the GatewayClasses whose controllerName is sluice.dev/gateway-controller',
+    why: 'the GatewayClasses whose controllerName this installation serves (sluice.dev/gateway-controller)',
     feature: 'gateway-api',
   },
   {

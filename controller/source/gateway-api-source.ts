@@ -2,23 +2,25 @@
  * The Gateway API inputs, watched from the moment their CRDs are installed: one informer per CRD
  * (by name: a watch of one object each, not of every CRD in the cluster, which can be hundreds of
  * large objects), and once all four are Established, informers for GatewayClasses (cluster-wide)
- * and for Gateways, HTTPRoutes, GRPCRoutes, ReferenceGrants and ConfigMaps (client CA bundles)
- * in the watched namespaces. A cluster without the CRDs costs four idle watches; installing them
+ * and for Gateways, HTTPRoutes, GRPCRoutes, ReferenceGrants and ConfigMaps (client CA bundles,
+ * and the parameters of this installation's GatewayClasses) in the watched namespaces. A cluster without the CRDs costs four idle watches; installing them
  * later starts serving without a restart.
  */
 import type { ConfigMap } from '../api/index.ts';
-import type {
-  Gateway,
-  GatewayClass,
-  GRPCRoute,
-  HTTPRoute,
-  Namespace,
-  ReferenceGrant,
+import {
+  GATEWAY_CONTROLLER_NAME,
+  type Gateway,
+  type GatewayClass,
+  type GRPCRoute,
+  type HTTPRoute,
+  type Namespace,
+  type ReferenceGrant,
 } from '../api/gateway-api.ts';
 import type { Resource } from '../api/index.ts';
 import { collectionPath, type DeclaredResource } from './api-access.ts';
 import { type ChangeType, Informer, type InformerOptions, type KubeObject } from './informers.ts';
 import type { Kube } from './kube.ts';
+import { parametersConfigMap } from '../gateway-api/class-parameters.ts';
 import { frontendCaRefs } from '../gateway-api/frontend-tls.ts';
 import { gatewayApiReferences, isReferenced, type References } from './relevance.ts';
 import { Watched, type WatchNamespaces } from './watched.ts';
@@ -42,6 +44,7 @@ type Kinds = {
 export class GatewayApiSource {
   readonly #crds: Informer<Crd>[];
   readonly #make: () => Kinds;
+  readonly #controllerName: string;
   #kinds: Kinds | null = null;
   #listed = false;
   #stopped = false;
@@ -54,7 +57,10 @@ export class GatewayApiSource {
     /** A Gateway API object changed in a way that can change the snapshot (or the kinds were first listed). */
     onChange: () => void,
     informerOptions: (resource: string) => InformerOptions,
+    /** The GatewayClass controllerName served: the parametersRef ConfigMaps of its classes are read. */
+    controllerName: string = GATEWAY_CONTROLLER_NAME,
   ) {
+    this.#controllerName = controllerName;
     const changed = (t: ChangeType, obj: KubeObject, old?: KubeObject) => {
       // Status writes (ours and other controllers') leave generation and labels alone.
       if (t !== 'modified' || old?.metadata.generation !== obj.metadata.generation) onChange();
@@ -69,7 +75,8 @@ export class GatewayApiSource {
       grpcRoutes: watched('grpcroutes', namespaces),
       grants: watched('referencegrants', namespaces),
       namespaces: watched('namespaces', null),
-      // Only those a Gateway names as a client CA bundle matter (a ConfigMap has no generation).
+      // Only those a Gateway names as a client CA bundle, or one of our GatewayClasses as its
+      // parameters, matter (a ConfigMap has no generation).
       configMaps: new Watched<ConfigMap & KubeObject>(
         kube,
         'configmaps',
@@ -118,7 +125,7 @@ export class GatewayApiSource {
 
   /**
    * Every GatewayClass, Gateway, HTTPRoute, GRPCRoute, ReferenceGrant and Namespace watched, and
-   * the ConfigMaps the Gateways name (none before the CRDs exist).
+   * the ConfigMaps the Gateways and our GatewayClasses name (none before the CRDs exist).
    */
   objects(): Resource[] {
     const k = this.#kinds;
@@ -135,10 +142,16 @@ export class GatewayApiSource {
     ];
   }
 
-  /** "namespace/name" of the ConfigMaps the Gateways name (spec.tls.frontend). */
+  /** "namespace/name" of the ConfigMaps the Gateways (spec.tls.frontend) and our GatewayClasses (spec.parametersRef) name. */
   #configMapRefs(): ReadonlySet<string> {
     const k = this.#kinds;
-    return k === null ? new Set() : frontendCaRefs(k.gateways.cache.values()).configMaps;
+    if (k === null) return new Set();
+    const refs = frontendCaRefs(k.gateways.cache.values()).configMaps;
+    for (const gc of k.classes.cache.values()) {
+      const ref = gc.spec.controllerName === this.#controllerName ? parametersConfigMap(gc) : undefined;
+      if (ref !== undefined) refs.add(ref);
+    }
+    return refs;
   }
 
   /** The Secrets and Services those objects name (certificateRefs, backendRefs, the Gateways' own Services). */

@@ -186,19 +186,21 @@ export interface RouteParentStatusOut {
 }
 
 /**
- * An HTTPRoute's status.parents to write: the entries of other controllers as they are, then
- * Sluice's as wanted (none when `w` is undefined: the route has no parent of Sluice's any
- * more); null when Sluice's entries are as wanted already.
+ * An HTTPRoute's status.parents to write: the entries of other controllers as they are (another
+ * Sluice installation's, of another controllerName, included), then this one's as wanted (none
+ * when `w` is undefined: the route has no parent of ours any more); null when ours are as
+ * wanted already.
  */
 export function nextRouteParents(
   current: readonly RouteParentStatusOut[] | undefined,
   w: RouteStatus | undefined,
   routeNamespace: string,
   now: Date,
+  controllerName: string = GATEWAY_CONTROLLER_NAME,
 ): RouteParentStatusOut[] | null {
   const all = current ?? [];
-  const mine = all.filter((p) => p.controllerName === GATEWAY_CONTROLLER_NAME);
-  const others = all.filter((p) => p.controllerName !== GATEWAY_CONTROLLER_NAME);
+  const mine = all.filter((p) => p.controllerName === controllerName);
+  const others = all.filter((p) => p.controllerName !== controllerName);
   const wanted = (w?.parents ?? []).map((p) => ({
     parentRef: p.parentRef,
     controllerName: p.controllerName,
@@ -246,14 +248,13 @@ export function routeTransitions(
   before: readonly RouteParentStatusOut[] | undefined,
   after: readonly RouteParentStatusOut[],
   routeNamespace: string,
+  controllerName: string = GATEWAY_CONTROLLER_NAME,
 ): Transition[] {
   return after
-    .filter((p) => p.controllerName === GATEWAY_CONTROLLER_NAME)
+    .filter((p) => p.controllerName === controllerName)
     .flatMap((p) => {
       const prev = before?.find(
-        (b) =>
-          b.controllerName === GATEWAY_CONTROLLER_NAME &&
-          sameParent(b.parentRef, p.parentRef, routeNamespace),
+        (b) => b.controllerName === controllerName && sameParent(b.parentRef, p.parentRef, routeNamespace),
       );
       const ref = p.parentRef;
       const scope = [

@@ -13,7 +13,6 @@
  * (events.ts: Warning for faults, Normal for progress, aggregated and rate limited per object).
  */
 import type { Condition } from '../api/common.ts';
-import { GATEWAY_CONTROLLER_NAME } from '../api/gateway-api.ts';
 import type { Service } from '../api/service.ts';
 import type { BuildResult } from '../build.ts';
 import { gatewayServiceName } from '../gateway-api/gateways.ts';
@@ -35,6 +34,7 @@ import {
 } from './gateway-api-status.ts';
 import { type GatewayServiceOptions, GatewayServices } from './gateway-services.ts';
 import { GenerationLedger } from './generation-ledger.ts';
+import { GATEWAY_CONTROLLER_NAME } from '../api/gateway-api.ts';
 import { newer } from './status-writer.ts';
 import { WriteQueue } from './write-queue.ts';
 
@@ -56,6 +56,8 @@ export interface GatewayApiWriterOptions {
   /** The Services informer's cache (the watched namespaces). */
   services: ReadCache<Service & KubeObject>;
   service: GatewayServiceOptions;
+  /** The GatewayClass controllerName served (default sluice.dev/gateway-controller): only route parents of this name are ours to write. */
+  controllerName?: string;
   now?: () => Date;
   /** A status write, by result (sluice_controller_status_writes_total). */
   onStatusWrite?: (ok: boolean, key: string, status: unknown) => void;
@@ -144,13 +146,14 @@ export class GatewayApiWriter {
       const key = `${ns}/${route.metadata.name}`;
       const wanted = (route.kind === 'HTTPRoute' ? status.routes : status.grpcRoutes).get(key);
       const shown = (route as Current).status?.parents ?? [];
-      if (wanted === undefined && !shown.some((p) => p.controllerName === GATEWAY_CONTROLLER_NAME)) continue;
+      const mine = this.#o.controllerName ?? GATEWAY_CONTROLLER_NAME;
+      if (wanted === undefined && !shown.some((p) => p.controllerName === mine)) continue;
       this.#want(`${route.kind}/${key}`, (current) => {
-        const parents = nextRouteParents(current.status?.parents, wanted, ns, now());
+        const parents = nextRouteParents(current.status?.parents, wanted, ns, now(), mine);
         return (
           parents && {
             status: { ...current.status, parents },
-            events: routeTransitions(current.status?.parents, parents, ns),
+            events: routeTransitions(current.status?.parents, parents, ns, mine),
           }
         );
       });

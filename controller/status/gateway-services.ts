@@ -6,14 +6,26 @@
  * nothing (the comparison is with the Services informer's cache, never a poll).
  *
  * What the controller owns on the Service: its ports (one per listener port, targetPort the
- * data-plane port allocated to it), selector (the data-plane pods), type, labels and annotations
- * (spec.infrastructure's and the gateway-name label: exactly those) and its controller
+ * data-plane port allocated to it), selector (the data-plane pods), type (its class's serviceType
+ * parameter, else the controller's default), labels and annotations (its class's parameters',
+ * spec.infrastructure's and the gateway-name label: exactly those) and its controller
  * ownerReference to the Gateway. The rest is the API server's and stays: clusterIP(s), node
  * ports, ipFamilies, status. The ownerReference lets a cluster's garbage collector delete the
  * Service with its Gateway; the controller deletes it too (an API server without one, and a
  * Gateway that stays but leaves Sluice's classes).
+ *
+ * Each Service carries the controllerName of the installation that made it (annotation
+ * sluice.dev/gateway-controller-name; none: the default name, as Services made before it
+ * existed): an installation deletes only its own, so two installations with different
+ * controllerNames in one namespace never delete each other's Services. A Gateway moved to
+ * another installation's class has its Service taken over (updated) by that one.
  */
-import { GATEWAY_API_GROUP, GATEWAY_NAME_LABEL } from '../api/gateway-api.ts';
+import {
+  GATEWAY_API_GROUP,
+  GATEWAY_CONTROLLER_NAME,
+  GATEWAY_NAME_LABEL,
+  type GatewayServiceType,
+} from '../api/gateway-api.ts';
 import type { OwnerReference, Service, ServicePort } from '../api/service.ts';
 import type { GatewayService } from '../gateway-api/index.ts';
 import { gatewayServiceName } from '../gateway-api/gateways.ts';
@@ -23,12 +35,15 @@ import type { ReadCache } from '../source/watched.ts';
 import { newer } from './status-writer.ts';
 import { WriteQueue } from './write-queue.ts';
 
-export const GATEWAY_SERVICE_TYPES = ['ClusterIP', 'LoadBalancer', 'NodePort'] as const;
-export type GatewayServiceType = (typeof GATEWAY_SERVICE_TYPES)[number];
+/** The controllerName of the installation that made a Gateway's Service. */
+export const CONTROLLER_NAME_ANNOTATION = 'sluice.dev/gateway-controller-name';
 
 export interface GatewayServiceOptions {
+  /** The GatewayClass controllerName served (default sluice.dev/gateway-controller). */
+  controllerName?: string;
   /** The data-plane pods' labels; empty: a Service without a selector. */
   selector: Readonly<Record<string, string>>;
+  /** The type of a Service whose class's parameters name none. */
   type: GatewayServiceType;
 }
 
@@ -60,8 +75,22 @@ function portsOf(want: GatewayService, keep: readonly ServicePort[] = [], type: 
   });
 }
 
+/**
+ * The externalTrafficPolicy the controller owns: its class's, else Cluster (the API server's
+ * default), for NodePort and LoadBalancer; a ClusterIP Service has none.
+ */
+function trafficPolicyOf(want: GatewayService, type: GatewayServiceType): string | undefined {
+  return type === 'ClusterIP' ? undefined : (want.externalTrafficPolicy ?? 'Cluster');
+}
+
+/** The annotations the controller owns: the wanted ones and its controllerName. */
+function annotationsOf(want: GatewayService, o: GatewayServiceOptions): Record<string, string> {
+  return { ...want.annotations, [CONTROLLER_NAME_ANNOTATION]: o.controllerName ?? GATEWAY_CONTROLLER_NAME };
+}
+
 /** The Service to create for a Gateway. */
 export function newService(want: GatewayService, o: GatewayServiceOptions): Service {
+  const type = want.type ?? o.type;
   return {
     apiVersion: 'v1',
     kind: 'Service',
@@ -69,13 +98,14 @@ export function newService(want: GatewayService, o: GatewayServiceOptions): Serv
       name: want.name,
       namespace: want.namespace,
       labels: { ...want.labels },
-      ...(Object.keys(want.annotations).length > 0 && { annotations: { ...want.annotations } }),
+      annotations: annotationsOf(want, o),
       ownerReferences: [gatewayOwner(want)],
     },
     spec: {
-      type: o.type,
+      type,
       ...(Object.keys(o.selector).length > 0 && { selector: { ...o.selector } }),
-      ports: portsOf(want, [], o.type),
+      ports: portsOf(want, [], type),
+      ...(type !== 'ClusterIP' && { externalTrafficPolicy: trafficPolicyOf(want, type) }),
     },
   };
 }
@@ -89,14 +119,18 @@ export function updatedService(
   want: GatewayService,
   o: GatewayServiceOptions,
 ): Service | null {
+  const type = want.type ?? o.type;
+  const annotations = annotationsOf(want, o);
+  const policy = trafficPolicyOf(want, type);
   const owner = gatewayOwner(want);
   const owners = current.metadata.ownerReferences ?? [];
   const spec = current.spec ?? {};
   const same =
-    (spec.type ?? 'ClusterIP') === o.type &&
+    (spec.type ?? 'ClusterIP') === type &&
+    (policy === undefined || spec.externalTrafficPolicy === policy) &&
     sameRecord(spec.selector, o.selector) &&
     sameRecord(current.metadata.labels, want.labels) &&
-    sameRecord(current.metadata.annotations, want.annotations) &&
+    sameRecord(current.metadata.annotations, annotations) &&
     owners.some((r) => sameOwner(r, owner)) &&
     (spec.ports ?? []).length === want.ports.length &&
     want.ports.every((w, i) => {
@@ -109,35 +143,44 @@ export function updatedService(
       );
     });
   if (same) return null;
-  const { selector: _selector, ...rest } = spec;
+  // The policy and its health-check node port go with a type or policy that has none (the API
+  // server refuses them there); a Local one keeps the port it allocated.
+  const { selector: _selector, externalTrafficPolicy: _policy, healthCheckNodePort, ...rest } = spec;
   const { annotations: _annotations, ...meta } = current.metadata;
   return {
     ...current,
     metadata: {
       ...meta,
       labels: { ...want.labels },
-      ...(Object.keys(want.annotations).length > 0 && { annotations: { ...want.annotations } }),
+      annotations,
       // Others' (non-controller) references stay; the controller reference is the Gateway's.
       ownerReferences: [...owners.filter((r) => !r.controller && r.uid !== owner.uid), owner],
     },
     spec: {
       ...rest,
-      type: o.type,
+      type,
       ...(Object.keys(o.selector).length > 0 && { selector: { ...o.selector } }),
-      ports: portsOf(want, spec.ports, o.type),
+      ports: portsOf(want, spec.ports, type),
+      ...(policy !== undefined && { externalTrafficPolicy: policy }),
+      ...(policy === 'Local' &&
+        type === 'LoadBalancer' &&
+        healthCheckNodePort !== undefined && { healthCheckNodePort }),
     },
   };
 }
 
 /**
- * Whether a Service is one the controller made for a Gateway: the gateway-name label, the name
- * it gives such Services, and a controller reference to that Gateway. Other controllers label
- * their Gateways' Services with gateway-name too (Istio does): theirs are never touched.
+ * Whether a Service is one this installation (`controllerName`) made for a Gateway: the
+ * gateway-name label, the name it gives such Services, a controller reference to that Gateway,
+ * and its controllerName annotation. Other controllers label their Gateways' Services with
+ * gateway-name too (Istio does), and another installation makes the same names: theirs are
+ * never deleted.
  */
-export function isGatewayService(s: Service): boolean {
+export function isGatewayService(s: Service, controllerName: string = GATEWAY_CONTROLLER_NAME): boolean {
   const gateway = s.metadata.labels?.[GATEWAY_NAME_LABEL];
   return (
     gateway !== undefined &&
+    (s.metadata.annotations?.[CONTROLLER_NAME_ANNOTATION] ?? GATEWAY_CONTROLLER_NAME) === controllerName &&
     s.metadata.name === gatewayServiceName(gateway) &&
     (s.metadata.ownerReferences ?? []).some(
       (r) =>
@@ -234,7 +277,8 @@ export class GatewayServices {
     if (!this.#complete) return;
     for (const s of this.#cache.values()) {
       const key = keyOf(s.metadata.namespace ?? '', s.metadata.name);
-      if (!this.#wanted.has(key) && isGatewayService(s)) this.#queue.want(key, () => this.#write(key));
+      if (!this.#wanted.has(key) && isGatewayService(s, this.#o.controllerName))
+        this.#queue.want(key, () => this.#write(key));
     }
   }
 
@@ -259,7 +303,8 @@ export class GatewayServices {
     const base = `/api/v1/namespaces/${namespace}/services`;
     if (want === undefined) {
       // Not wanted (any more): deleted only when it is ours and the build saw every Gateway.
-      if (current === undefined || !this.#complete || !isGatewayService(current)) return null;
+      if (current === undefined || !this.#complete || !isGatewayService(current, this.#o.controllerName))
+        return null;
       const uid = current.metadata.uid;
       return this.#send('delete', key, 'DELETE', `${base}/${name}`, {
         kind: 'DeleteOptions',

@@ -94,6 +94,28 @@ describe('two installations', () => {
       flag(args(b, 'team-b-sluice-controller'), '--dataplane-service'),
     );
   });
+
+  it('gatewayAPI.controllerName reaches the controller as --gateway-controller-name and the GatewayClass the chart installs', async () => {
+    const teamB = 'sluice.dev/gateway-controller-team-b';
+    const on = { 'gatewayAPI.gatewayClass.create': 'true' };
+    const [a, b] = await Promise.all([
+      render({ set: on }),
+      render({ release: 'team-b', set: { ...on, 'gatewayAPI.controllerName': teamB } }),
+    ]);
+    const args = (ms: Manifest[], name: string) => container(ms, name).args as string[];
+    expect(flag(args(a, 'gw-sluice-controller'), '--gateway-controller-name')).toBe(
+      'sluice.dev/gateway-controller',
+    );
+    expect(flag(args(b, 'team-b-sluice-controller'), '--gateway-controller-name')).toBe(teamB);
+    expect(find(a, 'GatewayClass', 'sluice').spec.controllerName).toBe('sluice.dev/gateway-controller');
+    expect(find(b, 'GatewayClass', 'sluice').spec.controllerName).toBe(teamB);
+  });
+
+  it('a gatewayAPI.controllerName that is not a domain-prefixed path is refused, naming it', async () => {
+    const r = await helm(['template', 'gw', CHART, '--set', 'gatewayAPI.controllerName=team-b']);
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain('gatewayAPI.controllerName');
+  });
 });
 
 describe('Gateway API', () => {

@@ -104,6 +104,18 @@ describe('flags', () => {
           'a/b',
           '--admin-token',
           't',
+          '--gateway-controller-name',
+          'team-b',
+        ],
+        '--gateway-controller-name: "team-b" is not a domain-prefixed path (example.com/name)',
+      ],
+      [
+        [
+          'controller',
+          '--dataplane-service',
+          'a/b',
+          '--admin-token',
+          't',
           '--gateway-service-selector',
           'app=sluice,no value',
         ],

@@ -226,6 +226,32 @@ describe('nextRouteParents', () => {
     expect(nextRouteParents(shown, undefined, 'infra', T1)).toEqual([other]);
     expect(nextRouteParents([other], undefined, 'infra', T1)).toBeNull();
   });
+  it("with another controllerName (a second installation): the first installation's entries are another controller's", () => {
+    const teamB = 'sluice.dev/gateway-controller-team-b';
+    const shown = nextRouteParents([other], mine, 'infra', T0)!;
+    const b: RouteStatus = {
+      ...mine,
+      parents: [
+        {
+          ...mine.parents[0],
+          controllerName: teamB,
+          conditions: [cond('Accepted', false, 'NotAllowedByListeners'), cond('ResolvedRefs', true)],
+        },
+      ],
+    };
+    const both = nextRouteParents(shown, b, 'infra', T1, teamB)!;
+    expect(both.slice(0, 2)).toEqual(shown);
+    expect(both.map((p) => p.controllerName)).toEqual([
+      'example.com/other',
+      'sluice.dev/gateway-controller',
+      teamB,
+    ]);
+    expect(nextRouteParents(both, b, 'infra', T1, teamB)).toBeNull();
+    // Team B dropping its parent leaves the first installation's entry alone.
+    expect(nextRouteParents(both, undefined, 'infra', T1, teamB)).toEqual(shown);
+    expect(routeTransitions(shown, both, 'infra', teamB).length).toBeGreaterThan(0);
+    expect(routeTransitions(shown, both, 'infra')).toEqual([]);
+  });
 });
 
 describe('Events of Gateway API status writes', () => {
@@ -315,6 +341,7 @@ describe('Gateway Services', () => {
         { name: 'listener-80', port: 80, targetPort: 20000, protocol: 'TCP' },
         { name: 'listener-443', port: 443, targetPort: 20001, protocol: 'TCP' },
       ],
+      externalTrafficPolicy: 'Cluster',
     });
     expect(s.metadata.ownerReferences).toEqual([
       {
@@ -351,6 +378,61 @@ describe('Gateway Services', () => {
     const clusterIp = updatedService(server, want, { ...o, type: 'ClusterIP' })!;
     expect(clusterIp.spec!.type).toBe('ClusterIP');
     expect(clusterIp.spec!.ports![0].nodePort).toBeUndefined();
+  });
+
+  it("takes its class's type over the controller's default, and switching it is an update", () => {
+    const nodePort = newService({ ...want, type: 'NodePort' }, o);
+    expect(nodePort.spec!.type).toBe('NodePort');
+    expect(updatedService(nodePort, { ...want, type: 'NodePort' }, o)).toBeNull();
+    // The class's parameter is removed: back to the default (LoadBalancer here).
+    expect(updatedService(nodePort, want, o)!.spec!.type).toBe('LoadBalancer');
+    const server = newService(want, o);
+    server.spec!.ports![0].nodePort = 31000;
+    const clusterIp = updatedService(server, { ...want, type: 'ClusterIP' }, o)!;
+    expect(clusterIp.spec!.type).toBe('ClusterIP');
+    expect(clusterIp.spec!.ports![0].nodePort).toBeUndefined();
+  });
+
+  it("owns externalTrafficPolicy on NodePort and LoadBalancer (its class's, else Cluster); a ClusterIP Service has none", () => {
+    const local = newService({ ...want, externalTrafficPolicy: 'Local' }, o);
+    expect(local.spec!.externalTrafficPolicy).toBe('Local');
+    const server = { ...local, spec: { ...local.spec!, healthCheckNodePort: 32000 } };
+    expect(updatedService(server, { ...want, externalTrafficPolicy: 'Local' }, o)).toBeNull();
+    // The parameter removed: back to Cluster, and the health-check node port goes with Local.
+    const cluster = updatedService(server, want, o)!;
+    expect(cluster.spec).toMatchObject({ externalTrafficPolicy: 'Cluster' });
+    expect(cluster.spec!.healthCheckNodePort).toBeUndefined();
+    const clusterIp = updatedService(server, { ...want, type: 'ClusterIP' }, o)!;
+    expect(clusterIp.spec!.externalTrafficPolicy).toBeUndefined();
+    expect(clusterIp.spec!.healthCheckNodePort).toBeUndefined();
+    expect(newService(want, { ...o, type: 'ClusterIP' }).spec!.externalTrafficPolicy).toBeUndefined();
+    // A ClusterIP Service's policy is none of the controller's business: no update for it.
+    expect(
+      updatedService(newService(want, { ...o, type: 'ClusterIP' }), want, { ...o, type: 'ClusterIP' }),
+    ).toBeNull();
+  });
+
+  it('carries the controllerName that made it: another installation never takes it for its own', () => {
+    const teamB = 'sluice.dev/gateway-controller-team-b';
+    const a = newService(want, o);
+    expect(a.metadata.annotations).toEqual({
+      'lb.example/internal': 'true',
+      'sluice.dev/gateway-controller-name': 'sluice.dev/gateway-controller',
+    });
+    expect(isGatewayService(a)).toBe(true);
+    expect(isGatewayService(a, teamB)).toBe(false);
+    const b = newService(want, { ...o, controllerName: teamB });
+    expect(isGatewayService(b, teamB)).toBe(true);
+    expect(isGatewayService(b)).toBe(false);
+    // Made before the annotation existed: the default installation's.
+    const old = newService(want, o);
+    delete old.metadata.annotations!['sluice.dev/gateway-controller-name'];
+    expect(isGatewayService(old)).toBe(true);
+    expect(isGatewayService(old, teamB)).toBe(false);
+    // A Gateway moved to team B's class: B takes its Service over (an update naming B).
+    expect(updatedService(a, want, { ...o, controllerName: teamB })!.metadata.annotations).toMatchObject({
+      'sluice.dev/gateway-controller-name': teamB,
+    });
   });
 
   it("another controller's Service labelled with a Gateway's name is not one of ours", () => {

@@ -3,7 +3,7 @@
  * GatewayRoute path and how this works): the chart with gatewayAPI on, a private kapi with
  * KAPI_RBAC=1 and the upstream Gateway API CRDs, the controller under exactly the chart's Roles
  * and ClusterRole. It watches the CRDs, GatewayClasses, Gateways, HTTPRoutes, GRPCRoutes,
- * ReferenceGrants, Namespaces and ConfigMaps; writes GatewayClass and Gateway status (patch) and route
+ * ReferenceGrants, Namespaces and ConfigMaps (the GatewayClass's parameters among them); writes GatewayClass and Gateway status (patch) and route
  * status (update); creates, updates and deletes a Gateway's Service. Then: nothing denied,
  * nothing allowed by anything but the chart, every grant used but the GatewayRoute path's.
  */
@@ -27,7 +27,14 @@ const objects = `
 apiVersion: gateway.networking.k8s.io/v1
 kind: GatewayClass
 metadata: { name: sluice-${id} }
-spec: { controllerName: sluice.dev/gateway-controller }
+spec:
+  controllerName: sluice.dev/gateway-controller
+  parametersRef: { group: "", kind: ConfigMap, name: gateway-params, namespace: ${APP} }
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: { name: gateway-params, namespace: ${APP} }
+data: { serviceType: NodePort }
 ---
 apiVersion: gateway.networking.k8s.io/v1
 kind: Gateway
@@ -65,7 +72,7 @@ spec:
 
 type Gw = { status?: { conditions?: { type: string; status: string }[] } };
 type Route = { status?: { parents?: { controllerName: string }[] } };
-type Svc = { spec: { ports: { port: number; targetPort: number }[] } };
+type Svc = { spec: { type: string; ports: { port: number; targetPort: number }[] } };
 
 beforeAll(async () => {
   if (!RUN) return;
@@ -103,11 +110,13 @@ describe.skipIf(!RUN)('the Gateway API path under the chart RBAC', () => {
         (r) => r.status?.parents?.some((p) => p.controllerName === 'sluice.dev/gateway-controller') === true,
       );
     const svcPath = `/api/v1/namespaces/${APP}/services/${gatewayServiceName('web')}`;
-    await until(
+    const made = await until(
       'the Gateway Service',
       () => kapi.get<Svc>(svcPath).catch(() => null),
       (s) => s !== null,
     );
+    // Its type from the class's parameters ConfigMap, not the chart's serviceType (ClusterIP).
+    expect(made!.spec.type).toBe('NodePort');
     // A second listener port: the Service is updated.
     const listener = { name: 'alt', port: 8080, protocol: 'HTTP' };
     const patch = JSON.stringify([{ op: 'add', path: '/spec/listeners/-', value: listener }]);
