@@ -82,3 +82,24 @@ export function startControllerIn(
     ...more,
   });
 }
+
+/**
+ * A Service and the EndpointSlice a cluster would give it: its pods (echo servers of the test
+ * process, all on one port) ready. kapi runs no EndpointSlice controller, so a test writes both.
+ */
+export function serviceWithPods(name: string, pods: readonly { host: string; port: number }[]): string {
+  return `
+apiVersion: v1
+kind: Service
+metadata: { name: ${name} }
+spec: { ports: [{ name: http, port: 80, targetPort: 3000 }] }
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: { name: ${name}-1, labels: { kubernetes.io/service-name: ${name} } }
+addressType: IPv4
+ports: [{ name: http, port: ${pods[0].port} }]
+endpoints:
+${pods.map((p) => `  - { addresses: ["${p.host}"], conditions: { ready: true } }`).join('\n')}
+`;
+}

@@ -10,7 +10,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Controller } from '../../controller/main.ts';
 import type { DataPlane } from '../../dataplane/main.ts';
 import { expectRequest } from '../gateway-api/env.ts';
-import { crdsAndNamespace, startControllerIn, startDataPlanesIn } from '../helpers/controller-on-kapi.ts';
+import {
+  crdsAndNamespace,
+  serviceWithPods,
+  startControllerIn,
+  startDataPlanesIn,
+} from '../helpers/controller-on-kapi.ts';
 import { http1 } from '../helpers/gateway-api/clients.ts';
 import { type EchoServer, startEcho } from '../helpers/gateway-api/echo.ts';
 import { kubectl, ok } from '../helpers/kubectl.ts';
@@ -31,19 +36,12 @@ beforeAll(async () => {
   for (const [i, host] of PODS.entries())
     echoes.push(await startEcho({ host, port, namespace: NS, pod: `web-${i}` }));
   planes = await startDataPlanesIn(NS, PLANES, { adminToken: 'affinity-token' });
-  await apply(`
-apiVersion: v1
-kind: Service
-metadata: { name: web }
-spec: { ports: [{ name: http, port: 80, targetPort: 3000 }] }
----
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata: { name: web-1, labels: { kubernetes.io/service-name: web } }
-addressType: IPv4
-ports: [{ name: http, port: ${port} }]
-endpoints: ${JSON.stringify(PODS.map((a) => ({ addresses: [a], conditions: { ready: true } })))}
-`);
+  await apply(
+    serviceWithPods(
+      'web',
+      PODS.map((host) => ({ host, port })),
+    ),
+  );
   controller = await startControllerIn(NS, 'affinity-token', 'sluice-ingress-affinity');
 }, 60_000);
 

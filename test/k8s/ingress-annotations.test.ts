@@ -13,7 +13,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Controller } from '../../controller/main.ts';
 import type { DataPlane } from '../../dataplane/main.ts';
 import { expectRequest } from '../gateway-api/env.ts';
-import { crdsAndNamespace, startControllerIn, startDataPlanesIn } from '../helpers/controller-on-kapi.ts';
+import {
+  crdsAndNamespace,
+  serviceWithPods,
+  startControllerIn,
+  startDataPlanesIn,
+} from '../helpers/controller-on-kapi.ts';
 import { http1 } from '../helpers/gateway-api/clients.ts';
 import { type EchoServer, startEcho } from '../helpers/gateway-api/echo.ts';
 import { kubectl, ok } from '../helpers/kubectl.ts';
@@ -28,21 +33,6 @@ let planes: DataPlane[];
 let controller: Controller;
 const echoes: EchoServer[] = [];
 
-/** A Service and the EndpointSlice a cluster would give it (its pod ready on its port). */
-const service = (name: string, pod: EchoServer) => `
-apiVersion: v1
-kind: Service
-metadata: { name: ${name} }
-spec: { ports: [{ name: http, port: 80, targetPort: 3000 }] }
----
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata: { name: ${name}-1, labels: { kubernetes.io/service-name: ${name} } }
-addressType: IPv4
-ports: [{ name: http, port: ${pod.port} }]
-endpoints: [{ addresses: ["${pod.host}"], conditions: { ready: true } }]
-`;
-
 const apply = (yaml: string) => ok(['apply', '-n', NS, '-f', '-'], yaml);
 const proxies = () => planes.map((p) => p.proxyUrl);
 
@@ -52,7 +42,7 @@ beforeAll(async () => {
   for (const [svc, host] of Object.entries(PODS))
     echoes.push(await startEcho({ host, port, namespace: NS, pod: `${svc}-1` }));
   planes = await startDataPlanesIn(NS, PLANES, { adminToken: 'rewrite-token' });
-  await apply(`${service('web', echoes[0])}\n---\n${service('next', echoes[1])}`);
+  await apply(`${serviceWithPods('web', [echoes[0]])}\n---\n${serviceWithPods('next', [echoes[1]])}`);
   controller = await startControllerIn(NS, 'rewrite-token', 'sluice-ingress-rewrite');
 }, 60_000);
 

@@ -19,7 +19,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Controller } from '../../controller/main.ts';
 import type { DataPlane } from '../../dataplane/main.ts';
 import { expectRequest } from '../gateway-api/env.ts';
-import { crdsAndNamespace, startControllerIn, startDataPlanesIn } from '../helpers/controller-on-kapi.ts';
+import {
+  crdsAndNamespace,
+  serviceWithPods,
+  startControllerIn,
+  startDataPlanesIn,
+} from '../helpers/controller-on-kapi.ts';
 import { http1 } from '../helpers/gateway-api/clients.ts';
 import { type EchoServer, startEcho } from '../helpers/gateway-api/echo.ts';
 import { kubectl, ok } from '../helpers/kubectl.ts';
@@ -35,20 +40,6 @@ let authService: Server;
 const asked: { url?: string; headers: Record<string, unknown> }[] = [];
 let controller: Controller;
 const echoes: EchoServer[] = [];
-
-const service = (name: string, pod: EchoServer) => `
-apiVersion: v1
-kind: Service
-metadata: { name: ${name} }
-spec: { ports: [{ name: http, port: 80, targetPort: 3000 }] }
----
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata: { name: ${name}-1, labels: { kubernetes.io/service-name: ${name} } }
-addressType: IPv4
-ports: [{ name: http, port: ${pod.port} }]
-endpoints: [{ addresses: ["${pod.host}"], conditions: { ready: true } }]
-`;
 
 const apply = (yaml: string) => ok(['apply', '-n', NS, '-f', '-'], yaml);
 const proxies = () => planes.map((p) => p.proxyUrl);
@@ -95,7 +86,7 @@ beforeAll(async () => {
   for (const [svc, host] of Object.entries(PODS))
     echoes.push(await startEcho({ host, port, namespace: NS, pod: `${svc}-1` }));
   planes = await startDataPlanesIn(NS, PLANES, { adminToken: 'auth-token' });
-  await apply(service('web', echoes[0]));
+  await apply(serviceWithPods('web', [echoes[0]]));
   // The authentication service: a session cookie is alice; X-Forbid gets 403; /slow never answers.
   authService = createServer((req, res) => {
     asked.push({ url: req.url, headers: req.headers });

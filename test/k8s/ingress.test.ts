@@ -12,7 +12,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Controller } from '../../controller/main.ts';
 import type { DataPlane } from '../../dataplane/main.ts';
 import { expectRequest } from '../gateway-api/env.ts';
-import { crdsAndNamespace, startControllerIn, startDataPlanesIn } from '../helpers/controller-on-kapi.ts';
+import {
+  crdsAndNamespace,
+  serviceWithPods,
+  startControllerIn,
+  startDataPlanesIn,
+} from '../helpers/controller-on-kapi.ts';
 import { type EchoServer, startEcho } from '../helpers/gateway-api/echo.ts';
 import { http1 } from '../helpers/gateway-api/clients.ts';
 import { kubectl, ok } from '../helpers/kubectl.ts';
@@ -29,24 +34,6 @@ let controller: Controller;
 let pki: Pki;
 const echoes: EchoServer[] = [];
 
-/** A Service and the EndpointSlice a cluster would give it (its pods ready on their ports). */
-function service(name: string, pods: EchoServer[]): string {
-  return `
-apiVersion: v1
-kind: Service
-metadata: { name: ${name} }
-spec: { ports: [{ name: http, port: 80, targetPort: 3000 }] }
----
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata: { name: ${name}-1, labels: { kubernetes.io/service-name: ${name} } }
-addressType: IPv4
-ports: [{ name: http, port: ${pods[0].port} }]
-endpoints:
-${pods.map((p) => `  - { addresses: ["${p.host}"], conditions: { ready: true } }`).join('\n')}
-`;
-}
-
 const apply = (yaml: string) => ok(['apply', '-n', NS, '-f', '-'], yaml);
 const proxies = () => planes.map((p) => p.proxyUrl);
 
@@ -60,9 +47,9 @@ beforeAll(async () => {
   planes = await startDataPlanesIn(NS, PLANES, { httpsPort: await freePort(), adminToken: 'ingress-token' });
   pki = makePki();
   const cert = pki.leaf('secure', ['secure.example.test']);
-  await apply(`${service('web', echoes.slice(0, 2))}
+  await apply(`${serviceWithPods('web', echoes.slice(0, 2))}
 ---
-${service('fallback', echoes.slice(2))}
+${serviceWithPods('fallback', echoes.slice(2))}
 ---
 apiVersion: v1
 kind: Secret
