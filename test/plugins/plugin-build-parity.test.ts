@@ -70,6 +70,12 @@ const cases = (): Case[] => [
     build: true,
   },
   {
+    name: 'jwt-no-keys',
+    plugin: 'jwt',
+    config: { issuers: [{ issuer: ISSUER, audiences: ['a'], algorithms: ['RS256'] }] },
+    field: 'issuers[0]',
+  },
+  {
     name: 'mtls-no-certificate',
     plugin: 'mtls-auth',
     config: { caBundle: ref('ca') },

@@ -196,13 +196,17 @@ export function staticKey(value: string): KeyObject {
 }
 
 /**
- * Each resolved key must be one the plugin can read. Runs where the value is there: the
+ * An issuer needs somewhere to find keys. Each resolved key must be one the plugin can read. Runs where the value is there: the
  * controller once the Secrets are resolved, and the data plane's door; before resolution
  * (no `value` yet) there is nothing to read.
  */
+const NO_KEYS = 'needs jwksUri or keys: without either, no token of this issuer could verify';
+
 function checkJwtConfig(c: JwtConfig): ConfigProblem[] {
   const problems: ConfigProblem[] = [];
   c.issuers.forEach((issuer, i) => {
+    if (issuer.jwksUri === undefined && (issuer.keys?.length ?? 0) === 0)
+      problems.push({ field: `issuers[${i}]`, message: NO_KEYS });
     if (issuer.jwksRefresh !== undefined && (parseDuration(issuer.jwksRefresh) ?? 0) < 1_000)
       problems.push({ field: `issuers[${i}].jwksRefresh`, message: SHORT_JWKS_REFRESH });
     issuer.keys?.forEach((k, j) => {
