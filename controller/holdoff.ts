@@ -1,13 +1,14 @@
 /**
  * Coalesces bursts of changes: fires `holdoffMs` after the last change, and at most
  * `maxHoldoffMs` after the first change not yet handled. A change after a quiet spell (no change
- * and no firing for `holdoffMs`) is most likely a lone edit: it fires at once (on a zero timer, so the changes of the
- * same turn of the event loop join it) instead of waiting out a holdoff no burst needs; the
- * changes that follow it within `holdoffMs` are a burst and coalesce as above. (At 5,000 routes a
- * lone edit was Programmed in ~1 s, a tenth of it this wait.) A firing's end counts as activity:
- * the changes that queued up while a long build ran arrive together right after it, and would
- * otherwise look like a quiet spell's first and start builds back to back. Before start(), changes are only
- * noted (the first firing is start() itself). The clock is injected: tests never sleep.
+ * and no firing for `holdoffMs`) is most likely a lone edit: it fires at once (on a zero timer,
+ * so the changes of the same turn of the event loop join it) instead of waiting out a holdoff no
+ * burst needs; the changes that follow it within `holdoffMs` are a burst and coalesce as above.
+ * (At 5,000 routes a lone edit was Programmed in ~1 s, a tenth of it this wait.) A firing's end
+ * counts as activity: the changes that queued up while a long build ran arrive together right
+ * after it, and would otherwise look like a quiet spell's first and start builds back to back.
+ * Before start(), changes are only noted (the first firing is start() itself). The clock is
+ * injected: tests never sleep.
  */
 
 export interface Clock {
