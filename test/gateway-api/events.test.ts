@@ -11,7 +11,12 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { Controller } from '../../controller/main.ts';
 import type { DataPlane } from '../../dataplane/main.ts';
-import { crdsAndNamespace, startControllerIn, startDataPlanesIn } from '../helpers/controller-on-kapi.ts';
+import {
+  crdsAndNamespace,
+  serviceWithPods,
+  startControllerIn,
+  startDataPlanesIn,
+} from '../helpers/controller-on-kapi.ts';
 import { installGatewayApiCrds } from '../helpers/gateway-api/crds.ts';
 import { ok } from '../helpers/kubectl.ts';
 import { until } from '../helpers/until.ts';
@@ -82,17 +87,7 @@ spec:
     port: 8080
     tls: { certificateRefs: [{ name: no-such-secret }] }
 ---
-apiVersion: v1
-kind: Service
-metadata: { name: web }
-spec: { ports: [{ name: http, port: 8080, targetPort: 3000 }] }
----
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata: { name: web-1, labels: { kubernetes.io/service-name: web } }
-addressType: IPv4
-ports: [{ name: http, port: 3000 }]
-endpoints: [{ addresses: ["127.0.6.9"], conditions: { ready: true } }]
+${serviceWithPods('web', [{ host: '127.0.6.9', port: 3000 }], 8080)}
 ---
 apiVersion: gateway.networking.k8s.io/v1
 kind: HTTPRoute

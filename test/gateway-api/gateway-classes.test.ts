@@ -14,7 +14,12 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Controller } from '../../controller/main.ts';
 import type { DataPlane } from '../../dataplane/main.ts';
-import { crdsAndNamespace, dataplaneAdminObjects, startControllerIn } from '../helpers/controller-on-kapi.ts';
+import {
+  crdsAndNamespace,
+  dataplaneAdminObjects,
+  serviceWithPods,
+  startControllerIn,
+} from '../helpers/controller-on-kapi.ts';
 import { installGatewayApiCrds } from '../helpers/gateway-api/crds.ts';
 import { kubectlOnce, ok } from '../helpers/kubectl.ts';
 import { metricValue } from '../helpers/processes.ts';
@@ -142,17 +147,7 @@ beforeAll(async () => {
     ].join('---'),
   );
   await apply(`${gatewayYaml('gw-a', CLASS_A)}---${gatewayYaml('gw-b', CLASS_B)}---
-apiVersion: v1
-kind: Service
-metadata: { name: web }
-spec: { ports: [{ name: http, port: 8080, targetPort: 3000 }] }
----
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata: { name: web-1, labels: { kubernetes.io/service-name: web } }
-addressType: IPv4
-ports: [{ name: http, port: 3000 }]
-endpoints: [{ addresses: ["127.0.0.1"], conditions: { ready: true } }]
+${serviceWithPods('web', [{ host: '127.0.0.1', port: 3000 }], 8080)}
 ---
 apiVersion: gateway.networking.k8s.io/v1
 kind: HTTPRoute

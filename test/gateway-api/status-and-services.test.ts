@@ -13,7 +13,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SUPPORTED_FEATURES } from '../../controller/gateway-api/features.ts';
 import type { Controller } from '../../controller/main.ts';
 import type { DataPlane } from '../../dataplane/main.ts';
-import { crdsAndNamespace, dataplaneAdminObjects, startControllerIn } from '../helpers/controller-on-kapi.ts';
+import {
+  crdsAndNamespace,
+  dataplaneAdminObjects,
+  serviceWithPods,
+  startControllerIn,
+} from '../helpers/controller-on-kapi.ts';
 import { installGatewayApiCrds } from '../helpers/gateway-api/crds.ts';
 import { kubectlOnce, ok } from '../helpers/kubectl.ts';
 import { metricValue } from '../helpers/processes.ts';
@@ -126,17 +131,7 @@ spec: { controllerName: sluice.dev/gateway-controller }
   );
   await apply(`${gatewayYaml('gw')}
 ---
-apiVersion: v1
-kind: Service
-metadata: { name: web }
-spec: { ports: [{ name: http, port: 8080, targetPort: 3000 }] }
----
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata: { name: web-1, labels: { kubernetes.io/service-name: web } }
-addressType: IPv4
-ports: [{ name: http, port: 3000 }]
-endpoints: [{ addresses: ["127.0.0.1"], conditions: { ready: true } }]
+${serviceWithPods('web', [{ host: '127.0.0.1', port: 3000 }], 8080)}
 ---
 apiVersion: gateway.networking.k8s.io/v1
 kind: HTTPRoute

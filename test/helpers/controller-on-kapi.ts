@@ -87,12 +87,16 @@ export function startControllerIn(
  * A Service and the EndpointSlice a cluster would give it: its pods (echo servers of the test
  * process, all on one port) ready. kapi runs no EndpointSlice controller, so a test writes both.
  */
-export function serviceWithPods(name: string, pods: readonly { host: string; port: number }[]): string {
+export function serviceWithPods(
+  name: string,
+  pods: readonly { host: string; port: number }[],
+  servicePort = 80,
+): string {
   return `
 apiVersion: v1
 kind: Service
 metadata: { name: ${name} }
-spec: { ports: [{ name: http, port: 80, targetPort: 3000 }] }
+spec: { ports: [{ name: http, port: ${servicePort}, targetPort: 3000 }] }
 ---
 apiVersion: discovery.k8s.io/v1
 kind: EndpointSlice
