@@ -32,6 +32,11 @@ export const Timeouts = Type.Object(
       ...Duration,
       description: "Longest pause allowed between two chunks of the upstream's response body (default 60s).",
     }),
+    send: Type.Optional({
+      ...Duration,
+      description:
+        'Longest wait for the upstream to take more of a streamed request body, between two successive writes to it (default: none; timeouts.response bounds it).',
+    }),
     request: Type.Optional({
       ...Duration,
       description: 'Overall deadline until response headers, retries included (default: none). Past it: 504.',

@@ -47,6 +47,8 @@ export interface Draft extends Ranked {
   upstream?: Upstream;
   /** Set by resolveUpstreams for a version with a canary: its second backend and that one's weight. */
   canary?: { upstream: Upstream; weight: number };
+  /** Set by resolveUpstreams beside upstream: the route's errorPages (ModelRoute.errorPages) and their upstream. */
+  errorPages?: { upstream: Upstream; statuses: number[]; headers: Record<string, string> };
   /** Set by resolveUpstreams, instead of upstream, when the rule chooses a handler kind: its entry and upstreams. */
   handler?: { entry: Route['handler']; upstreams: Upstream[] };
   /** Set by attachPlugins. */

@@ -63,7 +63,11 @@ function tableOf(
   const sorted = keySorter();
   const routes = drafts.map((d) => {
     // Every draft left has a handler or an upstream (resolveUpstreams drops the others).
-    for (const u of d.handler?.upstreams ?? [d.upstream!, ...(d.canary ? [d.canary.upstream] : [])])
+    for (const u of d.handler?.upstreams ?? [
+      d.upstream!,
+      ...(d.canary ? [d.canary.upstream] : []),
+      ...(d.errorPages ? [d.errorPages.upstream] : []),
+    ])
       upstreams.set(u.id, u);
     const sticky = d.version?.sticky;
     const deprecation = d.version && deprecationOf(d.version);
@@ -76,6 +80,13 @@ function tableOf(
       handler: (d.handler && sorted(d.handler.entry)) ?? {
         ...(d.canary && {
           canary: { ...(sticky && { sticky }), upstream: d.canary.upstream.id, weight: d.canary.weight },
+        }),
+        ...(d.errorPages && {
+          errorPages: sorted({
+            ...d.errorPages,
+            headers: sorted(d.errorPages.headers),
+            upstream: d.errorPages.upstream.id,
+          }),
         }),
         type: 'proxy' as const,
         upstream: d.upstream!.id,

@@ -81,6 +81,14 @@ export const resolveUpstreams: Pass = (state) => {
     );
     const h = d.route.handlers[d.ruleIndex];
     if (h?.entry) return { ...d, handler: { entry: h.entry, upstreams: [] } };
+    // Error pages (an Ingress's custom-http-errors) come very last: taken off before the rest.
+    const pages = d.route.errorPages && {
+      headers: { ...d.route.errorPages.headers },
+      statuses: [...d.route.errorPages.statuses],
+      upstream: upstreams.pop()!,
+    };
+    const errorPages = pages && { errorPages: { ...pages, upstream: pages.upstream.id } };
+    const withPages = pages ? [...upstreams, pages.upstream] : upstreams;
     if (h) {
       const entry = handlerManifest(h.kind)!.route!.entry(
         h.config,
@@ -105,16 +113,21 @@ export const resolveUpstreams: Pass = (state) => {
               weight: b.weight,
             },
       );
-      const entry = { backends, ...(mirrored && { mirrors: mirrored }), type: 'proxy' as const };
-      return { ...d, handler: { entry, upstreams } };
+      const entry = {
+        backends,
+        ...errorPages,
+        ...(mirrored && { mirrors: mirrored }),
+        type: 'proxy' as const,
+      };
+      return { ...d, handler: { entry, upstreams: withPages } };
     }
     if (mirrored) {
-      const entry = { mirrors: mirrored, type: 'proxy' as const, upstream: upstreams[0].id };
-      return { ...d, handler: { entry, upstreams } };
+      const entry = { ...errorPages, mirrors: mirrored, type: 'proxy' as const, upstream: upstreams[0].id };
+      return { ...d, handler: { entry, upstreams: withPages } };
     }
     const [first, second] = upstreams;
     const canary = second && { upstream: second, weight: d.version!.backends[1].weight };
-    return { ...d, upstream: first, ...(canary && { canary }) };
+    return { ...d, upstream: first, ...(canary && { canary }), ...(pages && { errorPages: pages }) };
   });
   return rejectObjects({ ...state, drafts }, errors);
 };
@@ -138,10 +151,15 @@ interface Wish {
 function wishesOf(d: Draft): Wish[] {
   const h = d.route.handlers[d.ruleIndex];
   if (h?.entry) return [];
-  // An HTTPRoute rule's mirrors come last (the draft's handler entry takes them from the end).
+  // An HTTPRoute rule's mirrors come after the main ones (the draft's handler entry takes them from the end).
   const mirrors = d.route.mirrors;
-  if (mirrors) return [...mainWishes(d), ...mirrors.map((m) => ({ url: m.url, service: m.service }))];
-  return mainWishes(d);
+  const pages = d.route.errorPages;
+  return [
+    ...mainWishes(d),
+    ...(mirrors ?? []).map((m) => ({ url: m.url, service: m.service })),
+    // The error pages' upstream comes very last (the draft takes it off first).
+    ...(pages ? [{ url: pages.url, service: pages.service }] : []),
+  ];
 }
 
 function mainWishes(d: Draft): Wish[] {
@@ -182,6 +200,7 @@ function timeoutsOf(route: ModelRoute): Upstream['timeouts'] | Diagnostic[] {
     ['connect', 'connectMs'],
     ['response', 'responseMs'],
     ['idle', 'idleMs'],
+    ['send', 'sendMs'],
     ['request', 'requestMs'],
   ] as const;
   for (const [field, key] of fields) {

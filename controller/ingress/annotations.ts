@@ -28,7 +28,7 @@ export interface IngressEffects {
   /** Requests for "/" redirected (302) to this path. */
   appRoot?: string;
   /** Upstream timeouts, as GatewayRoute durations. */
-  timeouts: { connect?: string; response?: string; idle?: string };
+  timeouts: { connect?: string; response?: string; idle?: string; send?: string };
   /** Tries in all (the first and the retries). */
   tries?: number;
   /** rate-limiting, per client IP. */
@@ -72,7 +72,10 @@ export interface IngressEffects {
   /** auth-type: basic with auth-secret (htpasswd hashes in a Secret of the Ingress's namespace). */
   basicAuth: {
     type?: 'basic';
+    /** The Secret's name (in the Ingress's namespace: readAnnotations refuses another). */
     secret?: string;
+    /** The namespace "namespace/name" gave, if any. */
+    secretNamespace?: string;
     /** auth-file: the Secret's key "auth" is an htpasswd file; auth-map: its keys are users, values hashes. */
     secretType: 'auth-file' | 'auth-map';
     realm?: string;
@@ -96,6 +99,10 @@ export interface IngressEffects {
     sameSite?: 'Strict' | 'Lax' | 'None';
     secure?: boolean;
   };
+  /** custom-http-errors: the upstream statuses default-backend answers in place of. */
+  customHttpErrors?: number[];
+  /** default-backend: a Service of the Ingress's namespace answering the custom-http-errors and when the backend has no endpoint. */
+  defaultBackend?: string;
   /**
    * Authentication annotations whose value could not be read (failClosed): the Ingress's paths
    * answer 500 rather than serve without the authentication they ask for.
@@ -204,11 +211,23 @@ const nginxSize = (v: string): number | Invalid => {
   const n = m ? Number(m[1]) * 1024 ** ' kmg'.indexOf(m[2].toLowerCase() || ' ') : Number.NaN;
   return Number.isSafeInteger(n) ? n : { invalid: 'must be a size: bytes, or a number with k, m or g (8m)' };
 };
-/** A Secret of the Ingress's own namespace, by name (ingress-nginx also takes "namespace/name"). */
-const secretName = (v: string): string | Invalid =>
-  /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/.test(v.trim()) && v.trim().length <= 253
-    ? v.trim()
-    : { invalid: "must be the name of a Secret in the Ingress's namespace" };
+const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+/**
+ * A Secret by name, or "namespace/name" as ingress-nginx also takes it. Whether the namespace may
+ * be another than the Ingress's is readAnnotations' question (it knows the Ingress's namespace).
+ */
+const secretRef = (v: string): { namespace?: string; name: string } | Invalid => {
+  const parts = v.trim().split('/');
+  const name = parts.at(-1) ?? '';
+  const namespace = parts.length === 2 ? parts[0] : undefined;
+  return parts.length <= 2 &&
+    DNS_SUBDOMAIN.test(name) &&
+    name.length <= 253 &&
+    (namespace === undefined || (DNS_LABEL.test(namespace) && namespace.length <= 63))
+    ? { ...(namespace !== undefined && { namespace }), name }
+    : { invalid: 'must be the name of a Secret, or "namespace/name"' };
+};
 
 const redirect =
   (statusCode: 301 | 302) =>
@@ -317,6 +336,17 @@ export const ANNOTATIONS: readonly Annotation<unknown>[] = [
     },
     effect:
       'timeouts.response and timeouts.idle: the wait for the response headers and between two chunks of its body',
+  }),
+  annotation({
+    name: 'proxy-send-timeout',
+    parse: seconds,
+    apply: (e, v) => {
+      e.timeouts.send = v;
+    },
+    effect:
+      'timeouts.send of the back end: the longest wait for it to take more of a streamed request body (between two successive writes to it); past it 504',
+    differs:
+      "ingress-nginx buffers the body first (proxy-request-buffering) and then times the writes; Sluice streams it, and a slow client's pauses are not counted. A body the data plane reads whole first (retried requests, plugins that read it) is handed over in one write: proxy-read-timeout bounds it",
   }),
   annotation({
     name: 'proxy-next-upstream-tries',
@@ -575,14 +605,16 @@ export const ANNOTATIONS: readonly Annotation<unknown>[] = [
   }),
   annotation({
     name: 'auth-secret',
-    parse: secretName,
+    parse: secretRef,
     apply: (e, v) => {
-      e.basicAuth.secret = v;
+      e.basicAuth.secret = v.name;
+      e.basicAuth.secretNamespace = v.namespace;
     },
     failClosed: true,
     effect:
-      "the Secret (of the Ingress's namespace) with the users: its key auth an htpasswd file, or with auth-secret-type: auth-map one key per user, its value the hash; watched, so a change is served",
-    differs: 'no "namespace/name" form (only the Ingress\'s namespace)',
+      'the Secret with the users, by name or as "namespace/name" naming the Ingress\'s own namespace: its key auth an htpasswd file, or with auth-secret-type: auth-map one key per user, its value the hash; watched, so a change is served',
+    differs:
+      'a Secret of another namespace is refused (the paths answer 500), as ingress-nginx refuses it by default since v1.12 (allow-cross-namespace-resources: false); Sluice has no switch to allow it',
   }),
   annotation({
     name: 'auth-secret-type',
@@ -696,6 +728,37 @@ export const ANNOTATIONS: readonly Annotation<unknown>[] = [
     },
     effect: 'X-Auth-Request-Redirect sent to auth-url (default: the request URI)',
   }),
+  // Error pages: the proxy's errorPages (handlers/proxy/error-pages.ts).
+  annotation({
+    name: 'custom-http-errors',
+    parse: (v) => {
+      const codes = list(v).map((c) => integer(400, 599)(c));
+      return codes.length > 0 && codes.length <= 64 && codes.every((c) => typeof c === 'number')
+        ? [...new Set(codes as number[])].sort((a, b) => a - b)
+        : { invalid: 'must be status codes from 400 to 599, comma-separated' };
+    },
+    apply: (e, v) => {
+      e.customHttpErrors = v;
+    },
+    effect:
+      'an answer of the back end with one of these statuses is replaced by default-backend\'s answer to a request for "/" with the method, the headers and X-Code, X-Format, X-Original-URI, X-Namespace, X-Ingress-Name, X-Service-Name, X-Service-Port, X-Request-ID (the back end\'s body is dropped)',
+    differs:
+      'only with default-backend (Sluice has no global default backend: without it the annotation is reported and left out); statuses from 400 to 599; the request body is not sent again; not on redirects, app-root or denied paths',
+  }),
+  annotation({
+    name: 'default-backend',
+    parse: (v) =>
+      /^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$/.test(v.trim())
+        ? v.trim()
+        : { invalid: "must be the name of a Service in the Ingress's namespace" },
+    apply: (e, v) => {
+      e.defaultBackend = v;
+    },
+    effect:
+      "a Service of the Ingress's namespace (its first port, its endpoints) that answers custom-http-errors, and every request when the back end has no ready endpoint (X-Code 503)",
+    differs:
+      'a Service that does not exist is reported and the annotation left out (the paths serve as without it)',
+  }),
   // Session affinity: the balance hashes a cookie the data plane sets when absent (balancer.ts).
   annotation({
     name: 'affinity',
@@ -792,8 +855,14 @@ export interface AnnotationProblem {
   message: string;
 }
 
-/** The effects of an Ingress's annotations, and what of them is reported. */
-export function readAnnotations(annotations: Readonly<Record<string, string>> | undefined): {
+/**
+ * The effects of an Ingress's annotations, and what of them is reported. `namespace`, the
+ * Ingress's, is where the Secrets an annotation names must be.
+ */
+export function readAnnotations(
+  annotations: Readonly<Record<string, string>> | undefined,
+  namespace?: string,
+): {
   effects: IngressEffects;
   problems: AnnotationProblem[];
 } {
@@ -828,6 +897,17 @@ export function readAnnotations(annotations: Readonly<Record<string, string>> | 
       continue;
     }
     a.apply(effects, parsed);
+  }
+  const secretNs = effects.basicAuth.secretNamespace;
+  if (secretNs !== undefined && namespace !== undefined && secretNs !== namespace) {
+    const key = `${NGINX_PREFIX}auth-secret`;
+    problems.push({
+      annotation: key,
+      reason: 'InvalidAnnotation',
+      message: `${key}: ${JSON.stringify(annotations?.[key])} names a Secret of namespace ${secretNs}, not the Ingress's (${namespace}): cross-namespace Secrets are refused (as ingress-nginx's default allow-cross-namespace-resources: false); the Ingress's paths answer 500`,
+    });
+    effects.basicAuth.secret = undefined;
+    effects.unreadableAuth.push('auth-secret');
   }
   return { effects, problems };
 }

@@ -81,6 +81,7 @@ export function convertToHTTPRoutes(objects: readonly unknown[], gateway: Gatewa
     for (const [name, set] of [
       ['proxy-connect-timeout', e.timeouts.connect],
       ['proxy-read-timeout', e.timeouts.response],
+      ['proxy-send-timeout', e.timeouts.send],
     ] as const)
       if (set)
         r.leftOut(

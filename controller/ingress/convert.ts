@@ -90,7 +90,7 @@ export function readIngress(ing: Ingress, out: LeftOut[]): ReadIngress {
   const ns = ing.metadata.namespace;
   const key = ns ? `${ns}/${ing.metadata.name}` : ing.metadata.name;
   const leftOut = (field: string, message: string) => out.push({ ingress: key, field, message });
-  const read = readAnnotations(ing.metadata.annotations);
+  const read = readAnnotations(ing.metadata.annotations, ns ?? 'default');
   for (const p of read.problems) leftOut(`metadata.annotations[${p.annotation}]`, p.message);
   const problems: IngressProblem[] = [];
   // pluginsOf names its instances for the controller's model; a GatewayPlugin's name holds no dot.
@@ -117,6 +117,16 @@ export function readIngress(ing: Ingress, out: LeftOut[]): ReadIngress {
     else if (hosts.length === 0) leftOut(`spec.tls[${i}].hosts`, 'no hosts, and no rule names one');
     else tls.push({ hosts, secretName: t.secretName });
   });
+  // Error pages live in the proxy's table entry only: neither output has a field for them.
+  for (const [name, set] of [
+    ['custom-http-errors', read.effects.customHttpErrors],
+    ['default-backend', read.effects.defaultBackend],
+  ] as const)
+    if (set !== undefined)
+      leftOut(
+        annotationField(name),
+        "neither a GatewayRoute nor an HTTPRoute has error pages: the back end's own answers are served",
+      );
   const missing = missingAuth(read.effects, plugins);
   for (const a of missing)
     leftOut(

@@ -49,7 +49,7 @@ import type { Balance, Route } from '../../dataplane/config/route-table.ts';
 import type { Retries, RouteRule, RouteTls, Timeouts } from '../api/gateway-route.ts';
 import type { Ingress, IngressBackend, PathType } from '../api/ingress.ts';
 import { INVALID_BACKEND, NO_BACKEND } from '../gateway-api/redirects.ts';
-import type { ObjectRef, ResourceSet } from '../source/resource-set.ts';
+import { keyOf, type ObjectRef, type ResourceSet } from '../source/resource-set.ts';
 import { withSortedKeys } from '../../dataplane/config/canonical-json.ts';
 import { pluginManifest } from '../../dataplane/config/catalog.ts';
 import { resolvedSecretField } from '../../dataplane/config/manifest.ts';
@@ -188,7 +188,7 @@ function translateIngress(
   const problem = (field: string, reason: string, message: string) =>
     problems.push({ field, reason, message });
 
-  const read = readAnnotations(ing.metadata.annotations);
+  const read = readAnnotations(ing.metadata.annotations, ns);
   const effects = read.effects;
   if (canaryOf === undefined && !effects.canary.enabled) return { routes: [], plugins: [], problems: [] };
   for (const p of read.problems) problems.push({ field: `metadata.annotations[${p.annotation}]`, ...p });
@@ -203,6 +203,7 @@ function translateIngress(
   );
   // Authentication asked for and not made: its paths answer 500 rather than serve unauthenticated.
   const denied = missingAuth(effects, plugins);
+  const errorBackend = errorBackendOf(set, ns, effects, problems);
 
   const ruleHosts = [...new Set((spec.rules ?? []).flatMap((r) => (r.host ? [r.host.toLowerCase()] : [])))];
   const certificates = certificatesOf(set, ing, ruleHosts, problem);
@@ -242,6 +243,9 @@ function translateIngress(
         plugins.length &&
         !denied.length && { plugins: plugins.map((p) => ({ name: p.ref.name })) }),
     };
+    // custom-http-errors / default-backend: on a path to a Service (not a redirect nor a denial).
+    const pages = entry === undefined ? errorBackend : undefined;
+    if (pages) all.push(pages);
     const protocols = new Map(all.flatMap((b) => (b.protocol ? [[b.url, b.protocol] as const] : [])));
     const balance =
       entry || c ? undefined : affinityOf(backend, pathType === 'RegularExpression' ? '/' : path);
@@ -262,6 +266,20 @@ function translateIngress(
       ...(pathType === 'RegularExpression' && { regex: true as const }),
       ...(more.rewrite && entry === undefined && { rewrite: more.rewrite }),
       ...(more.cookies && { cookies: more.cookies }),
+      ...(pages && {
+        errorPages: {
+          service: pages.service,
+          url: pages.url,
+          statuses: effects.customHttpErrors ?? [],
+          // As ingress-nginx's custom error location sets them; in key order (the table's).
+          headers: {
+            'X-Ingress-Name': ing.metadata.name,
+            'X-Namespace': ns,
+            'X-Service-Name': backend.service,
+            'X-Service-Port': new URL(backend.url).port || (backend.url.startsWith('https:') ? '443' : '80'),
+          },
+        },
+      }),
       field,
       handlers: [entry ? { kind: entry.type, config: undefined, urls: [], entry } : null],
       // On one route of the Ingress (compile collects them by Secret; once is enough).
@@ -464,6 +482,48 @@ function translateIngress(
       );
   }
   return { routes, plugins, problems };
+}
+
+/**
+ * default-backend (with custom-http-errors): the Service answering in place of the listed
+ * statuses and when a path's Service has no endpoint, on its first port as ingress-nginx takes
+ * it. Without default-backend, custom-http-errors is reported and left out (ingress-nginx sends
+ * them to its global default backend, which Sluice has not); a Service that does not resolve is
+ * reported and the annotation left out: the paths serve as without it.
+ */
+function errorBackendOf(
+  set: ResourceSet,
+  ns: string,
+  e: IngressEffects,
+  problems: IngressProblem[],
+): ServiceBackend | undefined {
+  const report = (name: string, reason: string, message: string) => {
+    const annotation = `${NGINX_PREFIX}${name}`;
+    problems.push({ field: `metadata.annotations[${annotation}]`, reason, annotation, message });
+  };
+  if (e.defaultBackend === undefined) {
+    if (e.customHttpErrors)
+      report(
+        'custom-http-errors',
+        'AnnotationNotHonoured',
+        `${NGINX_PREFIX}custom-http-errors needs ${NGINX_PREFIX}default-backend (Sluice has no global default backend): the annotation is left out`,
+      );
+    return undefined;
+  }
+  const first = set.services?.get(keyOf(ns, e.defaultBackend))?.spec?.ports?.[0]?.port;
+  const resolved =
+    set.services !== null && first === undefined
+      ? `Service ${ns}/${e.defaultBackend} not found or without ports`
+      : resolveServiceBackend(set, ns, e.defaultBackend, { number: first ?? 80 });
+  if (typeof resolved === 'string') {
+    report(
+      'default-backend',
+      'BackendNotFound',
+      `${NGINX_PREFIX}default-backend: ${resolved}: the annotation is left out`,
+    );
+    return undefined;
+  }
+  return resolved;
 }
 
 /**

@@ -79,7 +79,7 @@ export class IngressSource {
     return this.#ingresses.cache.get(key);
   }
 
-  /** The Secrets (spec.tls, auth-secret) and Services (backends) Sluice's Ingresses name. */
+  /** The Secrets (spec.tls, auth-secret) and Services (backends, default-backend) Sluice's Ingresses name. */
   references(): References {
     const ours = isSluices(this.#classes.cache.values(), this.#className);
     const secrets = new Set<string>();
@@ -89,8 +89,11 @@ export class IngressSource {
       const ns = ing.metadata.namespace ?? 'default';
       for (const t of ing.spec?.tls ?? []) if (t.secretName) secrets.add(`${ns}/${t.secretName}`);
       // auth-secret (auth-type: basic): the htpasswd hashes the basic-auth plugin is given.
-      const auth = readAnnotations(ing.metadata.annotations).effects.basicAuth;
+      const effects = readAnnotations(ing.metadata.annotations, ns).effects;
+      const auth = effects.basicAuth;
       if (auth.type === 'basic' && auth.secret) secrets.add(`${ns}/${auth.secret}`);
+      // default-backend: the Service answering custom-http-errors.
+      if (effects.defaultBackend) services.add(`${ns}/${effects.defaultBackend}`);
       const backends = [
         ing.spec?.defaultBackend,
         ...(ing.spec?.rules ?? []).flatMap((r) => (r.http?.paths ?? []).map((p) => p.backend)),

@@ -73,6 +73,17 @@ export interface ModelRoute {
     url: string;
     fraction?: { numerator: number; denominator: number };
   }[];
+  /**
+   * An Ingress's custom-http-errors with its default-backend: the Service that answers in place of
+   * those statuses of the upstream (and when it has no endpoint), as the proxy's errorPages; its
+   * url's endpoints are in `endpoints` with the others.
+   */
+  errorPages?: {
+    service: string;
+    url: string;
+    statuses: readonly number[];
+    headers: Readonly<Record<string, string>>;
+  };
   /** Cookies its entries match (an Ingress's canary-by-cookie routes): the table's match.cookies. */
   cookies?: readonly { name: string; value: string }[];
   /** An HTTPRoute rule's URLRewrite: the table's `rewrite` of each of its entries. */

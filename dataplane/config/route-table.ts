@@ -345,6 +345,11 @@ export const Upstream = Type.Object(
         connectMs: Type.Integer({ minimum: 1 }),
         responseMs: Type.Integer({ minimum: 1 }),
         idleMs: Type.Integer({ minimum: 1 }),
+        /**
+         * Longest wait for the upstream to take more of a streamed request body (between two
+         * successive writes to it, as nginx's proxy_send_timeout); absent: only responseMs bounds it.
+         */
+        sendMs: Type.Optional(Type.Integer({ minimum: 1 })),
         /** Overall deadline to response headers, retries included. */
         requestMs: Type.Optional(Type.Integer({ minimum: 1 })),
       },

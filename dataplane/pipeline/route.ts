@@ -50,9 +50,10 @@ export interface BoundHandler {
   handle(ctx: RequestContext): void;
   /**
    * The same upstream call(s), with the response delivered to `sink` instead of the client:
-   * asynchronous operations run the route's work this way (idempotency, §4.3).
+   * asynchronous operations run the route's work this way (idempotency, §4.3). `signal`: when
+   * the answer still goes to the client, its signal (the call is cut when the client goes away).
    */
-  call(ctx: RequestContext, sink: ResponseSink): void;
+  call(ctx: RequestContext, sink: ResponseSink, signal?: AbortSignal): void;
   /** Present when the kind can carry an HTTP/1.1 upgrade (WebSocket): takes over ctx.upgrade's socket. */
   upgrade?(ctx: RequestContext, socket: Duplex, head: Buffer): void;
 }

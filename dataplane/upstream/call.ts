@@ -15,9 +15,10 @@ import type { ErrorCode } from '../errors/codes.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import { endAttemptSpan, type Span, startAttemptSpan } from '../observability/tracing.ts';
 import { readBody } from './body.ts';
-import { mayHaveReachedUpstream, upstreamErrorCode } from './errors.ts';
+import { mayHaveReachedUpstream, SendTimeoutError, upstreamErrorCode } from './errors.ts';
 import { endToEndHeaders } from './response-headers.ts';
 import type { Endpoint, UpstreamRuntime } from './pools.ts';
+import { SendWatch } from './send-timeout.ts';
 import { UpstreamTry } from './try.ts';
 
 export type Body = Buffer | Readable | IncomingMessage | null;
@@ -154,6 +155,8 @@ class Attempt extends UpstreamTry {
   #status = 0;
   /** A status to retry came: its body is dropped, then the next try goes. */
   #retryStatus = false;
+  /** While a streamed body is being sent, on upstreams with a send timeout. */
+  #send: SendWatch | null = null;
 
   constructor(call: Call, body: Body, tries: Tries | null, headersTimeout: number, endpoint: Endpoint) {
     const { up, req } = call;
@@ -176,7 +179,28 @@ class Attempt extends UpstreamTry {
           );
   }
 
+  override onRequestStart(controller: Dispatcher.DispatchController): void {
+    super.onRequestStart(controller);
+    const ms = this.#call.up.sendTimeout ?? 0;
+    const body = this.#body;
+    if (ms > 0 && body !== null && !Buffer.isBuffer(body) && !controller.aborted)
+      this.#send = new SendWatch(body, ms, () => controller.abort(new SendTimeoutError()));
+  }
+
+  /** undici's: the body went whole. */
+  onRequestSent(): void {
+    this.#stopSending();
+  }
+
+  #stopSending(): void {
+    if (this.#send === null) return;
+    this.#send.stop();
+    this.#send = null;
+  }
+
   protected head(status: number, headers: IncomingHttpHeaders): Writable | null {
+    // The upstream answered: from here its read timeouts apply, not the send timeout.
+    this.#stopSending();
     const call = this.#call;
     const up = call.up;
     const tries = this.#tries;
@@ -197,6 +221,7 @@ class Attempt extends UpstreamTry {
   }
 
   protected settled(err: Error | null, responded: boolean): void {
+    this.#stopSending();
     const call = this.#call;
     const body = this.#body;
     const tries = this.#tries;

@@ -5,6 +5,7 @@ const TIMEOUTS = new Set([
   'UND_ERR_CONNECT_TIMEOUT',
   'UND_ERR_HEADERS_TIMEOUT',
   'UND_ERR_BODY_TIMEOUT',
+  'SLC_UPSTREAM_SEND_TIMEOUT',
   'ETIMEDOUT',
 ]);
 const UNREACHABLE = new Set([
@@ -28,6 +29,11 @@ export const CLIENT_CLOSED: Error = Object.assign(new Error('the client closed t
   name: 'AbortError',
   code: 'SLC_CLIENT_CLOSED',
 });
+
+/** The upstream took none of the request body for the upstream's timeouts.sendMs (send-timeout.ts). */
+export class SendTimeoutError extends Error {
+  readonly code = 'SLC_UPSTREAM_SEND_TIMEOUT';
+}
 
 export class BodyTooLargeError extends Error {
   readonly code = 'SLC_BODY_TOO_LARGE';

@@ -42,6 +42,8 @@ export interface UpstreamRuntime {
   readonly h2c: boolean;
   headersTimeout: number;
   bodyTimeout: number;
+  /** Longest wait for the upstream to take more of a streamed request body (send-timeout.ts); 0 or absent: none. */
+  sendTimeout?: number;
   /** Overall deadline to response headers, retries included; 0 = none. */
   requestMs: number;
   retry: (NonNullable<Upstream['retries']> & { budget: RetryBudget }) | null;
@@ -145,6 +147,7 @@ class LazyUpstream implements UpstreamRuntime {
   readonly basePath: string;
   readonly headersTimeout: number;
   readonly bodyTimeout: number;
+  readonly sendTimeout: number;
   readonly requestMs: number;
   readonly retry: UpstreamRuntime['retry'];
   readonly breaker: CircuitBreaker | null;
@@ -182,6 +185,7 @@ class LazyUpstream implements UpstreamRuntime {
     this.basePath = rest.basePath;
     this.headersTimeout = u.timeouts.responseMs;
     this.bodyTimeout = u.timeouts.idleMs;
+    this.sendTimeout = u.timeouts.sendMs ?? 0;
     this.requestMs = u.timeouts.requestMs ?? 0;
     this.retry = rest.retry;
     this.breaker = rest.breaker;

@@ -23,6 +23,7 @@ import { ClientSink } from '../client-sink.ts';
 import { defineHandler, type HandlerDeps } from '../types.ts';
 import { canaryChooser } from './canary.ts';
 import { type HeaderEdits, manifest, type ProxyHandler, type WeightedBackend } from './manifest.ts';
+import { interceptingErrors } from './error-pages.ts';
 import { bindMirrors, MIRROR_METRICS, sendMirrors } from './mirror.ts';
 import { tunnel } from './tunnel.ts';
 import { weightedChooser } from './weighted.ts';
@@ -42,7 +43,12 @@ export default defineHandler(manifest, {
     };
     return {
       bind(_route, entry, rewritePath) {
-        const main = bindMain(entry, rewritePath);
+        const bound = bindMain(entry, rewritePath);
+        const pages = entry.errorPages;
+        const main =
+          pages === undefined
+            ? bound
+            : interceptingErrors(pages, deps.upstream(pages.upstream), deps.metrics, bound);
         if (entry.mirrors === undefined) return main;
         // Routes without mirrors are bound to the main handler alone: their path pays nothing.
         const mirrors = bindMirrors(entry.mirrors, deps.upstream);
@@ -53,9 +59,9 @@ export default defineHandler(manifest, {
             sendMirrors(ctx, mirrors, path(ctx), mirrorCount);
             main.handle(ctx);
           },
-          call: (ctx, sink) => {
+          call: (ctx, sink, signal) => {
             sendMirrors(ctx, mirrors, path(ctx), mirrorCount);
-            main.call(ctx, sink);
+            main.call(ctx, sink, signal);
           },
           upgrade: (ctx, socket, head) => main.upgrade!(ctx, socket, head),
         };
@@ -86,7 +92,7 @@ function bindWeighted(
 
 /** A share answered with a problem, calling nothing (an upgrade too: the problem on its socket). */
 function answering(problem: NonNullable<WeightedBackend['problem']>): BoundHandler {
-  const call = (ctx: RequestContext, sink: ResponseSink) => {
+  const call = (ctx: RequestContext, sink: ResponseSink, _signal?: AbortSignal) => {
     if (ctx.hasBody && ctx.body === null) ctx.req.resume(); // nothing sends it: read and dropped
     sink.end({ code: problem, sent: false });
   };
@@ -107,9 +113,9 @@ function editingHeaders(edits: HeaderEdits, h: BoundHandler): BoundHandler {
       edit(ctx);
       h.handle(ctx);
     },
-    call: (ctx, sink) => {
+    call: (ctx, sink, signal) => {
       edit(ctx);
-      h.call(ctx, sink);
+      h.call(ctx, sink, signal);
     },
     upgrade: (ctx, socket, head) => {
       edit(ctx);
@@ -122,7 +128,7 @@ function editingHeaders(edits: HeaderEdits, h: BoundHandler): BoundHandler {
 function picking(pick: (ctx: RequestContext) => BoundHandler): BoundHandler {
   return {
     handle: (ctx) => pick(ctx).handle(ctx),
-    call: (ctx, sink) => pick(ctx).call(ctx, sink),
+    call: (ctx, sink, signal) => pick(ctx).call(ctx, sink, signal),
     upgrade: (ctx, socket, head) => pick(ctx).upgrade!(ctx, socket, head),
   };
 }
@@ -155,7 +161,7 @@ function bindTo(up: UpstreamRuntime, rewritePath: PathRewrite | null, deps: Runt
   };
   return {
     handle: (ctx) => call(ctx, new ClientSink(ctx), ctx.signal),
-    call: (ctx, sink) => call(ctx, sink),
+    call: (ctx, sink, signal) => call(ctx, sink, signal),
     upgrade: (ctx, socket, head) => tunnel(ctx, up, path(ctx), socket, head),
   };
 }

@@ -6,6 +6,7 @@
 import { type Static, Type } from '@sinclair/typebox';
 import type { ConfigProblem } from '../../config/config-problem.ts';
 import { handlerManifest } from '../../config/manifest.ts';
+import { HEADER_NAME_PATTERN, HEADER_VALUE_PATTERN } from '../../config/http-grammar.ts';
 import { headerNames, headerValues, section } from '../../config/transform-schema.ts';
 
 /** A weighted canary: `weight` percent of the requests go to `upstream` instead of the handler's. */
@@ -48,6 +49,30 @@ export const Mirror = Type.Object(
   { additionalProperties: false },
 );
 export type Mirror = Static<typeof Mirror>;
+
+/**
+ * Error pages (ingress-nginx's custom-http-errors with a default-backend): an upstream answer of
+ * one of `statuses` is dropped and the request is answered by `upstream` instead, and so is a
+ * request the upstream has no endpoint for (handlers/proxy/error-pages.ts).
+ */
+export const ErrorPages = Type.Object(
+  {
+    /** The upstream that answers (table.upstreams). */
+    upstream: Type.String({ minLength: 1 }),
+    /** The upstream statuses it answers in place of; empty: only requests without an endpoint. */
+    statuses: Type.Array(Type.Integer({ minimum: 400, maximum: 599 }), { maxItems: 64, uniqueItems: true }),
+    /** Literal headers of the error request (who asks: X-Namespace, X-Ingress-Name, …). */
+    headers: Type.Optional(
+      Type.Record(
+        Type.String({ pattern: HEADER_NAME_PATTERN }),
+        Type.String({ pattern: HEADER_VALUE_PATTERN, maxLength: 1024 }),
+        { maxProperties: 16 },
+      ),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type ErrorPages = Static<typeof ErrorPages>;
 
 /** Gateway API's limits: at most 16 backendRefs, each weight at most 1,000,000. */
 const MAX_BACKENDS = 16;
@@ -110,6 +135,8 @@ export const ProxyHandler = Type.Object(
     canary: Type.Optional(Canary),
     /** Copies of the requests to other upstreams, answers discarded; the route then reads bodies whole. */
     mirrors: Type.Optional(Type.Array(Mirror, { minItems: 1, maxItems: 16 })),
+    /** Answers from another upstream in place of some of the upstream's error answers. */
+    errorPages: Type.Optional(ErrorPages),
   },
   { additionalProperties: false },
 );
@@ -159,6 +186,7 @@ export const manifest = handlerManifest({
     ),
     ...(h.canary ? [{ field: 'canary.upstream', id: h.canary.upstream }] : []),
     ...(h.mirrors ?? []).map((m, i) => ({ field: `mirrors[${i}].upstream`, id: m.upstream })),
+    ...(h.errorPages ? [{ field: 'errorPages.upstream', id: h.errorPages.upstream }] : []),
   ],
   // Every mirror and the main call send the same bytes: read once, within the body limit.
   needs: { requestBody: (h) => h.mirrors !== undefined },
