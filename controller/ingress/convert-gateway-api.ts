@@ -24,23 +24,21 @@ import {
 } from '../api/gateway-api.ts';
 import {
   annotationField,
+  canariesOf,
+  canaryKey,
+  canaryMatches,
   type Converted,
   gatewayPlugins,
   ingressesIn,
   type LeftOut,
   metadataOf,
   pathsOf,
-  type ReadIngress,
   readIngress,
   serviceOf,
+  strippedPrefix,
+  unjoinedCanaries,
 } from './convert.ts';
-import {
-  type CanaryHeader,
-  canaryHeaderMatches,
-  canaryHeaderOf,
-  type HeaderMatch,
-  pathProblem,
-} from './index.ts';
+import { type HeaderMatch, pathProblem } from './index.ts';
 
 export interface GatewayRef {
   namespace?: string;
@@ -140,23 +138,48 @@ export function convertToHTTPRoutes(objects: readonly unknown[], gateway: Gatewa
       if (!byHost.has(k)) byHost.set(k, []);
       return byHost.get(k)!;
     };
-    // The rewrite of a rewrite-target is built from the path's regular expression captures (or
-    // replaces the whole path): URLRewrite has neither, so none of the paths is written rather
-    // than sending their requests to the back end at other paths.
-    const unrewritable = !redirect && e.rewriteTarget !== undefined;
-    if (unrewritable)
-      r.leftOut(
-        annotationField('rewrite-target'),
-        `${JSON.stringify(e.rewriteTarget)}: an HTTPRoute URLRewrite cannot build a path from regular expression captures; the Ingress's paths are not written`,
-      );
-    for (const p of unrewritable || r.denied ? [] : pathsOf(r)) {
+    // A rewrite-target is written where URLRewrite says it: the prefix-stripping idiom
+    // (strippedPrefix) as ReplacePrefixMatch, a target without captures as ReplaceFullPath. One
+    // built from other captures is not: that path is left out rather than sent to the back end
+    // at another path.
+    const target = redirect ? undefined : e.rewriteTarget;
+    for (const p of r.denied ? [] : pathsOf(r)) {
       // As the controller serves them (index.ts): a path or pattern it would refuse is not written.
       const bad = p.type === 'RegularExpression' ? pathRegexProblem(p.path) : pathProblem(p.path, p.pathType);
       if (bad) {
         r.leftOut(`${p.field}.path`, `${JSON.stringify(p.path)} ${bad}`);
         continue;
       }
-      const match = { path: { type: PATH_TYPE[p.type], value: p.path } };
+      let rewrite: HTTPRouteFilter | undefined;
+      let path = p.path;
+      let type: keyof typeof PATH_TYPE = p.type;
+      if (target !== undefined) {
+        const prefix = p.type === 'RegularExpression' ? strippedPrefix(p.path, target) : undefined;
+        if (prefix !== undefined) {
+          path = prefix;
+          type = 'Prefix';
+          rewrite = {
+            type: 'URLRewrite',
+            urlRewrite: { path: { type: 'ReplacePrefixMatch', replacePrefixMatch: '/' } },
+          };
+          r.leftOut(
+            `${p.field}.path`,
+            `${JSON.stringify(p.path)} is written as the PathPrefix ${prefix}, matched case-sensitively (nginx's regular expression location is not)`,
+          );
+        } else if (!/\$\d/.test(target))
+          rewrite = {
+            type: 'URLRewrite',
+            urlRewrite: { path: { type: 'ReplaceFullPath', replaceFullPath: target } },
+          };
+        else {
+          r.leftOut(
+            `${p.field}.path`,
+            `rewrite-target ${JSON.stringify(target)} builds the path from regular expression captures, which an HTTPRoute URLRewrite cannot: the path is not written`,
+          );
+          continue;
+        }
+      }
+      const match = { path: { type: PATH_TYPE[type], value: path } };
       if (redirect) {
         rulesOf(p.host).push({ name: p.name, matches: [match], filters: [redirect] });
         continue;
@@ -170,18 +193,18 @@ export function convertToHTTPRoutes(objects: readonly unknown[], gateway: Gatewa
       const k = canaryKey(ing.metadata.namespace, p.host, p.path);
       const c = canaries.get(k);
       if (c) used.add(k);
+      const ruleFilters = rewrite ? [rewrite, ...filters] : filters;
       const rule = (name: string, backendRefs: HTTPBackendRef[], header?: HeaderMatch) =>
         rulesOf(p.host).push({
           name,
           matches: [header ? { ...match, headers: [header] } : match],
-          ...(filters.length && { filters }),
+          ...(ruleFilters.length && { filters: ruleFilters }),
           backendRefs,
         });
-      if (c?.header) {
-        const by = canaryHeaderMatches(c.header);
-        rule(`${p.name}-canary`, [c.service], by.canary);
-        if (by.main) rule(`${p.name}-main`, [main], by.main);
-      }
+      // canary-by-header, then canary-by-cookie: rules in that order, which Gateway API's
+      // precedence keeps for matches of as many headers.
+      for (const m of c ? canaryMatches(c) : [])
+        rule(`${p.name}-${m.suffix}`, [m.to === 'canary' ? c!.service : main], m.header);
       // canary-weight: the path's requests spread over both.
       const w = c?.weight ?? 0;
       if (c === undefined || w <= 0) rule(p.name, [main]);
@@ -228,58 +251,9 @@ export function convertToHTTPRoutes(objects: readonly unknown[], gateway: Gatewa
     }
     if (byHost.size && plugins.length) out.push(...gatewayPlugins({ ...r, plugins }));
   }
-  for (const [k, c] of canaries)
-    if (!used.has(k)) {
-      const [, host, path] = k.split('\n');
-      c.from.leftOut(
-        c.field,
-        `no Ingress of the namespace serves ${host || '(any host)'} ${path}: the canary path is not converted`,
-      );
-    }
+  unjoinedCanaries(canaries, used);
   // Each Ingress's lines together, in the Ingresses' order (canaries are read before the rest).
   const order = new Map(read.map((r, i) => [r.key, i]));
   leftOut.sort((a, b) => order.get(a.ingress)! - order.get(b.ingress)!);
   return { objects: out, leftOut };
-}
-
-/** A canary Ingress's path (ingress-nginx's canary: "true"), for the main path it joins. */
-interface Canary {
-  from: ReadIngress;
-  field: string;
-  service: HTTPBackendRef;
-  weight: number;
-  total: number;
-  header?: CanaryHeader;
-}
-
-/** Where a canary applies: the same namespace, host and path (as written) as the main path, as index.ts joins them. */
-const canaryKey = (ns: string | undefined, host: string | undefined, path: string) =>
-  `${ns ?? ''}\n${host ?? ''}\n${path}`;
-
-/** The canary paths of the canary Ingresses, by canaryKey (the first Ingress's for each). */
-function canariesOf(read: readonly ReadIngress[]): Map<string, Canary> {
-  const out = new Map<string, Canary>();
-  for (const r of read) {
-    const c = r.effects.canary;
-    if (!c.enabled) continue;
-    for (const p of pathsOf(r)) {
-      const svc = serviceOf(p.backend);
-      if (typeof svc === 'string') {
-        r.leftOut(`${p.field}.backend`, svc);
-        continue;
-      }
-      const k = canaryKey(r.ing.metadata.namespace, p.host, p.path);
-      if (out.has(k)) continue;
-      const header = canaryHeaderOf(c);
-      out.set(k, {
-        from: r,
-        field: `${p.field}.path`,
-        service: { name: svc.name, port: svc.port },
-        weight: c.weight ?? 0,
-        total: c.total,
-        ...(header && { header }),
-      });
-    }
-  }
-  return out;
 }

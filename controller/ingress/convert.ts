@@ -19,6 +19,10 @@ import type { Balance, GatewayRouteSpec, RouteRule, RouteTls } from '../api/gate
 import type { Ingress, IngressBackend, PathType } from '../api/ingress.ts';
 import { type IngressEffects, NGINX_PREFIX, readAnnotations } from './annotations.ts';
 import {
+  type CanaryHeader,
+  canaryHeaderMatches,
+  canaryHeaderOf,
+  type HeaderMatch,
   httpsRedirectOf,
   type IngressProblem,
   missingAuth,
@@ -136,6 +140,106 @@ export function readIngress(ing: Ingress, out: LeftOut[]): ReadIngress {
   return { ing, key, effects: read.effects, plugins, leftOut, tls, ruleHosts, denied: missing.length > 0 };
 }
 
+/** A canary Ingress's path (ingress-nginx's canary: "true"), for the main path it joins. */
+export interface Canary {
+  from: ReadIngress;
+  field: string;
+  service: { name: string; port: number };
+  weight: number;
+  total: number;
+  header?: CanaryHeader;
+  cookie?: string;
+}
+
+/** Where a canary applies: the same namespace, host and path (as written) as the main path, as index.ts joins them. */
+export const canaryKey = (ns: string | undefined, host: string | undefined, path: string) =>
+  `${ns ?? ''}\n${host ?? ''}\n${path}`;
+
+/** The canary paths of the canary Ingresses, by canaryKey (the first Ingress's for each). */
+export function canariesOf(read: readonly ReadIngress[]): Map<string, Canary> {
+  const out = new Map<string, Canary>();
+  for (const r of read) {
+    const c = r.effects.canary;
+    if (!c.enabled) continue;
+    for (const p of pathsOf(r)) {
+      const svc = serviceOf(p.backend);
+      if (typeof svc === 'string') {
+        r.leftOut(`${p.field}.backend`, svc);
+        continue;
+      }
+      const k = canaryKey(r.ing.metadata.namespace, p.host, p.path);
+      if (out.has(k)) continue;
+      const header = canaryHeaderOf(c);
+      out.set(k, {
+        from: r,
+        field: `${p.field}.path`,
+        service: svc,
+        weight: c.weight ?? 0,
+        total: c.total,
+        ...(header && { header }),
+        ...(c.cookie !== undefined && { cookie: c.cookie }),
+      });
+    }
+  }
+  return out;
+}
+
+/** Lists the canaries no main path joined (a canary path matching no Ingress's path). */
+export function unjoinedCanaries(canaries: ReadonlyMap<string, Canary>, used: ReadonlySet<string>): void {
+  for (const [k, c] of canaries)
+    if (!used.has(k)) {
+      const [, host, path] = k.split('\n');
+      c.from.leftOut(
+        c.field,
+        `no Ingress of the namespace serves ${host || '(any host)'} ${path}: the canary path is not converted`,
+      );
+    }
+}
+
+/**
+ * The rules a canary adds beside its main path, in ingress-nginx's order (canary-by-header, then
+ * canary-by-cookie, then the weight): each a header match and which side it goes to. The
+ * cookie is matched on the Cookie header (a regular expression: the pair anywhere in it), which
+ * both outputs can say; the controller matches the cookie itself.
+ */
+export function canaryMatches(c: Canary): { suffix: string; to: 'canary' | 'main'; header: HeaderMatch }[] {
+  const out: { suffix: string; to: 'canary' | 'main'; header: HeaderMatch }[] = [];
+  if (c.header) {
+    const by = canaryHeaderMatches(c.header);
+    out.push({ suffix: 'canary', to: 'canary', header: by.canary });
+    if (by.main) out.push({ suffix: 'main', to: 'main', header: by.main });
+  }
+  if (c.cookie !== undefined)
+    for (const [value, to] of [
+      ['always', 'canary'],
+      ['never', 'main'],
+    ] as const)
+      out.push({ suffix: `cookie-${to}`, to, header: cookieMatch(c.cookie, value) });
+  return out;
+}
+
+/** The Cookie header holding name=value as one of its pairs (no nested quantifiers: the regex rules refuse them). */
+export function cookieMatch(name: string, value: string): HeaderMatch {
+  const pair = `${name}=${value}`.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  return {
+    name: 'cookie',
+    type: 'RegularExpression',
+    value: [pair, `${pair};.*`, `.*; *${pair}`, `.*; *${pair};.*`].join('|'),
+  };
+}
+
+/**
+ * rewrite-target's one case a prefix match says: ingress-nginx's documented "P(/|$)(.*)" with
+ * target "/$2" sends P and P/x as / and /x, which is a Prefix match of P with the prefix
+ * stripped (GatewayRoute's stripPrefix, HTTPRoute's ReplacePrefixMatch "/"). P a literal path
+ * (no regular expression syntax in it). Other rewrites are built from captures no route can.
+ */
+export function strippedPrefix(path: string, target: string | undefined): string | undefined {
+  if (target !== '/$2') return undefined;
+  const m = /^(\/[A-Za-z0-9\-_~!&'=:@/%,]*[A-Za-z0-9\-_~!&'=:@%,])\(\/\|\$\)\(\.\*\)$/.exec(path);
+  return m?.[1];
+}
+
 /** One path of an Ingress (or its default backend) as both conversions walk them. */
 export interface IngressPath {
   field: string;
@@ -201,15 +305,13 @@ export function gatewayPlugins(r: ReadIngress): Record<string, unknown>[] {
 export function convertToGatewayRoutes(objects: readonly unknown[]): Converted {
   const leftOut: LeftOut[] = [];
   const out: Record<string, unknown>[] = [];
-  for (const ing of ingressesIn(objects)) {
-    const r = readIngress(ing, leftOut);
-    if (r.effects.canary.enabled) {
-      r.leftOut(
-        annotationField('canary'),
-        'a canary Ingress has no GatewayRoute form here: use --to gateway-api (weighted backendRefs, a header match), or spec.versions',
-      );
-      continue;
-    }
+  const read = ingressesIn(objects).map((ing) => readIngress(ing, leftOut));
+  // A canary Ingress's paths join the main Ingress's GatewayRoutes (as the controller joins them).
+  const canaries = canariesOf(read);
+  const used = new Set<string>();
+  for (const r of read) {
+    const ing = r.ing;
+    if (r.effects.canary.enabled) continue;
     const e = r.effects;
     if (e.redirect)
       r.leftOut(
@@ -236,24 +338,38 @@ export function convertToGatewayRoutes(objects: readonly unknown[]): Converted {
     const tlsHosts = r.tls.flatMap((t) => t.hosts);
     // One GatewayRoute per Service and port, its rules in the Ingress's order.
     const byService = new Map<string, { service: { name: string; port: number }; rules: RouteRule[] }>();
-    // A GatewayRoute rewrites paths only by stripPrefix: served without the rewrite, the paths
-    // would reach the back end at other paths than the Ingress sends them to, so none is written.
-    const unrewritable = e.redirect === undefined && e.rewriteTarget !== undefined;
-    if (unrewritable)
-      r.leftOut(
-        annotationField('rewrite-target'),
-        `${JSON.stringify(e.rewriteTarget)}: a GatewayRoute has no such path rewrite; the Ingress's paths are not written`,
-      );
-    if (e.redirect === undefined && !unrewritable && !r.denied)
+    const rulesOf = (svc: { name: string; port: number }) => {
+      const k = `${svc.name}:${svc.port}`;
+      if (!byService.has(k)) byService.set(k, { service: svc, rules: [] });
+      return byService.get(k)!.rules;
+    };
+    if (e.redirect === undefined && !r.denied)
       for (const p of pathsOf(r)) {
-        if (p.type === 'RegularExpression') {
+        // A GatewayRoute rewrites paths only by stripPrefix: the prefix-stripping idiom of
+        // rewrite-target (strippedPrefix) is written so; other rewrites, and regular expression
+        // paths, are not (the path would reach the back end at another path, or match otherwise).
+        const prefix = p.type === 'RegularExpression' ? strippedPrefix(p.path, e.rewriteTarget) : undefined;
+        if (e.rewriteTarget !== undefined && prefix === undefined) {
+          r.leftOut(
+            `${p.field}.path`,
+            `rewrite-target ${JSON.stringify(e.rewriteTarget)} on ${JSON.stringify(p.path)}: a GatewayRoute rewrites only by stripping a prefix ("P(/|$)(.*)" with "/$2"); the path is not written (use --to gateway-api for a target without captures)`,
+          );
+          continue;
+        }
+        if (p.type === 'RegularExpression' && prefix === undefined) {
           r.leftOut(
             `${p.field}.path`,
             `${JSON.stringify(p.path)} is a regular expression (use-regex): a GatewayRoute path is a prefix or exact`,
           );
           continue;
         }
-        const bad = pathProblem(p.path, p.pathType);
+        if (prefix !== undefined)
+          r.leftOut(
+            `${p.field}.path`,
+            `${JSON.stringify(p.path)} is written as the prefix ${prefix} with stripPrefix, matched case-sensitively (nginx's regular expression location is not)`,
+          );
+        const path = prefix ?? p.path;
+        const bad = pathProblem(path, prefix !== undefined ? 'Prefix' : p.pathType);
         if (bad) {
           r.leftOut(`${p.field}.path`, `${JSON.stringify(p.path)} ${bad}`);
           continue;
@@ -263,16 +379,43 @@ export function convertToGatewayRoutes(objects: readonly unknown[]): Converted {
           r.leftOut(`${p.field}.backend`, svc);
           continue;
         }
-        const k = `${svc.name}:${svc.port}`;
-        if (!byService.has(k)) byService.set(k, { service: svc, rules: [] });
         const redirectHttp = httpsRedirectOf(e, p.host, tlsHosts);
-        byService.get(k)!.rules.push({
-          name: p.name,
-          paths: [p.path],
-          pathType: p.type,
+        const rule = (name: string, headers?: HeaderMatch[]): RouteRule => ({
+          name,
+          paths: [path],
+          pathType: prefix !== undefined ? 'Prefix' : (p.type as 'Exact' | 'Prefix'),
           ...(p.host !== undefined && { hosts: [p.host] }),
+          ...(headers && { headers }),
+          ...(prefix !== undefined && { stripPrefix: true }),
           ...(redirectHttp && { httpsRedirect: true }),
         });
+        const k = canaryKey(ing.metadata.namespace, p.host, p.path);
+        const c = canaries.get(k);
+        if (c === undefined) {
+          rulesOf(svc).push(rule(p.name));
+          continue;
+        }
+        used.add(k);
+        // canary-by-header, canary-by-cookie: header-matched rules, in the canary's GatewayRoute
+        // (its Service) or the main one; they rank before the plain path (a header match).
+        for (const m of canaryMatches(c))
+          rulesOf(m.to === 'canary' ? c.service : svc).push(rule(`${p.name}-${m.suffix}`, [m.header]));
+        if (c.header && c.cookie !== undefined)
+          c.from.leftOut(
+            annotationField('canary-by-cookie'),
+            "with canary-by-header too, the header decides first under ingress-nginx; here, for a request with both, the two rules rank by route precedence (their GatewayRoutes' age, then names)",
+          );
+        // canary-weight: all or nothing can be written; a share cannot (a GatewayRoute splits by
+        // weight only across spec.versions, for the whole service).
+        if (c.weight >= c.total) rulesOf(c.service).push(rule(p.name));
+        else {
+          rulesOf(svc).push(rule(p.name));
+          if (c.weight > 0)
+            c.from.leftOut(
+              annotationField('canary-weight'),
+              `${c.weight} of ${c.total} for ${p.host ?? '(any host)'} ${p.path}: a GatewayRoute rule has one backend, so the share is not written (the main Service gets the path's requests; use --to gateway-api for weighted backendRefs)`,
+            );
+        }
       }
     const names = [...byService.values()].map(({ service }) => service.name);
     [...byService.values()].forEach(({ service, rules }, i) => {
@@ -301,6 +444,10 @@ export function convertToGatewayRoutes(objects: readonly unknown[]): Converted {
     else if (r.tls.length)
       r.leftOut('spec.tls', 'no path of the Ingress is converted to hold the certificates');
   }
+  unjoinedCanaries(canaries, used);
+  // Each Ingress's lines together, in the Ingresses' order (canaries are read before the rest).
+  const order = new Map(read.map((r, i) => [r.key, i]));
+  leftOut.sort((a, b) => order.get(a.ingress)! - order.get(b.ingress)!);
   return { objects: out, leftOut };
 }
 

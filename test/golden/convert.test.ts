@@ -13,7 +13,15 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { convertToHTTPRoutes } from '../../controller/ingress/convert-gateway-api.ts';
-import { convertToGatewayRoutes, pluginName, renderConverted } from '../../controller/ingress/convert.ts';
+import {
+  convertToGatewayRoutes,
+  cookieMatch,
+  pluginName,
+  renderConverted,
+  strippedPrefix,
+} from '../../controller/ingress/convert.ts';
+import { canonicalJson } from '../../dataplane/config/canonical-json.ts';
+import type { Route } from '../../dataplane/config/route-table.ts';
 import type { Resource } from '../../controller/api/index.ts';
 import { build } from '../../controller/build.ts';
 import { DEFAULT_INGRESS_CLASS, ingressesOf } from '../../controller/ingress/classes.ts';
@@ -63,35 +71,54 @@ describe('convert', () => {
     expect(c.objects.map((o) => o.kind)).toEqual(['GatewayRoute']);
   });
 
-  it('writes none of the paths of an Ingress with a rewrite-target (neither output can rewrite so), and says why', () => {
-    const ing = {
+  it("writes rewrite-target's prefix-stripping idiom as a stripped prefix, and no path whose rewrite needs captures", () => {
+    const ing = (target: string, paths: { path: string; pathType: string }[]) => ({
       apiVersion: 'networking.k8s.io/v1',
       kind: 'Ingress',
-      metadata: { name: 'rw', namespace: 'n', annotations: { 'nginx.ingress.kubernetes.io/rewrite-target': '/$2' } },
+      metadata: { name: 'rw', namespace: 'n', annotations: { 'nginx.ingress.kubernetes.io/rewrite-target': target } },
       spec: {
         rules: [
           {
             host: 'rw.example.test',
-            http: {
-              paths: [
-                { path: '/a(/|$)(.*)', pathType: 'ImplementationSpecific', backend: { service: { name: 's', port: { number: 80 } } } },
-                { path: '/health', pathType: 'Exact', backend: { service: { name: 's', port: { number: 80 } } } },
-              ],
-            },
+            http: { paths: paths.map((p) => ({ ...p, backend: { service: { name: 's', port: { number: 80 } } } })) },
           },
         ],
       },
-    };
-    for (const c of [convertToGatewayRoutes([ing]), convertToHTTPRoutes([ing], { name: 'gw' })]) {
-      expect(c.leftOut).toEqual([
-        {
-          ingress: 'n/rw',
-          field: 'metadata.annotations[nginx.ingress.kubernetes.io/rewrite-target]',
-          message: expect.stringContaining("the Ingress's paths are not written"),
-        },
+    });
+    const idiom = ing('/$2', [
+      { path: '/a(/|$)(.*)', pathType: 'ImplementationSpecific' },
+      { path: '/health', pathType: 'Exact' },
+      { path: '/v1.0(/|$)(.*)', pathType: 'ImplementationSpecific' },
+    ]);
+    const gr = convertToGatewayRoutes([idiom]);
+    expect((gr.objects[0] as { spec: { routes: unknown[] } }).spec.routes).toEqual([
+      { name: 'rule-0-path-0', paths: ['/a'], pathType: 'Prefix', hosts: ['rw.example.test'], stripPrefix: true },
+    ]);
+    const hr = convertToHTTPRoutes([idiom], { name: 'gw' });
+    expect((hr.objects[0] as { spec: { rules: unknown[] } }).spec.rules).toEqual([
+      {
+        name: 'rule-0-path-0',
+        matches: [{ path: { type: 'PathPrefix', value: '/a' } }],
+        filters: [{ type: 'URLRewrite', urlRewrite: { path: { type: 'ReplacePrefixMatch', replacePrefixMatch: '/' } } }],
+        backendRefs: [{ name: 's', port: 80 }],
+      },
+    ]);
+    // Listed in both: the prefix's case-sensitive match; /health (an Exact path cannot take $2);
+    // /v1.0 ("." is regular expression syntax: not a literal prefix).
+    for (const c of [gr, hr])
+      expect(c.leftOut.map((l) => l.field)).toEqual([
+        'spec.rules[0].http.paths[0].path',
+        'spec.rules[0].http.paths[1].path',
+        'spec.rules[0].http.paths[2].path',
       ]);
-      expect(c.objects).toEqual([]);
-    }
+    // A target without captures: HTTPRoute's ReplaceFullPath; a GatewayRoute cannot (listed, not written).
+    const fixed = ing('/index.html', [{ path: '/b', pathType: 'Prefix' }]);
+    expect(convertToGatewayRoutes([fixed]).objects).toEqual([]);
+    const rules = (convertToHTTPRoutes([fixed], { name: 'gw' }).objects[0] as { spec: { rules: { filters: unknown }[] } })
+      .spec.rules;
+    expect(rules[0].filters).toEqual([
+      { type: 'URLRewrite', urlRewrite: { path: { type: 'ReplaceFullPath', replaceFullPath: '/index.html' } } },
+    ]);
   });
 
   it('reads the items of a List, and nothing but Ingresses', () => {
@@ -151,6 +178,21 @@ describe('convert', () => {
   // The controller's golden inputs (Ingresses of class sluice, with their Services and
   // EndpointSlices): what convert writes compiles to routes the Ingresses compile to (the same
   // match, https redirect, answer and plugins), and where nothing is left out, to all of them.
+  // Two of the controller's matches convert writes in another form that takes the same requests
+  // (but for case, listed): a canary cookie as a Cookie header match (cookieMatch), and
+  // rewrite-target's prefix-stripping idiom as a prefix (strippedPrefix; the rewrite as a strip).
+  const asConverted = (r: Route): string => {
+    const { cookies, ...m } = r.match;
+    const stripped =
+      m.path.type === 'RegularExpression' && r.rewrite?.path?.value === '/$2'
+        ? strippedPrefix(m.path.value, '/$2')
+        : undefined;
+    return canonicalJson({
+      ...m,
+      ...(stripped !== undefined && { path: { type: 'Prefix', value: stripped } }),
+      ...(cookies && { headers: [...(m.headers ?? []), ...cookies.map((c) => cookieMatch(c.name, c.value))] }),
+    });
+  };
   const INGRESS = join(import.meta.dirname, 'ingress');
   it.each(readdirSync(INGRESS).filter((f) => f.endsWith('.in.yaml')))(
     'the GatewayRoutes of %s compile to routes the Ingresses compile to',
@@ -170,7 +212,7 @@ describe('convert', () => {
         b.snapshot.table.routes
           .map((r) =>
             JSON.stringify({
-              match: r.match,
+              match: asConverted(r),
               httpsRedirect: r.httpsRedirect ?? false,
               answer: r.handler.type,
               plugins: r.plugins
@@ -220,7 +262,7 @@ spec:
         b.snapshot.table.routes
           .map((r) =>
             JSON.stringify({
-              match: r.match,
+              match: asConverted(r),
               answer: r.handler.type,
               plugins: r.plugins
                 .map((p) => JSON.stringify({ plugin: p.name, config: p.config }))
