@@ -92,7 +92,7 @@ function bindWeighted(
 
 /** A share answered with a problem, calling nothing (an upgrade too: the problem on its socket). */
 function answering(problem: NonNullable<WeightedBackend['problem']>): BoundHandler {
-  const call = (ctx: RequestContext, sink: ResponseSink, _signal?: AbortSignal) => {
+  const call = (ctx: RequestContext, sink: ResponseSink) => {
     if (ctx.hasBody && ctx.body === null) ctx.req.resume(); // nothing sends it: read and dropped
     sink.end({ code: problem, sent: false });
   };
