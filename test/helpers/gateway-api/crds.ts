@@ -10,6 +10,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { ok } from '../kubectl.ts';
+import { waitFor } from '../until.ts';
 
 const ROOT = resolve(import.meta.dirname, '../../..');
 export const GATEWAY_API_DIR = resolve(ROOT, '..', 'shared', 'gateway-api');
@@ -105,6 +106,14 @@ export async function installGatewayApiCrds(): Promise<string[]> {
     '--field-manager=gateway-api-test-crds',
     ...files.flatMap((f) => ['-f', f]),
   ]);
-  await ok(['wait', '--for=condition=Established', '--timeout=60s', ...names.map((n) => `crd/${n}`)]);
+  // Polled with `get`, not `kubectl wait`: wait watches from the resourceVersion it listed, and
+  // with kapi compacting every 3 s on a loaded machine that watch can expire (CI failed so once).
+  await waitFor(
+    'the Gateway API CRDs are Established',
+    () => installed(crds),
+    (done) => done.size === crds.length,
+    60_000,
+    250,
+  );
   return names;
 }
