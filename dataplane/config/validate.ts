@@ -7,8 +7,7 @@ import { captureGroups, captureRefsProblem, pathRegexProblem } from './path-rege
 import { TypeCompiler } from '@sinclair/typebox/compiler';
 import { HANDLER_MANIFESTS, PLUGIN_MANIFESTS } from './catalog.ts';
 import { RouteTable, Snapshot } from './route-table.ts';
-import { tableHash } from './canonical-json.ts';
-import { arrivedTableHashes } from './wire.ts';
+import { arrivedTableHashes, tableHash, unpackTable } from './wire.ts';
 import type { ConfigProblem, TableError } from './config-problem.ts';
 import type { HandlerSite } from './manifest.ts';
 import { endpointProblems } from './endpoints.ts';
@@ -244,6 +243,9 @@ export function validateSnapshot(body: unknown): TableError[] {
         message: `nests deeper than ${CONFIG_MAX_DEPTH} levels of objects and arrays`,
       },
     ];
+  // A pushed table is packed (config/wire.ts): unpacked first, so the rest judges a RouteTable.
+  const unpacked = unpackTable((body as { table?: unknown } | null)?.table);
+  if (unpacked.length) return unpacked;
   if (!checkSnapshot.Check(body)) {
     const shapeErrors = [...checkSnapshot.Errors(body)].filter((e) => !e.path.startsWith('/table'));
     if (shapeErrors.length)
