@@ -149,6 +149,24 @@ describe('snapshot wire format', () => {
       ).toEqual([{ field: 'plugins', message: 'must be an array of plugin instances' }]);
     });
 
+    it('a shared instance with a wrong config is reported on every route that uses it', () => {
+      const bad = transformer('bad', { add: { headers: 'not a list' } });
+      const t: RouteTable = {
+        ...many(),
+        routes: [
+          route('a', 'u', '/a', { plugins: [bad] }),
+          route('b', 'u', '/b', { plugins: [shared, bad] }),
+        ],
+      };
+      const body = arrive(snapshotBody(hashedSnapshot(t)).toString('utf8'));
+      const errors = validateSnapshot(body);
+      expect(errors.map((e) => [e.id, e.field])).toEqual([
+        ['route/test/a/a/0', 'plugins[0].config.add.headers'],
+        ['route/test/b/b/0', 'plugins[1].config.add.headers'],
+      ]);
+      expect(errors[0].message).toBe(errors[1].message);
+    });
+
     it('an instance inline next to indexes is still read (a hand-written table)', () => {
       const t = structuredClone(packTable(many())) as { routes: { plugins: unknown[] }[] };
       t.routes[3].plugins = [transformer('k', {})];
