@@ -117,7 +117,7 @@ export const API_ACCESS = [
     resource: 'configmaps',
     verbs: ['list', 'watch'],
     scope: 'watched namespaces',
-    why: "the CA bundles (ca.crt) a Gateway's spec.tls.frontend validates client certificates with: watched, so a rotated CA is served without a poll (per-name gets would need the names in the Role, unknown at install)",
+    why: "the CA bundles (ca.crt) a Gateway's spec.tls.frontend validates client certificates with, and the Service parameters GatewayClasses and Gateways name (parametersRef): watched, so a rotated CA or a changed parameter is served without a poll (per-name gets would need the names in the Role, unknown at install)",
     feature: 'gateway-api',
   },
   {
