@@ -247,6 +247,15 @@ export const API_ACCESS = [
     feature: 'ingress',
   },
   {
+    group: '',
+    version: 'v1',
+    resource: 'events',
+    verbs: ['create', 'patch'],
+    scope: 'lease namespace',
+    why: 'an Event on a GatewayClass (cluster-scoped, so written in the controller\'s own namespace) when its Accepted condition changes (leader only)',
+    feature: 'gateway-api',
+  },
+  {
     group: 'coordination.k8s.io',
     version: 'v1',
     resource: 'leases',
