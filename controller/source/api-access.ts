@@ -252,7 +252,7 @@ export const API_ACCESS = [
     resource: 'events',
     verbs: ['create', 'patch'],
     scope: 'lease namespace',
-    why: 'an Event on a GatewayClass (cluster-scoped, so written in the controller\'s own namespace) when its Accepted condition changes (leader only)',
+    why: "an Event on a GatewayClass (cluster-scoped, so written in the controller's own namespace) when its Accepted condition changes (leader only)",
     feature: 'gateway-api',
   },
   {
