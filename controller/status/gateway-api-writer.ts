@@ -22,8 +22,9 @@ import type { ChangeType, KubeObject } from '../source/informers.ts';
 import type { Kube } from '../source/kube.ts';
 import type { ReadCache } from '../source/watched.ts';
 import { type PodView, programmed } from './conditions.ts';
-import { EventRecorder, type Transition, transitions } from './events.ts';
+import { EventRecorder, type Transition } from './events.ts';
 import {
+  classTransitions,
   gatewayAddresses,
   gatewayTransitions,
   nextClassStatus,
@@ -125,7 +126,7 @@ export class GatewayApiWriter {
     for (const [name, st] of status.classes)
       this.#want(`GatewayClass//${name}`, (current) => {
         const next = nextClassStatus(current.status, st, now());
-        return next && { status: next, events: transitions(current.status?.conditions, next.conditions) };
+        return next && { status: next, events: classTransitions(current.status, next) };
       });
     for (const [key, st] of status.gateways) {
       const [ns, name] = key.split('/');
