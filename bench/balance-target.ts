@@ -13,7 +13,7 @@
  *           (LISTENER_PORT = BENCH_PORT + 1, hostname-less listener): a listener's cost alone
  * Usage: BENCH_PORT=18220 node bench/balance-target.ts
  */
-import { tableHash } from '../dataplane/config/canonical-json.ts';
+import { tableHash } from '../dataplane/config/wire.ts';
 import type { Balance, Route, RouteTable, Upstream } from '../dataplane/config/route-table.ts';
 import { startDataPlane } from '../dataplane/main.ts';
 import { createLogger } from '../dataplane/observability/log.ts';

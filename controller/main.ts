@@ -82,6 +82,7 @@ export async function startController(o: ControllerOptions): Promise<Controller>
     kube,
     log: o.log,
     metrics,
+    eventsNamespace: o.leaseNamespace,
     dataplane: {
       namespace,
       service,

@@ -44,6 +44,8 @@ export interface RunnerOptions {
   kube: Kube;
   log: Logger;
   metrics: ControllerMetrics;
+  /** The controller's own namespace (its Lease's): where Events on cluster-scoped objects (GatewayClasses) go. */
+  eventsNamespace?: string;
   /** The data plane's headless admin Service: its EndpointSlices list the pods. */
   dataplane: {
     namespace: string;
@@ -404,6 +406,7 @@ export class Runner {
       source,
       services: this.#services.cache,
       controllerName: this.#o.gatewayControllerName,
+      eventsNamespace: this.#o.eventsNamespace,
       service: {
         controllerName: this.#o.gatewayControllerName,
         selector: this.#o.gatewayServiceSelector ?? {},

@@ -1,8 +1,11 @@
 /**
- * A GatewayClass's spec.parametersRef → the Service settings of its Gateways. Pure.
+ * Service parameters → the Service settings of Gateways. Pure. Two places name them: a
+ * GatewayClass's spec.parametersRef (for all its Gateways) and a Gateway's own
+ * spec.infrastructure.parametersRef (GEP-1867: for that Gateway; merged over its class's).
  *
- * The parameters are a ConfigMap (group "", kind ConfigMap; namespace required, the class being
- * cluster-scoped) in a namespace the controller watches. Its keys, all optional:
+ * The parameters are a ConfigMap (group "", kind ConfigMap) in a namespace the controller
+ * watches: a class's names its namespace (required, the class being cluster-scoped); a Gateway's
+ * is a local reference, in the Gateway's own namespace. Its keys, all optional:
  *   serviceType         ClusterIP | NodePort | LoadBalancer (absent: the controller's default,
  *                       --gateway-service-type);
  *   serviceLabels       a YAML (or JSON) map of label keys to label values,
@@ -12,11 +15,17 @@
  *   externalTrafficPolicy  Cluster | Local, for NodePort and LoadBalancer Services (absent:
  *                       Cluster; with serviceType ClusterIP it is refused).
  * Anything else (another kind, no namespace, a ConfigMap that does not exist, an unknown key, a
- * value that does not parse) is a reason for the class's Accepted False InvalidParameters, as
- * the spec says, and the message names it: the class's Gateways are then not served.
+ * value that does not parse) is a reason for Accepted False InvalidParameters, as the spec says,
+ * on the class (its Gateways are then not served) or on the Gateway (only it is not served), and
+ * the message names it.
  */
 import { parse } from 'yaml';
-import { GATEWAY_SERVICE_TYPES, type GatewayClass, type GatewayServiceType } from '../api/gateway-api.ts';
+import {
+  GATEWAY_SERVICE_TYPES,
+  type Gateway,
+  type GatewayClass,
+  type GatewayServiceType,
+} from '../api/gateway-api.ts';
 import type { ResourceSet } from '../source/resource-set.ts';
 import { keyOf } from '../source/resource-set.ts';
 
@@ -45,21 +54,74 @@ export function parametersConfigMap(gc: GatewayClass): string | undefined {
   return keyOf(ref.namespace, ref.name);
 }
 
+export type ParametersResult = { parameters: ClassParameters } | { problem: string };
+
 /** The class's parameters (none named: {}), or why they cannot be used. */
-export function classParameters(
-  set: ResourceSet,
-  gc: GatewayClass,
-): { parameters: ClassParameters } | { problem: string } {
+export function classParameters(set: ResourceSet, gc: GatewayClass): ParametersResult {
   const ref = gc.spec.parametersRef;
   if (ref === undefined) return { parameters: {} };
-  const at = 'spec.parametersRef';
+  return configMapParameters(set, ref, ref.namespace, 'spec.parametersRef');
+}
+
+/** "namespace/name" of the ConfigMap a Gateway's spec.infrastructure.parametersRef names, if it names one. */
+export function gatewayParametersConfigMap(g: Gateway): string | undefined {
+  const ref = g.spec.infrastructure?.parametersRef;
+  if (ref === undefined || ref.group !== '' || ref.kind !== 'ConfigMap') return undefined;
+  return keyOf(g.metadata.namespace!, ref.name);
+}
+
+/**
+ * A Gateway's Service parameters: its class's, with its own spec.infrastructure.parametersRef
+ * (a ConfigMap in its namespace) merged over them key by key (labels and annotations map by map),
+ * or why its own cannot be used. A class's externalTrafficPolicy does not follow a Gateway that
+ * makes its Service ClusterIP (it has none); the Gateway's own with ClusterIP is refused.
+ */
+export function gatewayParameters(set: ResourceSet, g: Gateway, cls: ClassParameters): ParametersResult {
+  const ref = g.spec.infrastructure?.parametersRef;
+  if (ref === undefined) return { parameters: cls };
+  const own = configMapParameters(set, ref, g.metadata.namespace, 'spec.infrastructure.parametersRef');
+  if ('problem' in own) return own;
+  const p = own.parameters;
+  const serviceType = p.serviceType ?? cls.serviceType;
+  if (serviceType === 'ClusterIP' && p.externalTrafficPolicy !== undefined)
+    return {
+      problem: `spec.infrastructure.parametersRef: ConfigMap ${g.metadata.namespace}/${ref.name} key externalTrafficPolicy: a ClusterIP Service (the class's serviceType) has none`,
+    };
+  const externalTrafficPolicy =
+    serviceType === 'ClusterIP' ? undefined : (p.externalTrafficPolicy ?? cls.externalTrafficPolicy);
+  const serviceLabels = merged(cls.serviceLabels, p.serviceLabels);
+  const serviceAnnotations = merged(cls.serviceAnnotations, p.serviceAnnotations);
+  return {
+    parameters: {
+      ...(serviceType && { serviceType }),
+      ...(serviceLabels && { serviceLabels }),
+      ...(serviceAnnotations && { serviceAnnotations }),
+      ...(externalTrafficPolicy && { externalTrafficPolicy }),
+    },
+  };
+}
+
+function merged(
+  a: Record<string, string> | undefined,
+  b: Record<string, string> | undefined,
+): Record<string, string> | undefined {
+  return a === undefined && b === undefined ? undefined : { ...a, ...b };
+}
+
+/** The parameters in the ConfigMap `ref` names (`at`: the referring field), or why they cannot be used. */
+function configMapParameters(
+  set: ResourceSet,
+  ref: { group: string; kind: string; name: string },
+  namespace: string | undefined,
+  at: string,
+): ParametersResult {
   if (ref.group !== '' || ref.kind !== 'ConfigMap')
     return {
       problem: `${at}: ${ref.group ? `${ref.group}/` : ''}${ref.kind} ${ref.name} is not a kind of parameters Sluice reads (a ConfigMap is: group "", kind ConfigMap)`,
     };
-  if (!ref.namespace) return { problem: `${at}.namespace: a ConfigMap's namespace is required` };
-  const name = `${ref.namespace}/${ref.name}`;
-  const cm = set.configMaps.get(keyOf(ref.namespace, ref.name));
+  if (!namespace) return { problem: `${at}.namespace: a ConfigMap's namespace is required` };
+  const name = `${namespace}/${ref.name}`;
+  const cm = set.configMaps.get(keyOf(namespace, ref.name));
   if (cm === undefined)
     return {
       problem: `${at}: ConfigMap ${name} not found (it must be in a namespace the controller watches)`,

@@ -17,7 +17,8 @@
  *     frontend-tls.ts): ResolvedRefs False InvalidCACertificateRef, InvalidCACertificateKind or
  *     RefNotPermitted, and Accepted False NoValidCACertificate when no CA ref resolves;
  * and only a listener with none of these is served (in the table). The Gateway is Accepted
- * unless it names infrastructure parameters (InvalidParameters: none are supported yet) or none
+ * unless its own infrastructure parameters do not resolve (InvalidParameters: then none of its
+ * listeners is served, and its Service is left as it is) or none
  * of its listeners is Accepted (ListenersNotValid); Accepted with reason ListenersNotValid when
  * some of them cannot be served (and not Programmed when none can: gateway-api-status.ts).
  */
@@ -34,7 +35,7 @@ import type { ResourceSet } from '../source/resource-set.ts';
 import { keyOf } from '../source/resource-set.ts';
 import { dnsNames, tlsPair } from '../validate/tls-refs.ts';
 import { condition, type GatewayClassStatus, type GatewayStatus, type ListenerStatus } from './conditions.ts';
-import { type ClassParameters, classParameters } from './class-parameters.ts';
+import { type ClassParameters, classParameters, gatewayParameters } from './class-parameters.ts';
 import { SUPPORTED_FEATURES } from './features.ts';
 import { resolveFrontendValidation } from './frontend-tls.ts';
 import { allocatePorts, type PortRange } from './ports.ts';
@@ -68,7 +69,13 @@ export interface TranslatedGateways {
   /** By Gateway "namespace/name", in key order: Gateways of Sluice's accepted classes only. */
   gateways: Map<
     string,
-    { gateway: Gateway; status: GatewayStatus; listeners: ModelListener[]; parameters: ClassParameters }
+    {
+      gateway: Gateway;
+      status: GatewayStatus;
+      listeners: ModelListener[];
+      /** Its Service's (its class's merged with its own); null when its own do not resolve. */
+      parameters: ClassParameters | null;
+    }
   >;
   /**
    * Gateways of our classes that are not accepted (their parameters do not resolve): not
@@ -119,39 +126,36 @@ export function translateGateways(
     );
     const statuses = listeners.map((l) => l.status);
     const model = listeners.map((l) => l.model);
-    const params = g.spec.infrastructure?.parametersRef;
+    const own = gatewayParameters(set, g, accepted.get(g.spec.gatewayClassName)!);
+    const invalidParameters = 'problem' in own ? own.problem : undefined;
     // Accepted when a listener is (upstream's reading): one whose references do not resolve is
     // still accepted, and counts its routes, though it is not served.
     const anyAccepted = statuses.some((l) =>
       l.conditions.some((c) => c.type === 'Accepted' && c.status === 'True'),
     );
     const unserved = model.filter((l) => !l.served).map((l) => l.spec.name);
-    const acceptedCondition = params
-      ? condition(
-          'Accepted',
-          false,
-          'InvalidParameters',
-          `spec.infrastructure.parametersRef: ${params.kind} ${params.name} is not a kind of parameters Sluice reads`,
-          gen,
-        )
-      : !anyAccepted
-        ? condition('Accepted', false, 'ListenersNotValid', 'None of the listeners is accepted.', gen)
-        : unserved.length > 0
-          ? // The spec's reason when some listeners are invalid, with the Gateway accepted for the rest.
-            condition(
-              'Accepted',
-              true,
-              'ListenersNotValid',
-              `The Gateway is accepted; listeners ${unserved.join(', ')} cannot be served (see their conditions).`,
-              gen,
-            )
-          : condition('Accepted', true, 'Accepted', 'The Gateway is accepted.', gen);
-    if (params) for (const l of model) l.served = false;
+    const acceptedCondition =
+      invalidParameters !== undefined
+        ? condition('Accepted', false, 'InvalidParameters', invalidParameters, gen)
+        : !anyAccepted
+          ? condition('Accepted', false, 'ListenersNotValid', 'None of the listeners is accepted.', gen)
+          : unserved.length > 0
+            ? // The spec's reason when some listeners are invalid, with the Gateway accepted for the rest.
+              condition(
+                'Accepted',
+                true,
+                'ListenersNotValid',
+                `The Gateway is accepted; listeners ${unserved.join(', ')} cannot be served (see their conditions).`,
+                gen,
+              )
+            : condition('Accepted', true, 'Accepted', 'The Gateway is accepted.', gen);
+    if ('problem' in own) for (const l of model) l.served = false;
     gateways.set(key, {
       gateway: g,
       status: { observedGeneration: gen, conditions: [acceptedCondition], listeners: statuses },
       listeners: model,
-      parameters: accepted.get(g.spec.gatewayClassName)!,
+      // Not accepted for its parameters: its Service is held as it is, as a class's Gateways' are.
+      parameters: 'parameters' in own ? own.parameters : null,
     });
   }
   for (const { listeners } of gateways.values()) for (const l of listeners) if (!l.served) delete l.entry;

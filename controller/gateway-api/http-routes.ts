@@ -110,7 +110,7 @@ export function translateHttpRoutes(
       );
       const accepted =
         typeof outcome === 'string'
-          ? condition('Accepted', false, outcome, acceptMessage(outcome, parentRef), gen)
+          ? condition('Accepted', false, outcome, acceptMessage(outcome, parentRef, gatewayAccepted), gen)
           : unsupported
             ? condition('Accepted', false, 'UnsupportedValue', unsupported, gen)
             : condition('Accepted', true, 'Accepted', 'The route is attached.', gen);
@@ -184,10 +184,13 @@ function attach(
   return out.length ? out : 'NoMatchingListenerHostname';
 }
 
-function acceptMessage(reason: string, ref: ParentReference): string {
+function acceptMessage(reason: string, ref: ParentReference, gatewayAccepted: boolean): string {
   const what = `Gateway ${ref.name}${ref.sectionName ? ` listener ${ref.sectionName}` : ''}${ref.port ? ` port ${ref.port}` : ''}`;
   if (reason === 'NoMatchingParent') return `${what}: no such listener`;
-  if (reason === 'NotAllowedByListeners') return `${what}: no listener allows this route (namespace or kind)`;
+  if (reason === 'NotAllowedByListeners')
+    return gatewayAccepted
+      ? `${what}: no listener allows this route (namespace or kind)`
+      : `${what}: the Gateway is not accepted and serves no route (see its Accepted condition)`;
   return `${what}: no listener hostname intersects the route's hostnames`;
 }
 

@@ -6,7 +6,7 @@
  * Gateway should have (the source writes it).
  */
 import type { Certificate, Listener } from '../../dataplane/config/route-table.ts';
-import { GATEWAY_NAME_LABEL, type GatewayServiceType } from '../api/gateway-api.ts';
+import { GATEWAY_NAME_LABEL, type Gateway, type GatewayServiceType } from '../api/gateway-api.ts';
 import type { ResourceSet } from '../source/resource-set.ts';
 import type { ModelPlugin, ModelRoute } from '../validate/model.ts';
 import type { GatewayClassStatus, GatewayStatus, RouteStatus } from './conditions.ts';
@@ -64,6 +64,10 @@ export function translateGatewayApi(
   const services: GatewayService[] = [];
   for (const [key, { gateway, listeners: ls, parameters }] of gateways.gateways) {
     for (const l of ls) if (l.served && l.entry) listeners.push(l.entry);
+    if (parameters === null) {
+      services.push(heldService(gateway));
+      continue;
+    }
     const ports = [...(gateways.ports.get(key) ?? [])]
       .map(([port, targetPort]) => ({ port, targetPort }))
       .sort((a, b) => a.port - b.port);
@@ -84,15 +88,7 @@ export function translateGatewayApi(
     });
   }
   // No ports: the writer leaves such a Service as it is (neither updated nor deleted).
-  for (const g of gateways.held)
-    services.push({
-      namespace: g.metadata.namespace!,
-      name: gatewayServiceName(g.metadata.name),
-      gateway: { name: g.metadata.name, uid: g.metadata.uid },
-      ports: [],
-      labels: {},
-      annotations: {},
-    });
+  for (const g of gateways.held) services.push(heldService(g));
   return {
     routes: routes.routes,
     plugins: routes.plugins,
@@ -105,5 +101,17 @@ export function translateGatewayApi(
       grpcRoutes: routes.grpcStatus,
     },
     services,
+  };
+}
+
+/** A Gateway whose parameters do not resolve: no ports, so its Service is left as it is. */
+function heldService(g: Gateway): GatewayService {
+  return {
+    namespace: g.metadata.namespace!,
+    name: gatewayServiceName(g.metadata.name),
+    gateway: { name: g.metadata.name, uid: g.metadata.uid },
+    ports: [],
+    labels: {},
+    annotations: {},
   };
 }

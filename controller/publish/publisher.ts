@@ -14,7 +14,7 @@ import { gunzipSync, gzipSync } from 'node:zlib';
 import { Agent, request } from 'undici';
 import type { Snapshot } from '../../dataplane/config/route-table.ts';
 import { type AdminTokens, tokenList } from '../../dataplane/config/admin-auth.ts';
-import { snapshotBody } from '../../dataplane/config/wire.ts';
+import { snapshotBody, unpackTable } from '../../dataplane/config/wire.ts';
 import type { TableError } from '../../dataplane/config/validate.ts';
 import { endPushSpan, startPushSpan } from '../tracing.ts';
 import { withDefaults } from '../../dataplane/config/defaults.ts';
@@ -147,7 +147,10 @@ export class Publisher {
 
   /** The snapshot to run, decoded again from the bytes pushed (GET /debug/config: rare). */
   get desired(): Snapshot | null {
-    return this.#desired && (JSON.parse(gunzipSync(this.#desired.body).toString('utf8')) as Snapshot);
+    if (this.#desired === null) return null;
+    const s = JSON.parse(gunzipSync(this.#desired.body).toString('utf8')) as Snapshot;
+    unpackTable(s.table); // packed on the wire (config/wire.ts)
+    return s;
   }
 
   /** Why the snapshot to run is not pushed to any pod; null when it is (or there is none). */

@@ -117,7 +117,7 @@ export const API_ACCESS = [
     resource: 'configmaps',
     verbs: ['list', 'watch'],
     scope: 'watched namespaces',
-    why: "the CA bundles (ca.crt) a Gateway's spec.tls.frontend validates client certificates with: watched, so a rotated CA is served without a poll (per-name gets would need the names in the Role, unknown at install)",
+    why: "the CA bundles (ca.crt) a Gateway's spec.tls.frontend validates client certificates with, and the Service parameters GatewayClasses and Gateways name (parametersRef): watched, so a rotated CA or a changed parameter is served without a poll (per-name gets would need the names in the Role, unknown at install)",
     feature: 'gateway-api',
   },
   {
@@ -245,6 +245,15 @@ export const API_ACCESS = [
     scope: 'cluster',
     why: 'the IngressClasses whose controller is sluice.dev/ingress-controller, and which is the default',
     feature: 'ingress',
+  },
+  {
+    group: '',
+    version: 'v1',
+    resource: 'events',
+    verbs: ['create', 'patch'],
+    scope: 'lease namespace',
+    why: "an Event on a GatewayClass (cluster-scoped, so written in the controller's own namespace) when its Accepted condition changes (leader only)",
+    feature: 'gateway-api',
   },
   {
     group: 'coordination.k8s.io',

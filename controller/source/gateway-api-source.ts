@@ -20,7 +20,7 @@ import type { Resource } from '../api/index.ts';
 import { collectionPath, type DeclaredResource } from './api-access.ts';
 import { type ChangeType, Informer, type InformerOptions, type KubeObject } from './informers.ts';
 import type { Kube } from './kube.ts';
-import { parametersConfigMap } from '../gateway-api/class-parameters.ts';
+import { gatewayParametersConfigMap, parametersConfigMap } from '../gateway-api/class-parameters.ts';
 import { frontendCaRefs } from '../gateway-api/frontend-tls.ts';
 import { gatewayApiReferences, isReferenced, type References } from './relevance.ts';
 import { Watched, type WatchNamespaces } from './watched.ts';
@@ -75,8 +75,8 @@ export class GatewayApiSource {
       grpcRoutes: watched('grpcroutes', namespaces),
       grants: watched('referencegrants', namespaces),
       namespaces: watched('namespaces', null),
-      // Only those a Gateway names as a client CA bundle, or one of our GatewayClasses as its
-      // parameters, matter (a ConfigMap has no generation).
+      // Only those a Gateway names as a client CA bundle or its parameters, or one of our
+      // GatewayClasses as its parameters, matter (a ConfigMap has no generation).
       configMaps: new Watched<ConfigMap & KubeObject>(
         kube,
         'configmaps',
@@ -142,11 +142,18 @@ export class GatewayApiSource {
     ];
   }
 
-  /** "namespace/name" of the ConfigMaps the Gateways (spec.tls.frontend) and our GatewayClasses (spec.parametersRef) name. */
+  /**
+   * "namespace/name" of the ConfigMaps the Gateways (spec.tls.frontend, spec.infrastructure.parametersRef)
+   * and our GatewayClasses (spec.parametersRef) name.
+   */
   #configMapRefs(): ReadonlySet<string> {
     const k = this.#kinds;
     if (k === null) return new Set();
     const refs = frontendCaRefs(k.gateways.cache.values()).configMaps;
+    for (const g of k.gateways.cache.values()) {
+      const ref = gatewayParametersConfigMap(g);
+      if (ref !== undefined) refs.add(ref);
+    }
     for (const gc of k.classes.cache.values()) {
       const ref = gc.spec.controllerName === this.#controllerName ? parametersConfigMap(gc) : undefined;
       if (ref !== undefined) refs.add(ref);

@@ -25,9 +25,16 @@ export interface InvolvedObject {
   /** Default sluice.dev/v1alpha1 (GatewayRoutes and GatewayPlugins). */
   apiVersion?: string;
   kind: string;
+  /** '' for a cluster-scoped object (a GatewayClass). */
   namespace: string;
   name: string;
   uid?: string;
+  /**
+   * Where the Event is written when that is not the object's namespace: a cluster-scoped
+   * object's Events go to the controller's own namespace (client-go would write them to
+   * "default", where the chart grants nothing; `kubectl describe` finds them in any namespace).
+   */
+  eventNamespace?: string;
 }
 
 /** Condition types whose True is the fault ("abnormal-true polarity": a listener's Conflicted). */
@@ -106,6 +113,7 @@ export class EventRecorder {
     const ms = now.getTime();
     const message = text.slice(0, 1024);
     const objectKey = `${object.kind}/${object.namespace}/${object.name}`;
+    const namespace = object.eventNamespace ?? object.namespace;
     if (!this.#take(objectKey, ms)) return;
     const key = `${objectKey}\n${type}\n${reason}\n${message}`;
     const seen = this.#recent.get(key);
@@ -122,16 +130,16 @@ export class EventRecorder {
       return;
     }
     const name = `${object.name}.${(ms * 1000 + (this.#sequence++ % 1000)).toString(16)}`;
-    remember(this.#recent, key, { name, namespace: object.namespace, count: 1, at: ms });
-    await this.#kube.request('POST', `/api/v1/namespaces/${object.namespace}/events`, {
+    remember(this.#recent, key, { name, namespace, count: 1, at: ms });
+    await this.#kube.request('POST', `/api/v1/namespaces/${namespace}/events`, {
       apiVersion: 'v1',
       kind: 'Event',
       // "<object>.<hex time>", as client-go's event recorder names them.
-      metadata: { name, namespace: object.namespace },
+      metadata: { name, namespace },
       involvedObject: {
         apiVersion: object.apiVersion ?? 'sluice.dev/v1alpha1',
         kind: object.kind,
-        namespace: object.namespace,
+        ...(object.namespace && { namespace: object.namespace }),
         name: object.name,
         ...(object.uid ? { uid: object.uid } : {}),
       },

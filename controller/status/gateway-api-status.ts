@@ -221,6 +221,17 @@ export function nextRouteParents(
 }
 
 /**
+ * The condition changes a GatewayClass status write makes (for Events): the CRD's default
+ * Accepted Unknown turning True is a Normal Accepted, turning False (InvalidParameters) a Warning.
+ */
+export function classTransitions(
+  before: { conditions?: Condition[] } | undefined,
+  after: { conditions: Condition[] },
+): Transition[] {
+  return transitions(before?.conditions, after.conditions);
+}
+
+/**
  * The condition changes a Gateway status write makes (for Events): the Gateway's own, then each
  * listener's, scoped "listener NAME" (a listener is matched by name).
  */

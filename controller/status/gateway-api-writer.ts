@@ -9,8 +9,9 @@
  * the same judgement as a GatewayRoute's (conditions.ts programmed()), with a ledger of its own
  * keyed "Gateway/namespace/name".
  *
- * Each write's condition changes on Gateways, HTTPRoutes and GRPCRoutes become Events
- * (events.ts: Warning for faults, Normal for progress, aggregated and rate limited per object).
+ * Each write's condition changes on GatewayClasses, Gateways, HTTPRoutes and GRPCRoutes become
+ * Events (events.ts: Warning for faults, Normal for progress, aggregated and rate limited per
+ * object); a GatewayClass's, cluster-scoped, in the controller's own namespace.
  */
 import type { Condition } from '../api/common.ts';
 import type { Service } from '../api/service.ts';
@@ -23,6 +24,7 @@ import type { ReadCache } from '../source/watched.ts';
 import { type PodView, programmed } from './conditions.ts';
 import { EventRecorder, type Transition } from './events.ts';
 import {
+  classTransitions,
   gatewayAddresses,
   gatewayTransitions,
   nextClassStatus,
@@ -56,6 +58,8 @@ export interface GatewayApiWriterOptions {
   /** The Services informer's cache (the watched namespaces). */
   services: ReadCache<Service & KubeObject>;
   service: GatewayServiceOptions;
+  /** Where Events on GatewayClasses (cluster-scoped) are written: the controller's own namespace; absent, none are. */
+  eventsNamespace?: string;
   /** The GatewayClass controllerName served (default sluice.dev/gateway-controller): only route parents of this name are ours to write. */
   controllerName?: string;
   now?: () => Date;
@@ -122,7 +126,7 @@ export class GatewayApiWriter {
     for (const [name, st] of status.classes)
       this.#want(`GatewayClass//${name}`, (current) => {
         const next = nextClassStatus(current.status, st, now());
-        return next && { status: next, events: [] };
+        return next && { status: next, events: classTransitions(current.status, next) };
       });
     for (const [key, st] of status.gateways) {
       const [ns, name] = key.split('/');
@@ -195,7 +199,8 @@ export class GatewayApiWriter {
           const resourceVersion = written?.metadata?.resourceVersion;
           if (resourceVersion) this.#written.set(key, { resourceVersion, status: written.status ?? status });
           this.#o.onStatusWrite?.(true, key, status);
-          if (wanted.events.length > 0)
+          const eventNamespace = kind === 'GatewayClass' ? this.#o.eventsNamespace : ns;
+          if (wanted.events.length > 0 && eventNamespace)
             void this.#events.record(
               {
                 apiVersion: 'gateway.networking.k8s.io/v1',
@@ -203,6 +208,7 @@ export class GatewayApiWriter {
                 namespace: ns,
                 name,
                 uid: cached.metadata.uid,
+                eventNamespace,
               },
               wanted.events,
             );

@@ -169,8 +169,3 @@ export function sha256Hex(text: string): string {
   // Optimization: the one-shot crypto.hash, without a Hash object per call (10,000 upstream ids per build).
   return hash('sha256', text, 'hex');
 }
-
-/** The hash a snapshot of this table carries. */
-export function tableHash(table: unknown): string {
-  return sha256Hex(canonicalJson(table));
-}

@@ -6,9 +6,8 @@
 import { captureGroups, captureRefsProblem, pathRegexProblem } from './path-regex.ts';
 import { TypeCompiler } from '@sinclair/typebox/compiler';
 import { HANDLER_MANIFESTS, PLUGIN_MANIFESTS } from './catalog.ts';
-import { RouteTable, Snapshot } from './route-table.ts';
-import { tableHash } from './canonical-json.ts';
-import { arrivedTableHashes } from './wire.ts';
+import { type PluginInstance, RouteTable, Snapshot } from './route-table.ts';
+import { arrivedTableHashes, tableHash, unpackTable } from './wire.ts';
 import type { ConfigProblem, TableError } from './config-problem.ts';
 import type { HandlerSite } from './manifest.ts';
 import { endpointProblems } from './endpoints.ts';
@@ -156,6 +155,7 @@ function checkShaped(t: RouteTable): TableError[] {
     for (const e of endpointProblems(u)) errors.push({ id: u.id, ...e });
   });
   const routeIds = new Set<string>();
+  const instanceProblems = new Map<PluginInstance, { path: string[]; message: string }[]>();
   t.routes.forEach((r, i) => {
     if (routeIds.has(r.id))
       errors.push({ id: r.id, field: 'id', message: `duplicate route id (routes[${i}])` });
@@ -210,25 +210,33 @@ function checkShaped(t: RouteTable): TableError[] {
     for (const e of handler.checks?.(r.handler, r) ?? [])
       errors.push({ id: r.id, field: e.field ? `handler.${e.field}` : 'handler', message: e.message });
     r.plugins.forEach((p, j) => {
-      const at = ['plugins', String(j), 'config'];
-      const before = errors.length;
-      const checker = pluginCheckers.get(p.name)!;
-      if (!checker.schema.Check(p.config))
-        for (const e of checker.schema.Errors(p.config)) {
-          errors.push({
-            id: r.id,
-            field: toField([...at, ...e.path.split('/').slice(1)]),
-            message: e.message,
-          });
-        }
-      if (errors.length > before) return;
-      for (const e of checker.checks?.(p.config) ?? []) {
-        const field = toField([...at, ...(e.field ? e.field.split('.') : [])]);
-        errors.push({ id: r.id, field, message: `${p.name}: ${e.message}` });
-      }
+      // Optimization: an unpacked table shares one object per instance (config/wire.ts), so its
+      // config is checked once, not once per route (10,000 times for a plugin 5,000 routes share).
+      let found = instanceProblems.get(p);
+      if (found === undefined) instanceProblems.set(p, (found = pluginProblems(p)));
+      for (const e of found)
+        errors.push({
+          id: r.id,
+          field: toField(['plugins', String(j), 'config', ...e.path]),
+          message: e.message,
+        });
     });
   });
   return errors;
+}
+
+/** A plugin instance's config problems (path below config): its schema's, else its own checks'. */
+function pluginProblems(p: PluginInstance): { path: string[]; message: string }[] {
+  const checker = pluginCheckers.get(p.name)!;
+  if (!checker.schema.Check(p.config))
+    return [...checker.schema.Errors(p.config)].map((e) => ({
+      path: e.path.split('/').slice(1),
+      message: e.message,
+    }));
+  return (checker.checks?.(p.config) ?? []).map((e) => ({
+    path: e.field ? e.field.split('.') : [],
+    message: `${p.name}: ${e.message}`,
+  }));
 }
 
 /** A snapshot as PUT /config receives it: shape, hash and table. */
@@ -244,6 +252,9 @@ export function validateSnapshot(body: unknown): TableError[] {
         message: `nests deeper than ${CONFIG_MAX_DEPTH} levels of objects and arrays`,
       },
     ];
+  // A pushed table is packed (config/wire.ts): unpacked first, so the rest judges a RouteTable.
+  const unpacked = unpackTable((body as { table?: unknown } | null)?.table);
+  if (unpacked.length) return unpacked;
   if (!checkSnapshot.Check(body)) {
     const shapeErrors = [...checkSnapshot.Errors(body)].filter((e) => !e.path.startsWith('/table'));
     if (shapeErrors.length)

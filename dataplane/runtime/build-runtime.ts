@@ -209,18 +209,28 @@ interface SharedPlugin {
 }
 
 /** One live plugin per GatewayPlugin (id) and config: routes that share the object share it. */
+/** Each build's plugins by instance object (keyed by that build's map, so it goes with it). */
+const sharedByObject = new WeakMap<Map<string, SharedPlugin>, Map<PluginInstance, SharedPlugin>>();
+
 function instance(
   p: PluginInstance,
   deps: RuntimeDeps,
   plugins: Map<string, SharedPlugin>,
   plugin: { create(config: unknown, deps: RuntimeDeps, self: { id: string }): LivePlugin },
 ): SharedPlugin {
+  // Optimization: a pushed table shares one object per instance (config/wire.ts), so the object
+  // finds it without a JSON text of its config per route; equal copies still meet by text.
+  const seen = sharedByObject.get(plugins)?.get(p);
+  if (seen !== undefined) return seen;
   const key = `${p.name}\n${p.id}\n${JSON.stringify(p.config)}\n${JSON.stringify(p.source)}`;
   let shared = plugins.get(key);
   if (shared === undefined) {
     shared = { live: plugin.create(p.config, deps, { id: p.id }), entry: p };
     plugins.set(key, shared);
   }
+  let byObject = sharedByObject.get(plugins);
+  if (byObject === undefined) sharedByObject.set(plugins, (byObject = new Map()));
+  byObject.set(p, shared);
   return shared;
 }
 

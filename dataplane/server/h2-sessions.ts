@@ -42,29 +42,51 @@ export interface SessionWatch {
   onFlood(session: Http2Session, unanswered: number): void;
 }
 
+/** How long a cut session's connection lingers, its incoming frames read and dropped, for the client to hang up. */
+export const CUT_LINGER_MS = 2_000;
+
 export function watchSession(session: Http2Session, w: SessionWatch): void {
-  let open = 0;
+  const open = new Set<ServerHttp2Stream>();
   let unanswered = 0;
   let windowStart = 0;
+  let cut = false;
   const onClose = function (this: ServerHttp2Stream) {
-    open--;
-    if (this.headersSent || session.destroyed) return;
+    open.delete(this);
+    if (this.headersSent || session.destroyed || cut) return;
     const now = Date.now();
     if (now - windowStart > RESET_WINDOW_MS) {
       windowStart = now;
       unanswered = 0;
     }
     if (++unanswered <= MAX_UNANSWERED_STREAMS) return;
+    cut = true;
     w.onFlood(session, unanswered);
-    // The GOAWAY first: destroy(…, code) alone sends NO_ERROR.
-    session.goaway(constants.NGHTTP2_ENHANCE_YOUR_CALM);
-    session.destroy();
+    cutSession(session, open);
   };
   session.on('stream', (stream: ServerHttp2Stream) => {
-    open++;
+    // After the cut no stream is served (nghttp2 drops those past the GOAWAY's last stream id).
+    if (cut) return void stream.close(constants.NGHTTP2_REFUSED_STREAM);
+    open.add(stream);
     stream.once('close', onClose);
   });
-  closeWhenIdle(session, w.keepAliveTimeoutMs, () => open);
+  closeWhenIdle(session, w.keepAliveTimeoutMs, () => open.size);
+}
+
+/**
+ * GOAWAY ENHANCE_YOUR_CALM, the open streams cancelled (their upstream requests with them), and
+ * the connection closed once the client has hung up, or after CUT_LINGER_MS.
+ *
+ * Why not destroy at once: closing a socket with unread bytes in it (the flood still arriving)
+ * sends a TCP reset, and the client's kernel then drops what the client had not read yet, the
+ * GOAWAY among it: a client whose process was busy saw only ECONNRESET. So, like nginx's
+ * lingering close, the session keeps reading (and dropping) what comes until the client goes.
+ */
+function cutSession(session: Http2Session, open: Set<ServerHttp2Stream>): void {
+  session.goaway(constants.NGHTTP2_ENHANCE_YOUR_CALM);
+  for (const stream of open) stream.close(constants.NGHTTP2_CANCEL);
+  const linger = setTimeout(() => session.destroy(), CUT_LINGER_MS);
+  linger.unref();
+  session.once('close', () => clearTimeout(linger));
 }
 
 /**

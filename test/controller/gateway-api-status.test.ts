@@ -8,6 +8,7 @@ import type {
 } from '../../controller/gateway-api/conditions.ts';
 import type { GatewayService } from '../../controller/gateway-api/index.ts';
 import {
+  classTransitions,
   gatewayAddresses,
   gatewayTransitions,
   nextClassStatus,
@@ -255,6 +256,36 @@ describe('nextRouteParents', () => {
 });
 
 describe('Events of Gateway API status writes', () => {
+  it("a GatewayClass's: the CRD's Accepted Unknown turning True is Normal, InvalidParameters a Warning; nothing new, no Event", () => {
+    const pending = {
+      conditions: [
+        {
+          type: 'Accepted',
+          status: 'Unknown' as const,
+          reason: 'Pending',
+          message: 'Waiting for controller',
+          lastTransitionTime: T0.toISOString(),
+        },
+      ],
+    };
+    const status = (ok: boolean) => ({
+      observedGeneration: 1,
+      conditions: [
+        ok ? cond('Accepted', true) : cond('Accepted', false, 'InvalidParameters'),
+        cond('SupportedVersion', true),
+      ],
+      supportedFeatures: [],
+    });
+    const accepted = nextClassStatus(pending, status(true), T1)!;
+    expect(classTransitions(pending, accepted).map((t) => [t.type, t.reason, eventType(t)])).toEqual([
+      ['Accepted', 'Accepted', 'Normal'],
+    ]);
+    const invalid = nextClassStatus(accepted, status(false), T1)!;
+    expect(classTransitions(accepted, invalid).map((t) => [t.type, t.reason, eventType(t)])).toEqual([
+      ['Accepted', 'InvalidParameters', 'Warning'],
+    ]);
+    expect(classTransitions(invalid, invalid)).toEqual([]);
+  });
   const addresses = [{ type: 'IPAddress' as const, value: '10.0.0.9' }];
   const parentRef = { group: 'gateway.networking.k8s.io', kind: 'Gateway', name: 'gw', sectionName: 'http' };
   it("a Gateway's own and its listeners' changes, scoped by listener; Conflicted=False and Pending are no fault", () => {

@@ -7,8 +7,13 @@ import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import type { Resource } from '../../controller/api/index.ts';
 import { build } from '../../controller/build.ts';
-import { classParameters, parametersConfigMap } from '../../controller/gateway-api/class-parameters.ts';
-import type { GatewayClass } from '../../controller/api/gateway-api.ts';
+import {
+  classParameters,
+  gatewayParameters,
+  gatewayParametersConfigMap,
+  parametersConfigMap,
+} from '../../controller/gateway-api/class-parameters.ts';
+import type { Gateway, GatewayClass } from '../../controller/api/gateway-api.ts';
 import { resourceSetFrom } from '../../controller/source/resource-set.ts';
 
 const cls = (parametersRef?: GatewayClass['spec']['parametersRef']): GatewayClass => ({
@@ -93,6 +98,81 @@ describe('GatewayClass parameters (a ConfigMap)', () => {
     expect(parametersConfigMap(cls({ ...REF, namespace: undefined }))).toBeUndefined();
     expect(parametersConfigMap(cls({ ...REF, group: 'example.com' }))).toBeUndefined();
     expect(parametersConfigMap(cls())).toBeUndefined();
+  });
+});
+
+describe("a Gateway's own parameters (spec.infrastructure.parametersRef), over its class's", () => {
+  const gw = (parametersRef?: { group: string; kind: string; name: string }): Gateway => ({
+    apiVersion: 'gateway.networking.k8s.io/v1',
+    kind: 'Gateway',
+    metadata: { name: 'g', namespace: 'shop', generation: 1 },
+    spec: {
+      gatewayClassName: 'c',
+      listeners: [],
+      ...(parametersRef && { infrastructure: { parametersRef } }),
+    },
+  });
+  const OWN = { group: '', kind: 'ConfigMap', name: 'own' };
+  const inShop = (data: Record<string, string>) =>
+    resourceSetFrom([
+      { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'own', namespace: 'shop' }, data },
+    ]);
+  const CLASS = {
+    serviceType: 'NodePort' as const,
+    externalTrafficPolicy: 'Local' as const,
+    serviceLabels: { team: 'a', tier: 'edge' },
+  };
+
+  it("none of its own: the class's, unchanged", () => {
+    expect(gatewayParameters(inShop({}), gw(), CLASS)).toEqual({ parameters: CLASS });
+  });
+
+  it("its keys win, maps merge key by key; unset keys are the class's", () => {
+    expect(
+      gatewayParameters(
+        inShop({ serviceType: 'LoadBalancer', serviceLabels: 'tier: public', serviceAnnotations: 'a: b' }),
+        gw(OWN),
+        CLASS,
+      ),
+    ).toEqual({
+      parameters: {
+        serviceType: 'LoadBalancer',
+        externalTrafficPolicy: 'Local',
+        serviceLabels: { team: 'a', tier: 'public' },
+        serviceAnnotations: { a: 'b' },
+      },
+    });
+  });
+
+  it("ClusterIP of its own drops the class's externalTrafficPolicy; its own with the class's ClusterIP is refused", () => {
+    expect(gatewayParameters(inShop({ serviceType: 'ClusterIP' }), gw(OWN), CLASS)).toEqual({
+      parameters: { serviceType: 'ClusterIP', serviceLabels: CLASS.serviceLabels },
+    });
+    expect(
+      gatewayParameters(inShop({ externalTrafficPolicy: 'Local' }), gw(OWN), { serviceType: 'ClusterIP' }),
+    ).toEqual({
+      problem:
+        "spec.infrastructure.parametersRef: ConfigMap shop/own key externalTrafficPolicy: a ClusterIP Service (the class's serviceType) has none",
+    });
+  });
+
+  it("a local reference: the ConfigMap in the Gateway's namespace, or InvalidParameters naming why", () => {
+    expect(gatewayParameters(inShop({}), gw({ ...OWN, name: 'nowhere' }), {})).toEqual({
+      problem:
+        'spec.infrastructure.parametersRef: ConfigMap shop/nowhere not found (it must be in a namespace the controller watches)',
+    });
+    expect(
+      gatewayParameters(inShop({}), gw({ group: 'example.com', kind: 'Params', name: 'p' }), {}),
+    ).toEqual({
+      problem:
+        'spec.infrastructure.parametersRef: example.com/Params p is not a kind of parameters Sluice reads (a ConfigMap is: group "", kind ConfigMap)',
+    });
+    expect(gatewayParameters(inShop({ serviceType: 'Ingress' }), gw(OWN), {})).toEqual({
+      problem: 'ConfigMap shop/own key serviceType: "Ingress" is not ClusterIP, LoadBalancer, NodePort',
+    });
+    expect(gatewayParametersConfigMap(gw(OWN))).toBe('shop/own');
+    expect(gatewayParametersConfigMap(gw({ ...OWN, kind: 'Secret' }))).toBeUndefined();
+    expect(gatewayParametersConfigMap(gw())).toBeUndefined();
   });
 });
 

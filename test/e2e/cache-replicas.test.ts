@@ -6,6 +6,7 @@
  *  - a purge on one replica's admin port empties the shared store;
  *  - Redis down: every request is served from the upstream (fwd=bypass), counted, never a 5xx.
  */
+import { Redis } from 'ioredis';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type CacheUpstream, startCacheUpstream } from '../helpers/cache-upstream.ts';
@@ -17,6 +18,7 @@ import {
   startPrivateRedis,
   uniquePrefix,
 } from '../helpers/redis.ts';
+import { until } from '../helpers/until.ts';
 
 const yaml = (upstreamPort: number) => `
 apiVersion: sluice.dev/v1alpha1
@@ -56,6 +58,15 @@ describe('proxy-cache: two replicas sharing Redis', () => {
       startSluice({ yaml: yaml(up.port), args }),
     ]);
   });
+  /** The cache entries under this test's prefix (cache-redis-store.ts: `<prefix>cache:e:…`). */
+  const entryKeys = async () => {
+    const r = new Redis(sharedRedisUrl);
+    try {
+      return await r.keys(`${prefix}cache:e:*`);
+    } finally {
+      r.disconnect();
+    }
+  };
   afterAll(async () => {
     await Promise.allSettled([a?.stop(), b?.stop()]);
     await up?.close();
@@ -65,6 +76,9 @@ describe('proxy-cache: two replicas sharing Redis', () => {
   it('the second replica serves the response the first stored', async () => {
     const first = await get(a.proxyUrl, '/c/fresh');
     expect(first.headers['cache-status']).toBe('sluice; fwd=miss; stored');
+    // The entry is written as the response ends, not before the client has it: asked at once
+    // on a loaded machine, the second replica could still miss (a second upstream call).
+    await until(async () => (await entryKeys()).length === 1);
     const second = await get(b.proxyUrl, '/c/fresh');
     expect(second.headers['cache-status']).toMatch(/^sluice; hit; ttl=\d+$/);
     expect(second.body).toBe(first.body);

@@ -16,7 +16,7 @@ import type { DataPlane } from '../../dataplane/main.ts';
 import { startDataPlanesIn } from '../helpers/controller-on-kapi.ts';
 import { type Backends, startConformanceBackends } from '../helpers/gateway-api/backends.ts';
 import { http1, type Reply, type RequestOptions } from '../helpers/gateway-api/clients.ts';
-import { installGatewayApiCrds } from '../helpers/gateway-api/crds.ts';
+import { type Channel, installGatewayApiCrds } from '../helpers/gateway-api/crds.ts';
 import {
   applyConformanceTest,
   applyGatewayClass,
@@ -42,10 +42,14 @@ export interface Env {
   stop(): Promise<void>;
 }
 
-/** Where a run's processes listen: its data planes' addresses, the first three octets of its back ends'. */
+/**
+ * Where a run's processes listen: its data planes' addresses, the first three octets of its back
+ * ends'; and the channel of the Gateway API CRDs it runs on (default standard).
+ */
 export interface EnvAddresses {
   planes?: readonly string[];
   backendPrefix?: string;
+  channel?: Channel;
 }
 
 export async function startEnv(
@@ -57,7 +61,7 @@ export async function startEnv(
     gatewayClassName: 'sluice-conformance',
     controllerName: 'sluice.dev/gateway-controller',
   };
-  await installGatewayApiCrds();
+  await installGatewayApiCrds(where.channel);
   await ok(['apply', '--server-side', '--force-conflicts', '-f', 'crds']);
   await ok(['wait', '--for=condition=Established', '--timeout=30s', 'crd/gatewayplugins.sluice.dev']);
   const system = `sluice-gwapi-${randomUUID().slice(0, 6)}`;
@@ -66,6 +70,7 @@ export async function startEnv(
   const backends = await startConformanceBackends({
     ...placeholders,
     ...(where.backendPrefix && { addressPrefix: where.backendPrefix }),
+    ...(where.channel && { channel: where.channel }),
   });
   const planes = await startDataPlanesIn(system, addresses);
   const controller = await startController({

@@ -4,11 +4,14 @@
  * Gateway going live gets Normal Events (Accepted, Pending, Programmed), never a Warning; a listener
  * conflict (two protocols on one port), an unresolved certificate, a missing back end of an HTTPRoute or a GRPCRoute get a
  * Warning on that object naming the listener or parent, once (aggregated: the next status writes
- * do not repeat it); fixing the route gets a Normal Event.
+ * do not repeat it); fixing the route gets a Normal Event. GatewayClasses (cluster-scoped:
+ * their Events are in the controller's namespace, with no namespace on the involved object): one
+ * Normal Accepted; a parametersRef that does not resolve, one Warning InvalidParameters; fixed, a
+ * Normal Accepted; broken and fixed the same way again, the same two Events' counts go to 2.
  */
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Controller } from '../../controller/main.ts';
 import type { DataPlane } from '../../dataplane/main.ts';
 import {
@@ -24,6 +27,7 @@ import { until } from '../helpers/until.ts';
 const ID = randomBytes(3).toString('hex');
 const NS = `sluice-gwevents-${ID}`;
 const CLASS = `sluice-events-${ID}`;
+const BAD_CLASS = `sluice-events-bad-${ID}`;
 const TOKEN = 'gwapi-events-token';
 const HOSTS = ['127.0.6.1', '127.0.6.2'];
 
@@ -32,7 +36,7 @@ interface Event {
   reason: string;
   count: number;
   message: string;
-  involvedObject: { apiVersion: string; kind: string; name: string; uid?: string };
+  involvedObject: { apiVersion: string; kind: string; name: string; namespace?: string; uid?: string };
 }
 const events = async (): Promise<Event[]> =>
   (JSON.parse(await ok(['get', 'events', '-n', NS, '-o', 'json'])) as { items: Event[] }).items;
@@ -65,6 +69,13 @@ apiVersion: gateway.networking.k8s.io/v1
 kind: GatewayClass
 metadata: { name: ${CLASS} }
 spec: { controllerName: sluice.dev/gateway-controller }
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: { name: ${BAD_CLASS} }
+spec:
+  controllerName: sluice.dev/gateway-controller
+  parametersRef: { group: "", kind: ConfigMap, name: class-params, namespace: ${NS} }
 `,
   );
   await apply(`
@@ -131,7 +142,7 @@ spec:
 afterAll(async () => {
   await controller?.close();
   await Promise.all(planes.map((p) => p.close()));
-  await ok(['delete', 'gatewayclass', CLASS, '--wait=false']).catch(() => {});
+  await ok(['delete', 'gatewayclass', CLASS, BAD_CLASS, '--wait=false']).catch(() => {});
   await ok(['delete', 'namespace', NS, '--wait=false']).catch(() => {});
 }, 60_000);
 
@@ -218,4 +229,64 @@ spec: { ports: [{ name: http, port: 8080, targetPort: 3000 }] }
     ['Warning', 'BackendNotFound'],
     ['Normal', 'ResolvedRefs'],
   ]);
+});
+
+describe("GatewayClass Events (in the controller's namespace)", () => {
+  const classAccepted = async (name: string) =>
+    (
+      JSON.parse(await ok(['get', 'gatewayclass', name, '-o', 'json'])) as {
+        status?: { conditions?: { type: string; status: string; reason: string }[] };
+      }
+    ).status?.conditions?.find((c) => c.type === 'Accepted');
+  const params = (data: string) =>
+    apply(`
+apiVersion: v1
+kind: ConfigMap
+metadata: { name: class-params }
+data: { ${data} }
+`);
+
+  it('an accepted class: one Normal Accepted Event, on the cluster-scoped object', async () => {
+    await until(async () => of(await events(), 'GatewayClass', CLASS).length > 0, 10_000, 100);
+    const uid = await ok(['get', 'gatewayclass', CLASS, '-o', 'jsonpath={.metadata.uid}']);
+    const list = of(await events(), 'GatewayClass', CLASS);
+    expect(list).toMatchObject([
+      {
+        type: 'Normal',
+        reason: 'Accepted',
+        count: 1,
+        message: 'Accepted=True: Sluice serves Gateways of this class.',
+        involvedObject: { apiVersion: 'gateway.networking.k8s.io/v1', uid },
+      },
+    ]);
+    expect(list[0].involvedObject.namespace).toBeUndefined();
+  });
+
+  it('a parametersRef that does not resolve: one Warning InvalidParameters naming it; fixed, Normal Accepted; broken and fixed again, the same two Events counted twice', async () => {
+    await until(async () => of(await events(), 'GatewayClass', BAD_CLASS).length > 0, 10_000, 100);
+    const notFound = `Accepted=False: spec.parametersRef: ConfigMap ${NS}/class-params not found (it must be in a namespace the controller watches)`;
+    expect(of(await events(), 'GatewayClass', BAD_CLASS)).toMatchObject([
+      { type: 'Warning', reason: 'InvalidParameters', count: 1, message: notFound },
+    ]);
+    // Other writes (a Gateway's status) do not repeat it.
+    await sleep(1_500);
+    expect(of(await events(), 'GatewayClass', BAD_CLASS)).toHaveLength(1);
+    await params('serviceType: ClusterIP');
+    await until(async () => (await classAccepted(BAD_CLASS))?.status === 'True', 15_000, 100);
+    await until(async () => of(await events(), 'GatewayClass', BAD_CLASS).length === 2, 10_000, 100);
+    await ok(['delete', 'configmap', 'class-params', '-n', NS]);
+    await until(async () => (await classAccepted(BAD_CLASS))?.status === 'False', 15_000, 100);
+    await params('serviceType: ClusterIP');
+    await until(
+      async () => of(await events(), 'GatewayClass', BAD_CLASS).every((e) => e.count === 2),
+      15_000,
+      100,
+    );
+    expect(
+      of(await events(), 'GatewayClass', BAD_CLASS).map((e) => [e.type, e.reason, e.count, e.message]),
+    ).toEqual([
+      ['Warning', 'InvalidParameters', 2, notFound],
+      ['Normal', 'Accepted', 2, 'Accepted=True: Sluice serves Gateways of this class.'],
+    ]);
+  });
 });

@@ -8,7 +8,7 @@
  * endpoints.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { tableHash } from '../../dataplane/config/canonical-json.ts';
+import { tableHash } from '../../dataplane/config/wire.ts';
 import type { Balance, Endpoint, Snapshot } from '../../dataplane/config/route-table.ts';
 import { openChannels } from '../../dataplane/handlers/grpc/channels.ts';
 import type { DataPlane } from '../../dataplane/main.ts';

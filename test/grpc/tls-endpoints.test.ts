@@ -8,7 +8,7 @@
 import { getCACertificates, setDefaultCACertificates } from 'node:tls';
 import { ServerCredentials } from '@grpc/grpc-js';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { tableHash } from '../../dataplane/config/canonical-json.ts';
+import { tableHash } from '../../dataplane/config/wire.ts';
 import type { Snapshot } from '../../dataplane/config/route-table.ts';
 import type { DataPlane } from '../../dataplane/main.ts';
 import { startTestDataPlane } from '../helpers/servers.ts';

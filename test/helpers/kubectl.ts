@@ -12,7 +12,12 @@ export function kubectlOnce(args: string[], input = ''): Promise<Result> {
   return new Promise((resolve) => {
     const child = execFile('kubectl', args, { timeout: 30_000 }, (err, stdout, stderr) => {
       // err.code is a string when kubectl could not run at all (ENOENT): keep its message.
-      resolve({ code: err ? Number(err.code) || 1 : 0, stdout, stderr: stderr || (err?.message ?? '') });
+      const killed = err?.killed ? `killed after 30 s (${err.signal})\n` : '';
+      resolve({
+        code: err ? Number(err.code) || 1 : 0,
+        stdout,
+        stderr: killed + (stderr || (err?.message ?? '')),
+      });
     });
     child.stdin?.end(input);
   });
@@ -20,8 +25,9 @@ export function kubectlOnce(args: string[], input = ''): Promise<Result> {
 
 // Answers that go away by themselves just after a CRD is created: storage initializing (429),
 // discovery or OpenAPI not caught up yet.
+// And a watch (kubectl wait) whose resourceVersion was compacted away meanwhile.
 const TRANSIENT =
-  /TooManyRequests|storage is \(re\)initializing|doesn't have a resource type|could not find the requested resource|no matches for kind/;
+  /TooManyRequests|storage is \(re\)initializing|doesn't have a resource type|could not find the requested resource|no matches for kind|too old resource version/;
 
 /** kubectl, retried while the answer is transient. */
 export async function kubectl(args: string[], input?: string): Promise<Result> {

@@ -1,5 +1,5 @@
 /** Route tables written by hand for data-plane tests (the controller's output is tested by the golden files). */
-import { tableHash } from '../../dataplane/config/canonical-json.ts';
+import { tableHash } from '../../dataplane/config/wire.ts';
 import type { RuntimeRoute } from '../../dataplane/pipeline/route.ts';
 import { headerMatches, hostMatcher, queryMatcher } from '../../dataplane/runtime/router.ts';
 import type {

@@ -351,6 +351,13 @@ spec:
       http: { paths: [{ path: /, pathType: Prefix, backend: { service: { name: web, port: { number: 80 } } } }] }
 `);
     const host = { headers: { host: 'nginx.example.test' } };
+    // Both pods run it before the first request: asked while only one did, the other's answers
+    // failed the check and the asking went on, past limit-rps on the first (a 429; CI, loaded).
+    await waitFor(
+      'both pods run the nginx-style Ingress',
+      () => planes.map((p) => p.holder.snapshot?.table.routes.some((r) => r.source.name === 'nginx-style')),
+      (running) => running.every(Boolean),
+    );
     // use-regex: case-insensitive, from the start of the path.
     await expectRequest(proxies(), '/V2/users/7', { namespace: NS, backend: 'web' }, host);
     await expectRequest(proxies(), '/vx/users', { namespace: NS, backend: 'fallback' }, host);

@@ -14,10 +14,10 @@
  * the other client's statuses and worst latency, the gateway's RSS before and at most.
  */
 import { type ClientHttp2Session, connect as h2connect, constants } from 'node:http2';
-import { connect as tlsConnect, type TLSSocket } from 'node:tls';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rssBytes, type SluiceProcess, startSluice } from '../helpers/processes.ts';
+import { CONTINUATION, frame, HEADERS, literal, type Raw, rawH2, SETTINGS } from '../helpers/raw-h2.ts';
 import { freePort, startUpstream, type Upstream } from '../helpers/servers.ts';
 import { type Leaf, makePki, type Pki } from '../tls/pki.ts';
 
@@ -37,63 +37,6 @@ spec:
   routes:
     - { name: api, paths: ["/"] }
 `;
-
-/** One HTTP/2 frame: 24-bit length, type, flags, stream id (RFC 9113 §4.1). */
-function frame(type: number, flags: number, stream: number, payload: Buffer = Buffer.alloc(0)): Buffer {
-  const h = Buffer.alloc(9);
-  h.writeUIntBE(payload.length, 0, 3);
-  h[3] = type;
-  h[4] = flags;
-  h.writeUInt32BE(stream, 5);
-  return Buffer.concat([h, payload]);
-}
-const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
-const SETTINGS = 0x4;
-const HEADERS = 0x1;
-const CONTINUATION = 0x9;
-const GOAWAY = 0x7;
-
-/** An HPACK literal header field without indexing, new name (RFC 7541 §6.2.2), lengths < 127. */
-const literal = (name: string, value: string) =>
-  Buffer.concat([
-    Buffer.from([0x00, name.length]),
-    Buffer.from(name),
-    Buffer.from([value.length]),
-    Buffer.from(value),
-  ]);
-
-/** A raw h2 connection over TLS that records the frames the server sends (GOAWAY's code) and its close. */
-interface Raw {
-  socket: TLSSocket;
-  goaway: number | null;
-  closed: boolean;
-  closedAt: number;
-}
-async function rawH2(port: number, ca: string): Promise<Raw> {
-  const socket = tlsConnect({ host: '127.0.0.1', port, servername: 'localhost', ca, ALPNProtocols: ['h2'] });
-  await new Promise<void>((resolve, reject) => {
-    socket.once('secureConnect', resolve);
-    socket.once('error', reject);
-  });
-  const raw: Raw = { socket, goaway: null, closed: false, closedAt: Number.NaN };
-  let buf = Buffer.alloc(0);
-  socket.on('data', (d: Buffer) => {
-    buf = Buffer.concat([buf, d]);
-    while (buf.length >= 9) {
-      const len = buf.readUIntBE(0, 3);
-      if (buf.length < 9 + len) break;
-      if (buf[3] === GOAWAY) raw.goaway = buf.readUInt32BE(9 + 4);
-      buf = buf.subarray(9 + len);
-    }
-  });
-  socket.on('error', () => {});
-  socket.on('close', () => {
-    raw.closed = true;
-    raw.closedAt = performance.now();
-  });
-  socket.write(Buffer.concat([PREFACE, frame(SETTINGS, 0, 0)]));
-  return raw;
-}
 
 /** Writes `next()` frames until the connection closes or `ms` pass, waiting for 'drain' (bounded). */
 async function flood(

@@ -2,7 +2,7 @@
 import { execFile } from 'node:child_process';
 import { connect, type PeerCertificate } from 'node:tls';
 import { promisify } from 'node:util';
-import { tableHash } from '../../dataplane/config/canonical-json.ts';
+import { tableHash } from '../../dataplane/config/wire.ts';
 import type {
   Certificate,
   Route,

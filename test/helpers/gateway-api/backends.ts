@@ -22,7 +22,7 @@
  */
 import { makePki } from '../../tls/pki.ts';
 import { kubectl, ok } from '../kubectl.ts';
-import { installGatewayApiCrds } from './crds.ts';
+import { type Channel, installGatewayApiCrds } from './crds.ts';
 import { startEcho, type EchoAnswer, type EchoServer } from './echo.ts';
 import { startGrpcEcho } from './grpc-echo.ts';
 import {
@@ -85,6 +85,8 @@ export interface Backends {
 export interface BackendsOptions extends Placeholders {
   /** First three octets of the pods' addresses (default 127.0.3). */
   addressPrefix?: string;
+  /** The Gateway API CRDs' channel (default standard). */
+  channel?: Channel;
 }
 
 const MANAGED_BY = 'gateway-api-harness.sluice.dev';
@@ -181,12 +183,12 @@ async function applySuiteSecrets(): Promise<string> {
 }
 
 /**
- * Installs the Gateway API CRDs (if needed), applies base/manifests.yaml with `p`'s placeholders
+ * Installs the Gateway API CRDs of the channel (if needed), applies base/manifests.yaml with `p`'s placeholders
  * (all but its Deployments) and the suite's TLS Secrets, runs the Deployments' pods here and
  * writes the Services' EndpointSlices.
  */
 export async function startConformanceBackends(o: BackendsOptions): Promise<Backends> {
-  await installGatewayApiCrds();
+  await installGatewayApiCrds(o.channel);
   const base = readConformance('base/manifests.yaml', o);
   await applyObjects(base.filter((x) => !RUN_IN_PROCESS.has(x.kind)));
   const ca = await applySuiteSecrets();

@@ -5,6 +5,8 @@
  * gateway sent it. It also behaves as echo-basic does where conformance tests rely on it:
  * - `/status/NNN` answers status NNN (any other `/status/…` 400), `/health` answers 200 OK;
  * - `?delay=<Go duration>` (`1s`, `500ms`) waits that long before answering (timeout tests);
+ * - `?uuid=<id>&succeedAfter=N&responseCode=NNN` (its retry simulation): the first N requests
+ *   with that uuid answer NNN (default 500), those after it as usual (retry tests);
  * - `X-Echo-Set-Header: Name: value, Other: value` sets those response headers (response
  *   header modifier tests);
  * - a WebSocket upgrade (on any path; echo-basic's is /ws) gets a socket echoing each message.
@@ -172,6 +174,8 @@ function echoSetHeaders(answer: EchoAnswer, res: Res): void {
 
 export async function startEcho(o: EchoOptions): Promise<EchoServer> {
   const requests: EchoAnswer[] = [];
+  /** Requests seen per retry-simulation uuid. */
+  const tries = new Map<string, number>();
   const who = { namespace: o.namespace, pod: o.pod };
 
   const handle = async (req: Req, res: Res): Promise<void> => {
@@ -193,6 +197,17 @@ export async function startEcho(o: EchoOptions): Promise<EchoServer> {
       res.statusCode = code ? Number(code[1]) : 400;
       res.end('');
       return;
+    }
+    const uuid = url.searchParams.get('uuid');
+    const succeedAfter = url.searchParams.get('succeedAfter');
+    if (uuid !== null && succeedAfter !== null) {
+      const seen = (tries.get(uuid) ?? 0) + 1;
+      tries.set(uuid, seen);
+      if (seen <= Number(succeedAfter)) {
+        res.statusCode = Number(url.searchParams.get('responseCode') ?? 500);
+        res.end('');
+        return;
+      }
     }
     const delay = url.searchParams.get('delay');
     if (delay) {
