@@ -213,7 +213,10 @@ function checkShaped(t: RouteTable): TableError[] {
       // Optimization: an unpacked table shares one object per instance (config/wire.ts), so its
       // config is checked once, not once per route (10,000 times for a plugin 5,000 routes share).
       let found = instanceProblems.get(p);
-      if (found === undefined) instanceProblems.set(p, (found = pluginProblems(p)));
+      if (found === undefined) {
+        found = pluginProblems(p);
+        instanceProblems.set(p, found);
+      }
       for (const e of found)
         errors.push({
           id: r.id,

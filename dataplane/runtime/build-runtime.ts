@@ -229,7 +229,10 @@ function instance(
     plugins.set(key, shared);
   }
   let byObject = sharedByObject.get(plugins);
-  if (byObject === undefined) sharedByObject.set(plugins, (byObject = new Map()));
+  if (byObject === undefined) {
+    byObject = new Map();
+    sharedByObject.set(plugins, byObject);
+  }
   byObject.set(p, shared);
   return shared;
 }
