@@ -84,7 +84,9 @@ export class Fingerprints {
     // Bytes already (no body, not JSON): nothing to save.
     if (input.body.length === 0 || !isJsonContentType(input.headers['content-type']))
       return fingerprintWith(head, input);
-    const raw = bytesDigest(head, input.body);
+    // A memo key, not a fingerprint: latin1 maps each byte to one character, so equal keys mean
+    // equal bytes (and the head, JSON, holds no bare newline); a one-shot hash is the cheaper one.
+    const raw = hash('sha256', `${head}\n${input.body.toString('latin1')}`);
     let r = this.#memo.get(raw);
     if (r !== undefined) return r;
     r = fingerprintWith(head, input);
