@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { scanJson } from '../../dataplane/config/json-scan.ts';
 import { canonicalJsonBody, isJsonContentType } from '../../dataplane/plugins/idempotency/canonical-body.ts';
-import { fingerprint } from '../../dataplane/plugins/idempotency/fingerprint.ts';
+import { Fingerprints, fingerprint } from '../../dataplane/plugins/idempotency/fingerprint.ts';
 import { readIdempotencyKey } from '../../dataplane/plugins/idempotency/key.ts';
 import { callerScope, recordId } from '../../dataplane/plugins/idempotency/scope.ts';
 import { compileSettings } from '../../dataplane/plugins/idempotency/settings.ts';
@@ -167,6 +167,68 @@ describe('fingerprint', () => {
     expect(fp({ headers: { ...base.headers, 'content-type': 'text/plain' }, body: Buffer.from('a é') })).toBe(
       '3f7774d638f643d53298e5e6d158518283c4bc38af425763c94e17ba2f067712',
     );
+  });
+});
+
+// The memo a plugin instance keeps (raw-bytes digest → fingerprint): what it answers must be
+// what fingerprint() computes, on a first sight and on every later one.
+describe('Fingerprints (remembered by the raw bytes)', () => {
+  const base = {
+    method: 'POST',
+    routeId: 'route/default/charges/create/0',
+    path: '/charges',
+    query: '',
+    headers: { 'content-type': 'application/json', authorization: 'Bearer a' },
+    fingerprintHeaders: ['authorization'],
+    body: Buffer.from('{"amount":100,"currency":"EUR"}'),
+  };
+  const bodies = [
+    '{"amount":100,"currency":"EUR"}',
+    '{ "currency": "EUR", "amount": 100 }',
+    '{"amount":101,"currency":"EUR"}',
+    '{"amount":9007199254740993}',
+    '{"a":',
+    '{"a":1,"a":2}',
+  ];
+  it('answers what fingerprint() does, the first time and the times after', () => {
+    const f = new Fingerprints();
+    for (let round = 0; round < 3; round++)
+      for (const b of bodies) {
+        const input = { ...base, body: Buffer.from(b) };
+        expect(f.of(input)).toEqual(fingerprint(input));
+      }
+    expect(f.size).toBe(bodies.length);
+  });
+  it('a remembered body in another key order is still the same request; another body is not', () => {
+    const f = new Fingerprints();
+    const of = (b: string, change = {}) => f.of({ ...base, ...change, body: Buffer.from(b) });
+    const first = of(bodies[0]);
+    expect(of(bodies[0])).toEqual(first);
+    expect(of(bodies[1])).toEqual(first);
+    expect(of(bodies[2])).not.toEqual(first);
+    // The same bytes under another listed header, path or route are other requests.
+    expect(of(bodies[0], { headers: { ...base.headers, authorization: 'Bearer b' } })).not.toEqual(first);
+    expect(of(bodies[0], { path: '/charges/2' })).not.toEqual(first);
+    expect(of(bodies[0], { routeId: 'route/default/charges/create/1' })).not.toEqual(first);
+  });
+  it('a duplicate key is refused every time, remembered or not', () => {
+    const f = new Fingerprints();
+    for (let i = 0; i < 2; i++)
+      expect(f.of({ ...base, body: Buffer.from('{"a":1,"a":1}') })).toHaveProperty('error');
+  });
+  it('holds at most its bound, dropping the oldest first', () => {
+    const f = new Fingerprints(4);
+    for (let i = 0; i < 10; i++) f.of({ ...base, body: Buffer.from(`{"amount":${i}}`) });
+    expect(f.size).toBe(4);
+    const input = { ...base, body: Buffer.from('{"amount":0}') };
+    expect(f.of(input)).toEqual(fingerprint(input));
+  });
+  it('does not remember what is hashed as bytes anyway (no body, not JSON)', () => {
+    const f = new Fingerprints();
+    const text = { ...base, headers: { ...base.headers, 'content-type': 'text/plain' } };
+    expect(f.of(text)).toEqual(fingerprint(text));
+    expect(f.of({ ...base, body: Buffer.alloc(0) })).toEqual(fingerprint({ ...base, body: Buffer.alloc(0) }));
+    expect(f.size).toBe(0);
   });
 });
 

@@ -5,7 +5,8 @@
  *
  * The upstream reads its behaviour from the query (part of the fingerprint, so it is the same
  * on every retry): delay=ms, status=N, size=N (body bytes), reset=1 (cut the first connection
- * after reading the request), slowbody=1 (headers, then the body 300 ms later).
+ * after reading the request), slowbody=1 (headers, then the body 300 ms later), binary=N (N bytes
+ * cycling through 0–255, not UTF-8, with two Link header lines).
  */
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -15,7 +16,7 @@ import type { DataPlane } from '../../dataplane/main.ts';
 import { rawRequest, statusOf } from '../helpers/raw-http.ts';
 import { dropPrefix, sharedRedisUrl, uniquePrefix } from '../helpers/redis.ts';
 import { freePort, startTestDataPlane, startUpstream, type Upstream } from '../helpers/servers.ts';
-import { idempotencyPlugin, route, snapshot, upstream } from '../helpers/tables.ts';
+import { idempotencyPlugin, pluginInstance, route, snapshot, upstream } from '../helpers/tables.ts';
 
 let up: Upstream;
 /** Executions per Idempotency-Key seen by the upstream. */
@@ -33,6 +34,17 @@ beforeAll(async () => {
       return true;
     }
     const status = Number(q.get('status') ?? 201);
+    const binary = q.get('binary');
+    if (binary !== null) {
+      const bytes = Buffer.alloc(Number(binary), 0).map((_, i) => (i * 7 + n) % 256);
+      res.writeHead(status, {
+        'content-type': 'application/octet-stream',
+        link: ['</a>; rel="a"', '</b>; rel="b"'],
+        'x-custom': 'kept',
+      });
+      res.end(bytes);
+      return true;
+    }
     const size = q.get('size');
     const body = size
       ? 'x'.repeat(Number(size))
@@ -97,6 +109,9 @@ describe.each(['redis', 'memory'] as const)('idempotency plugin on the %s store'
                 methods: ['POST', 'PUT'],
               }),
             ],
+          }),
+          route('cors', 'up', '/cors', {
+            plugins: [pluginInstance('cors', 'cors', { origins: ['https://app.example'] }), idem],
           }),
           route('async', 'up', '/async', { plugins: [asyncIdem] }),
           route('operations', 'up', '/operations', { plugins: [asyncIdem] }),
@@ -197,6 +212,48 @@ describe.each(['redis', 'memory'] as const)('idempotency plugin on the %s store'
       const again = await text(await send('/charges?slowbody=1', { key: k }));
       expect(again.headers['idempotent-replayed']).toBe('true');
       expect(again.body).toBe(first.body);
+    });
+
+    // A replay reads the record in the claim's one round trip and writes head and body at once
+    // (a latin1 string up to 16 KiB, a Buffer above): the bytes and header lines are the stored ones.
+    it.each([
+      ['a small body (written with the head)', 300],
+      ['a body over 16 KiB (written as a Buffer)', 40_000],
+    ])('replays %s byte for byte, with repeated header lines kept', async (_what, n) => {
+      const k = key();
+      const bytes = async (res: Awaited<ReturnType<typeof send>>) => ({
+        status: res.statusCode,
+        headers: res.headers,
+        body: Buffer.from(await res.body.arrayBuffer()),
+      });
+      const first = await bytes(await send(`/charges?binary=${n}`, { key: k }));
+      expect(first.body).toHaveLength(n);
+      expect(first.body.toString('utf8')).not.toBe(first.body.toString('latin1'));
+      const again = await bytes(await send(`/charges?binary=${n}`, { key: k }));
+      expect(again.status).toBe(201);
+      expect(again.headers['idempotent-replayed']).toBe('true');
+      expect(again.body.equals(first.body)).toBe(true);
+      expect(again.headers['content-length']).toBe(String(n));
+      expect(again.headers.link).toEqual(['</a>; rel="a"', '</b>; rel="b"']);
+      expect(again.headers['content-type']).toBe('application/octet-stream');
+      expect(count(k)).toBe(1);
+      // Another body under the key is still refused, after replays as before them.
+      expect((await send(`/charges?binary=${n}`, { key: k, body: '{"amount":1}' })).statusCode).toBe(422);
+    });
+
+    it('a replay keeps the headers set before it (CORS) and every stored header line', async () => {
+      const k = key();
+      const origin = { origin: 'https://app.example' };
+      const first = await send('/cors?binary=10', { key: k, headers: origin });
+      await first.body.arrayBuffer();
+      const again = await send('/cors?binary=10', { key: k, headers: origin });
+      const body = Buffer.from(await again.body.arrayBuffer());
+      expect(again.headers['idempotent-replayed']).toBe('true');
+      expect(again.headers['access-control-allow-origin']).toBe('https://app.example');
+      expect(again.headers.link).toEqual(['</a>; rel="a"', '</b>; rel="b"']);
+      expect(again.headers['x-custom']).toBe('kept');
+      expect(body).toHaveLength(10);
+      expect(count(k)).toBe(1);
     });
 
     it('a client that leaves mid-response still gets the whole response replayed on retry', async () => {

@@ -27,7 +27,7 @@ import { StoreHealth } from '../../stores/store-health.ts';
 import { definePlugin } from '../types.ts';
 import { manifest } from './manifest.ts';
 import { Execution, keepTrying } from './execution.ts';
-import { fingerprint } from './fingerprint.ts';
+import { Fingerprints } from './fingerprint.ts';
 import { readIdempotencyKey } from './key.ts';
 import { lookupOperation, runInBackground } from './operations.ts';
 import { RecordResponse } from './record-response.ts';
@@ -48,6 +48,7 @@ export default definePlugin(manifest, {
     const m = deps.metrics.of(IDEMPOTENCY_METRICS);
     // Store failures logged once per change of state, not per request (the metric counts each).
     const health = new StoreHealth('idempotency store');
+    const fingerprints = new Fingerprints();
     const hooks = {
       onRequest(ctx: RequestContext) {
         if (!s.methods.has(ctx.method)) {
@@ -73,7 +74,7 @@ export default definePlugin(manifest, {
             detail: 'requests with an Idempotency-Key must identify their caller (Authorization)',
           });
         }
-        return withKey(ctx, s, store, deps, m, health, k.key, scope);
+        return withKey(ctx, s, store, deps, m, health, fingerprints, k.key, scope);
       },
     };
     return { bind: () => hooks };
@@ -87,12 +88,13 @@ async function withKey(
   deps: RuntimeDeps,
   m: IdempotencyMetrics,
   health: StoreHealth,
+  fingerprints: Fingerprints,
   key: string,
   scope: string,
 ): Promise<void> {
   // Read by the chain runner before this hook (the manifest needs the request body).
   const body = ctx.body!;
-  const fp = fingerprint({
+  const fp = fingerprints.of({
     method: ctx.method,
     routeId: ctx.route.id,
     path: ctx.path,

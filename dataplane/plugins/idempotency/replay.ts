@@ -32,20 +32,29 @@ export function storedHeaders(headers: Record<string, string | string[] | undefi
 
 const NO_BODY = (status: number) => status === 204 || status === 304 || status < 200;
 
+/**
+ * Optimization: a body up to this size is sent as a latin1 string (byte for byte the stored
+ * bytes), which Node appends to the response head: head and body leave in one write() of one
+ * buffer instead of a writev() of two. Larger bodies stay Buffers (no copy of a big body).
+ */
+const ONE_WRITE_BYTES = 16 * 1024;
+
 export function replay(ctx: RequestContext, stored: StoredResponse): void {
-  const headers: Record<string, string | string[]> = {};
-  for (const [name, value] of stored.headers) {
-    const prev = headers[name];
-    headers[name] = prev === undefined ? value : [...(Array.isArray(prev) ? prev : [prev]), value];
-  }
-  headers['idempotent-replayed'] = 'true';
-  if (stored.bodyOmitted) headers['x-sluice-replay-body'] = 'omitted';
-  headers['x-request-id'] = ctx.requestId;
+  const res = ctx.res;
   const body = stored.bodyOmitted || NO_BODY(stored.status) ? null : stored.body;
-  if (!NO_BODY(stored.status)) headers['content-length'] = String(body?.length ?? 0);
+  // A flat [name, value, …] list, as stored: no object to build; repeated names stay repeated
+  // lines, also next to headers set earlier (CORS, deprecation: Node ≥ 24 appends them).
+  const head: string[] = [];
+  for (const [name, value] of stored.headers) head.push(name, value);
+  head.push('idempotent-replayed', 'true');
+  if (stored.bodyOmitted) head.push('x-sluice-replay-body', 'omitted');
+  head.push('x-request-id', ctx.requestId);
+  if (!NO_BODY(stored.status)) head.push('content-length', String(body?.length ?? 0));
   answered(ctx);
-  ctx.res.writeHead(stored.status, headers);
-  ctx.res.end(ctx.method === 'HEAD' || body === null ? undefined : body);
+  res.writeHead(stored.status, head);
+  if (ctx.method === 'HEAD' || body === null || body.length === 0) res.end();
+  else if (body.length <= ONE_WRITE_BYTES) res.end(body.toString('latin1'), 'latin1');
+  else res.end(body);
 }
 
 /** 202 Accepted for an asynchronous operation (spec §4.3): the key is the operation id. */
