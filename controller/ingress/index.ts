@@ -192,18 +192,23 @@ function translateIngress(
   const effects = read.effects;
   if (canaryOf === undefined && !effects.canary.enabled) return { routes: [], plugins: [], problems: [] };
   for (const p of read.problems) problems.push({ field: `metadata.annotations[${p.annotation}]`, ...p });
-  const plugins = withSecrets(
-    set,
-    ref,
-    pluginsOf(ing, effects, problems, (secret) => {
-      const s = set.secrets.get(`${ns}/${secret}`);
-      return s && [...new Set([...Object.keys(s.data ?? {}), ...Object.keys(s.stringData ?? {})])];
-    }),
-    problems,
-  );
+  // The canary pass reads only what makes the canary paths; the rest is reported, not resolved.
+  const canaryPass = canaryOf === undefined;
+  if (canaryPass) problems.push(...unreadOnCanary(ing.metadata.annotations, read.problems));
+  const plugins = canaryPass
+    ? []
+    : withSecrets(
+        set,
+        ref,
+        pluginsOf(ing, effects, problems, (secret) => {
+          const s = set.secrets.get(`${ns}/${secret}`);
+          return s && [...new Set([...Object.keys(s.data ?? {}), ...Object.keys(s.stringData ?? {})])];
+        }),
+        problems,
+      );
   // Authentication asked for and not made: its paths answer 500 rather than serve unauthenticated.
   const denied = missingAuth(effects, plugins);
-  const errorBackend = errorBackendOf(set, ns, effects, problems);
+  const errorBackend = canaryPass ? undefined : errorBackendOf(set, ns, effects, problems);
 
   const ruleHosts = [...new Set((spec.rules ?? []).flatMap((r) => (r.host ? [r.host.toLowerCase()] : [])))];
   const certificates = certificatesOf(set, ing, ruleHosts, problem);
@@ -482,6 +487,34 @@ function translateIngress(
       );
   }
   return { routes, plugins, problems };
+}
+
+/** The annotations the canary pass reads of a canary Ingress, besides canary-*: its paths' answers. */
+const READ_ON_CANARY = new Set(['use-regex', 'backend-protocol', 'permanent-redirect', 'temporal-redirect']);
+
+/**
+ * A canary Ingress's other annotations, each reported: its paths take the main Ingress's
+ * settings (plugins, timeouts, error pages, …), as ingress-nginx ignores a canary's non-canary
+ * annotations. Those already reported (an invalid value) are not reported twice.
+ */
+function unreadOnCanary(
+  annotations: Readonly<Record<string, string>> | undefined,
+  reported: readonly { annotation: string }[],
+): IngressProblem[] {
+  const done = new Set(reported.map((p) => p.annotation));
+  return Object.keys(annotations ?? {})
+    .filter((k) => k.startsWith(NGINX_PREFIX) && !done.has(k))
+    .filter((k) => {
+      const name = k.slice(NGINX_PREFIX.length);
+      return name !== 'canary' && !name.startsWith('canary-') && !READ_ON_CANARY.has(name);
+    })
+    .sort()
+    .map((annotation) => ({
+      field: `metadata.annotations[${annotation}]`,
+      reason: 'AnnotationNotHonoured',
+      annotation,
+      message: `${annotation} is not read on a canary Ingress: its paths take the main Ingress's settings, as with ingress-nginx`,
+    }));
 }
 
 /**
