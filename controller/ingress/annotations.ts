@@ -468,7 +468,8 @@ export const ANNOTATIONS: readonly Annotation<unknown>[] = [
     },
     effect:
       "true: the Ingress's paths serve no requests of their own; each is the canary of the same host and path of another Ingress of its namespace, as canary-weight and canary-by-header say",
-    differs: 'only within the namespace; a canary matching no Ingress path is reported',
+    differs:
+      "only within the namespace; a canary matching no Ingress path is reported; the canary Ingress's other annotations are not read (its paths take the main Ingress's settings, as with ingress-nginx) except use-regex, backend-protocol and the redirects: each is reported",
   }),
   annotation({
     name: 'canary-weight-total',
