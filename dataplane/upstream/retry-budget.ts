@@ -5,19 +5,19 @@
  * there, so a route's `attempts` hold at low traffic too; the share is what grows with the
  * traffic, so at real traffic retries add about budgetPercent % and a failing upstream is never
  * hit with a multiple of its load. The trade-off: below minPerSecond × 100 ÷ (100 − budgetPercent)
- * requests a second (12.5 with the defaults), the reserve may double a failing upstream's load or
- * more, by at most minPerSecond retries a second (averaged over the window).
+ * requests a second (12.5 with the defaults), retries may double a failing upstream's load or
+ * more; the reserve adds at most minPerSecond of them a second, averaged over the window.
  *
- * Envoy's retry_budget (budget_percent of the requests in flight, min_retry_concurrency) is the
- * other model; it limits retries outstanding at once, which needs a count of requests in flight
- * per upstream that this code does not keep (call.ts counts each call once, as it starts), and
- * says nothing about a rate: a slow trickle of failures is never limited. Linkerd's counts what
- * this code counts (requests and retries over a window) and bounds the rate, which is the
- * promise made to a failing upstream.
+ * Envoy's retry_budget (budget_percent of the requests in flight, at least min_retry_concurrency)
+ * is the other model. It limits retries outstanding at once, which needs a count of requests in
+ * flight per upstream that this code does not keep (call.ts counts each call once, as it
+ * starts), and it bounds no rate: quick failures at low traffic all get every attempt. Linkerd's
+ * counts what this code counts (requests and retries over a window) and bounds the rate, which is
+ * the promise made to a failing upstream.
  *
  * The window slides in 1 s slots, as Linkerd's does: requests and retries older than 10 s stop
- * counting one slot at a time, so there is no moment where a whole fresh window's retries come
- * right after the last one's.
+ * counting one slot at a time, so no run of ten seconds sees much more than the budget (a fixed
+ * window allows twice it across its boundary).
  */
 const WINDOW_S = 10;
 const SLOT_MS = 1_000;
