@@ -75,7 +75,17 @@ export const Retries = Type.Object(
       Type.Integer({
         minimum: 0,
         maximum: 100,
-        description: 'Retries allowed as a share of requests over 10 s (default 20; at least 3 per 10 s).',
+        description:
+          'Retries allowed as a share of requests over the last 10 s (default 20), on top of minRetriesPerSecond.',
+      }),
+    ),
+    minRetriesPerSecond: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: 1000,
+        description:
+          'Retries always allowed, a second, averaged over the last 10 s, whatever the traffic (default 10), ' +
+          'so that attempts hold at low traffic; the budget is minRetriesPerSecond × 10 + budgetPercent of the requests.',
       }),
     ),
     idempotentBackend: Type.Optional(

@@ -241,6 +241,7 @@ function resilienceOf(
       backoffBaseMs: d('spec.service.retries.backoff.base', r.backoff?.base, 25),
       backoffMaxMs: d('spec.service.retries.backoff.max', r.backoff?.max, 250),
       budgetPercent: r.budgetPercent ?? 20,
+      minRetriesPerSecond: r.minRetriesPerSecond ?? 10,
       idempotentBackend: r.idempotentBackend ?? false,
     };
   }

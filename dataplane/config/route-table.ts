@@ -364,6 +364,8 @@ export const Upstream = Type.Object(
           backoffBaseMs: Type.Integer({ minimum: 0 }),
           backoffMaxMs: Type.Integer({ minimum: 0 }),
           budgetPercent: Type.Integer({ minimum: 0, maximum: 100 }),
+          /** Retries always allowed, a second, over the budget's 10 s window (upstream/retry-budget.ts). */
+          minRetriesPerSecond: Type.Integer({ minimum: 0, maximum: 1000 }),
           idempotentBackend: Type.Boolean(),
         },
         { additionalProperties: false },

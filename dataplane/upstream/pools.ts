@@ -87,7 +87,9 @@ export class PoolRegistry {
       const url = new URL(u.url);
       const made: LazyUpstream = new LazyUpstream(u, url.origin, {
         basePath: url.pathname === '/' ? '' : url.pathname.replace(/\/$/, ''),
-        retry: u.retries ? { ...u.retries, budget: new RetryBudget(u.retries.budgetPercent) } : null,
+        retry: u.retries
+          ? { ...u.retries, budget: new RetryBudget(u.retries.budgetPercent, u.retries.minRetriesPerSecond) }
+          : null,
         breaker: u.breaker ? new CircuitBreaker(u.breaker, (state) => this.#onCircuit(u.id, state)) : null,
         // A retired upstream's series are gone with it (Metrics.retain): only a registered one reports.
         onDrained: () => {

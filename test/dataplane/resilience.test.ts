@@ -22,6 +22,7 @@ const retries = {
   backoffBaseMs: 5,
   backoffMaxMs: 20,
   budgetPercent: 100,
+  minRetriesPerSecond: 10,
   idempotentBackend: false,
 };
 const breaker = { errorPercent: 50, minRequests: 4, windowMs: 10_000, openMs: 300, halfOpenRequests: 1 };
@@ -68,7 +69,9 @@ beforeAll(async () => {
           timeouts: { connectMs: 1000, responseMs: 10_000, idleMs: 10_000, requestMs: 50 },
           retries: { ...retries, attempts: 10, backoffBaseMs: 1000, backoffMaxMs: 1000 },
         }),
-        u('tight', up.url, { retries: { ...retries, attempts: 1, budgetPercent: 0 } }),
+        u('tight', up.url, {
+          retries: { ...retries, attempts: 1, budgetPercent: 0, minRetriesPerSecond: 1 },
+        }),
         u('breaker', up.url, { breaker }),
         u('deadline', up.url, {
           timeouts: { connectMs: 1000, responseMs: 10_000, idleMs: 10_000, requestMs: 300 },
@@ -115,7 +118,7 @@ describe('retries', () => {
 
   it('gives up after the configured attempts and passes the last answer through', async () => {
     const id = randomUUID();
-    // Its own upstream: a fresh retry budget (the minimum of 3 per window).
+    // Its own upstream: a fresh retry budget (the reserve of 10 a second, 100 per window).
     const r = await call(`/retry2?id=${id}&fail=9`);
     expect([r.status, r.text]).toEqual([503, 'busy']);
     expect(hits.get(id)).toBe(3);
@@ -201,11 +204,11 @@ describe('retries', () => {
   });
 
   it('the budget caps retries: with none left, failures pass through untried', async () => {
-    // budgetPercent 0: only the minimum of 3 retries per 10 s window.
-    const ids = Array.from({ length: 6 }, () => randomUUID());
+    // budgetPercent 0 and minRetriesPerSecond 1: the reserve alone, 10 retries per 10 s window.
+    const ids = Array.from({ length: 13 }, () => randomUUID());
     for (const id of ids) await call(`/tight?id=${id}&fail=1`);
     const tried = ids.map((id) => hits.get(id));
-    expect(tried.filter((n) => n === 2)).toHaveLength(3);
+    expect(tried.filter((n) => n === 2)).toHaveLength(10);
     expect(tried.filter((n) => n === 1)).toHaveLength(3);
     expect(await metric('sluice_upstream_retries_total', 'upstream="tight",reason="budget_exhausted"')).toBe(
       3,

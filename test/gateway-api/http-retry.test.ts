@@ -11,13 +11,12 @@
  * status the client gets and, beyond upstream's check, how many tries the back end saw: 1 + the
  * retries the rule allows, or fewer when one succeeds, and 1 for a code the rule does not list.
  *
- * Sluice's retry budget holds for these retries as for a GatewayRoute's: over 10 s, retries may
- * add at most 20 % of an upstream's requests (at least 3). The cases need 17 retries per data
- * plane, so the test first lets each plane's window start afresh and sends ordinary requests that
- * make room for them (docs/gateway-api.md says so for users too).
+ * Sluice's retry budget holds for these retries as for a GatewayRoute's: over the last 10 s, 10
+ * retries a second plus 20 % of an upstream's requests (Linkerd's). The cases need 17 retries per
+ * data plane within a few seconds, with no other traffic: the 100 a window allow them as they
+ * come, as upstream's suite sends them.
  */
 import { randomUUID } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { http1 } from '../helpers/gateway-api/clients.ts';
 import { crdStates, installGatewayApiCrds } from '../helpers/gateway-api/crds.ts';
@@ -54,8 +53,6 @@ const CASES: { path: string; code: number; succeedAfter: number; status: number;
   { path: CODE_ALL, code: 504, succeedAfter: 1, status: 200, tries: 2 },
   { path: CODE_ALL, code: 504, succeedAfter: 3, status: 504, tries: 3 },
 ];
-/** Ordinary requests per path and plane before the cases: 20 % of 60 + the cases' own is room for 12 retries. */
-const ROOM = 60;
 
 describe.skipIf(!RUN)('GATEWAY-HTTP extended', () => {
   it('HTTPRouteRetry', async () => {
@@ -63,12 +60,8 @@ describe.skipIf(!RUN)('GATEWAY-HTTP extended', () => {
       await routeParent(env, INFRA, 'retries', 'same-namespace');
       const urls = await env.gatewayUrls(INFRA, 'same-namespace', 80);
       for (const path of [CODE_500, CODE_ALL]) await expectRequest(urls, path, V3);
-      // A budget window ends 10 s after it starts; the next request starts a new one.
-      await sleep(10_100);
       await Promise.all(
         urls.map(async (url) => {
-          for (const path of [CODE_500, CODE_ALL])
-            for (let i = 0; i < ROOM; i++) expect((await http1(`${url}${path}`)).status).toBe(200);
           for (const c of CASES) {
             const uuid = randomUUID();
             const query = `?responseCode=${c.code}&succeedAfter=${c.succeedAfter}&uuid=${uuid}`;

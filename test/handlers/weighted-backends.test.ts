@@ -34,6 +34,7 @@ beforeAll(async () => {
       backoffBaseMs: 0,
       backoffMaxMs: 0,
       budgetPercent: 100,
+      minRetriesPerSecond: 10,
       idempotentBackend: false,
     },
   };

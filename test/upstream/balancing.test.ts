@@ -174,6 +174,7 @@ describe('retries', () => {
     backoffBaseMs: 0,
     backoffMaxMs: 0,
     budgetPercent: 100,
+    minRetriesPerSecond: 10,
     idempotentBackend: false,
   };
 

@@ -37,6 +37,7 @@ const retries = {
   backoffBaseMs: 1,
   backoffMaxMs: 5,
   budgetPercent: 100,
+  minRetriesPerSecond: 10,
   idempotentBackend: false,
 };
 
