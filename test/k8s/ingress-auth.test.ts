@@ -29,7 +29,7 @@ import { http1 } from '../helpers/gateway-api/clients.ts';
 import { type EchoServer, startEcho } from '../helpers/gateway-api/echo.ts';
 import { kubectl, ok } from '../helpers/kubectl.ts';
 import { freePort } from '../helpers/servers.ts';
-import { waitFor } from '../helpers/until.ts';
+import { eventsOf, nginxIngress } from '../helpers/ingress-objects.ts';
 
 const NS = `sluice-ingress-auth-${randomBytes(3).toString('hex')}`;
 const PLANES = ['127.0.5.1', '127.0.5.2'];
@@ -54,31 +54,6 @@ kind: Secret
 metadata: { name: ${name} }
 data: { auth: ${b64(lines)} }
 `;
-const ingress = (name: string, host: string, annotations: Record<string, string>) => `
-apiVersion: networking.k8s.io/v1
-kind: Ingress
-metadata:
-  name: ${name}
-  annotations: ${JSON.stringify(Object.fromEntries(Object.entries(annotations).map(([k, v]) => [`nginx.ingress.kubernetes.io/${k}`, v])))}
-spec:
-  ingressClassName: sluice
-  rules:
-    - host: ${host}
-      http: { paths: [{ path: /, pathType: Prefix, backend: { service: { name: web, port: { number: 80 } } } }] }
-`;
-
-async function eventsOf(name: string, reason: string) {
-  return waitFor(
-    `a ${reason} Event on ${name}`,
-    async () =>
-      (
-        JSON.parse(await ok(['get', 'events', '-n', NS, '-o', 'json'])) as {
-          items: { reason: string; message: string; involvedObject: { name: string } }[];
-        }
-      ).items.filter((e) => e.involvedObject.name === name && e.reason === reason),
-    (items) => items.length > 0,
-  );
-}
 
 beforeAll(async () => {
   await crdsAndNamespace(NS);
@@ -114,7 +89,7 @@ afterAll(async () => {
 describe('Ingress auth-type: basic', () => {
   it("answers 401 with the realm's challenge, lets the htpasswd users through, and serves a change of the Secret", async () => {
     await apply(
-      `${usersSecret('users', `${FOO}\n`)}\n---\n${ingress('basic', 'basic.example.test', {
+      `${usersSecret('users', `${FOO}\n`)}\n---\n${nginxIngress('basic', 'basic.example.test', {
         'auth-type': 'basic',
         'auth-secret': 'users',
         'auth-realm': 'Authentication Required - foo',
@@ -153,7 +128,7 @@ describe('Ingress auth-type: basic', () => {
 
   it('answers 500 while auth-secret names no Secret (reported), and authenticates once it exists', async () => {
     await apply(
-      ingress('later', 'later.example.test', { 'auth-type': 'basic', 'auth-secret': 'later-users' }),
+      nginxIngress('later', 'later.example.test', { 'auth-type': 'basic', 'auth-secret': 'later-users' }),
     );
     const host = 'later.example.test';
     const [r] = await expectRequest(
@@ -163,7 +138,7 @@ describe('Ingress auth-type: basic', () => {
       { headers: { host, authorization: basic('foo', 'bar') } },
     );
     expect(JSON.parse(r.body).code).toBe('SLC_ERR_BACKEND_INVALID');
-    const [event] = await eventsOf('later', 'SecretNotFound');
+    const [event] = await eventsOf(NS, 'later', 'SecretNotFound');
     expect(event.message).toContain(`Secret ${NS}/later-users not found`);
     await apply(usersSecret('later-users', `${FOO}\n`));
     await expectRequest(
@@ -180,11 +155,11 @@ describe('Ingress auth-url', () => {
   it('asks the service before each request: 2xx through with its headers, 401 to auth-signin, 403 passed back; no answer in time is 500', async () => {
     const auth = `http://127.0.5.13:${(authService.address() as AddressInfo).port}`;
     await apply(
-      `${ingress('ext', 'ext.example.test', {
+      `${nginxIngress('ext', 'ext.example.test', {
         'auth-url': `${auth}/check`,
         'auth-signin': 'https://login.example.test/start',
         'auth-response-headers': 'X-Auth-Request-User',
-      })}\n---\n${ingress('slow', 'slow.example.test', { 'auth-url': `${auth}/slow`, 'proxy-read-timeout': '1' })}`,
+      })}\n---\n${nginxIngress('slow', 'slow.example.test', { 'auth-url': `${auth}/slow`, 'proxy-read-timeout': '1' })}`,
     );
     const host = 'ext.example.test';
     const [moved] = await expectRequest(proxies(), '/page?x=1', { status: 302 }, { headers: { host } });

@@ -32,7 +32,7 @@ import {
 import { type EchoServer, startEcho } from '../helpers/gateway-api/echo.ts';
 import { kubectl, ok } from '../helpers/kubectl.ts';
 import { freePort } from '../helpers/servers.ts';
-import { waitFor } from '../helpers/until.ts';
+import { eventsOf, nginxIngress } from '../helpers/ingress-objects.ts';
 
 const NS = `sluice-ingress-errs-${randomBytes(3).toString('hex')}`;
 const OTHER = `${NS}-other`;
@@ -53,32 +53,6 @@ const b64 = (s: string) => Buffer.from(s).toString('base64');
 // ingress-nginx's documented example: htpasswd -c auth foo (password bar).
 const FOO = 'foo:$apr1$OFG3Xybp$ckL0FHDAkoXYIlH9.cysT0';
 const basic = (user: string, password: string) => `Basic ${b64(`${user}:${password}`)}`;
-
-const ingress = (name: string, host: string, annotations: Record<string, string>, service = 'web') => `
-apiVersion: networking.k8s.io/v1
-kind: Ingress
-metadata:
-  name: ${name}
-  annotations: ${JSON.stringify(Object.fromEntries(Object.entries(annotations).map(([k, v]) => [`nginx.ingress.kubernetes.io/${k}`, v])))}
-spec:
-  ingressClassName: sluice
-  rules:
-    - host: ${host}
-      http: { paths: [{ path: /, pathType: Prefix, backend: { service: { name: ${service}, port: { number: 80 } } } }] }
-`;
-
-async function eventsOf(name: string, reason: string) {
-  return waitFor(
-    `a ${reason} Event on ${name}`,
-    async () =>
-      (
-        JSON.parse(await ok(['get', 'events', '-n', NS, '-o', 'json'])) as {
-          items: { type: string; reason: string; message: string; involvedObject: { name: string } }[];
-        }
-      ).items.filter((e) => e.involvedObject.name === name && e.reason === reason),
-    (items) => items.length > 0,
-  );
-}
 
 beforeAll(async () => {
   await crdsAndNamespace(NS);
@@ -155,7 +129,9 @@ async function postUntilAnswered(url: string, host: string) {
 describe('Ingress proxy-send-timeout', () => {
   it('cuts a back end that takes none of the streamed body after the timeout: 504, not proxy-read-timeout', async () => {
     const host = 'send.example.test';
-    await apply(ingress('send', host, { 'proxy-send-timeout': '1', 'proxy-read-timeout': '60' }, 'stuck'));
+    await apply(
+      nginxIngress('send', host, { 'proxy-send-timeout': '1', 'proxy-read-timeout': '60' }, 'stuck'),
+    );
     await expectRequest(proxies(), '/', { status: 200 }, { headers: { host } });
     for (const url of proxies()) {
       const r = await postUntilAnswered(`${url}/upload`, host);
@@ -179,7 +155,7 @@ data: { auth: ${b64(`${FOO}\n`)} }
     await apply(secret);
     await apply(secret, OTHER);
     await apply(
-      `${ingress('own-ns', 'own.example.test', { 'auth-type': 'basic', 'auth-secret': `${NS}/users` })}\n---\n${ingress(
+      `${nginxIngress('own-ns', 'own.example.test', { 'auth-type': 'basic', 'auth-secret': `${NS}/users` })}\n---\n${nginxIngress(
         'other-ns',
         'other.example.test',
         { 'auth-type': 'basic', 'auth-secret': `${OTHER}/users` },
@@ -200,7 +176,7 @@ data: { auth: ${b64(`${FOO}\n`)} }
       { headers: { host: 'other.example.test', authorization: basic('foo', 'bar') } },
     );
     expect(JSON.parse(refused.body).code).toBe('SLC_ERR_BACKEND_INVALID');
-    const events = await eventsOf('other-ns', 'InvalidAnnotation');
+    const events = await eventsOf(NS, 'other-ns', 'InvalidAnnotation');
     const event = events.find((e) => e.message.includes('auth-secret:'))!;
     expect(event.type).toBe('Warning');
     expect(event.message).toContain(`nginx.ingress.kubernetes.io/auth-secret: "${OTHER}/users"`);
@@ -211,7 +187,9 @@ data: { auth: ${b64(`${FOO}\n`)} }
 describe('Ingress custom-http-errors with default-backend', () => {
   it('answers the listed statuses from the default backend, asked as ingress-nginx asks it; others pass', async () => {
     const host = 'pages.example.test';
-    await apply(ingress('pages', host, { 'custom-http-errors': '404,503', 'default-backend': 'errors' }));
+    await apply(
+      nginxIngress('pages', host, { 'custom-http-errors': '404,503', 'default-backend': 'errors' }),
+    );
     const [page] = await expectRequest(
       proxies(),
       '/status/404',
@@ -239,7 +217,7 @@ describe('Ingress custom-http-errors with default-backend', () => {
 
   it('answers from the default backend when the Service has no ready endpoint (X-Code 503)', async () => {
     const host = 'down.example.test';
-    await apply(ingress('down', host, { 'default-backend': 'errors' }, 'down'));
+    await apply(nginxIngress('down', host, { 'default-backend': 'errors' }, 'down'));
     await expectRequest(
       proxies(),
       '/x',
@@ -250,11 +228,13 @@ describe('Ingress custom-http-errors with default-backend', () => {
 
   it('reports an invalid status list with a Warning Event naming it and its value; the paths keep serving', async () => {
     const host = 'bad-pages.example.test';
-    await apply(ingress('bad-pages', host, { 'custom-http-errors': '404,abc', 'default-backend': 'errors' }));
+    await apply(
+      nginxIngress('bad-pages', host, { 'custom-http-errors': '404,abc', 'default-backend': 'errors' }),
+    );
     // Served, the 404 passed through as the back end's.
     await expectRequest(proxies(), '/ok', { namespace: NS, backend: 'web' }, { headers: { host } });
     await expectRequest(proxies(), '/status/404', { status: 404 }, { headers: { host } });
-    const [event] = await eventsOf('bad-pages', 'InvalidAnnotation');
+    const [event] = await eventsOf(NS, 'bad-pages', 'InvalidAnnotation');
     expect(event.type).toBe('Warning');
     expect(event.message).toContain('nginx.ingress.kubernetes.io/custom-http-errors: "404,abc"');
   });
