@@ -1,13 +1,12 @@
 /**
- * The chart's Node flags for a values preset: the same arithmetic as sluice.nodeOptions in
- * charts/sluice/templates/_helpers.tpl, and the controller's SLUICE_NODE_FLAG.
+ * The chart's Node flags for a values preset: the same arithmetic as sluice.nodeOptions (the data
+ * plane) and sluice.controllerHeap in charts/sluice/templates/_helpers.tpl, and the controller's
+ * SLUICE_NODE_FLAG.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
 import { ROOT, SLUICE_NODE_FLAGS } from '../lib/machine.ts';
-
-// The chart's Node flags for a preset (the same arithmetic as sluice.nodeOptions in _helpers.tpl).
 
 export interface Sizing {
   limitMiB: number;
@@ -25,15 +24,15 @@ export function sizing(preset: string): { controller: Sizing; dataplane: Sizing 
   const over = preset === 'default' ? {} : parse(readFileSync(join(ROOT, `helm/${preset}.yaml`), 'utf8'));
   const of = (role: 'controller' | 'dataplane', workers: number): Sizing => {
     const limit = over[role]?.resources?.limits?.memory ?? base[role].resources.limits.memory;
-    const percent = over[role]?.heapPercent ?? base[role].heapPercent;
     const limitMiB = mebibytes(limit);
-    const semi =
-      role === 'controller' ? (over.controller?.semiSpaceMiB ?? base.controller.semiSpaceMiB) : null;
-    return {
-      limitMiB,
-      heapMiB: Math.floor((limitMiB * percent) / (100 * workers)),
-      nodeFlag: semi === null ? null : `--max-semi-space-size=${semi}`,
-    };
+    if (role === 'controller') {
+      // sluice.controllerHeap: what the limit leaves after heapReserveMiB.
+      const reserve = over.controller?.heapReserveMiB ?? base.controller.heapReserveMiB;
+      const semi = over.controller?.semiSpaceMiB ?? base.controller.semiSpaceMiB;
+      return { limitMiB, heapMiB: limitMiB - reserve, nodeFlag: `--max-semi-space-size=${semi}` };
+    }
+    const percent = over[role]?.heapPercent ?? base[role].heapPercent;
+    return { limitMiB, heapMiB: Math.floor((limitMiB * percent) / (100 * workers)), nodeFlag: null };
   };
   return {
     controller: of('controller', 1),

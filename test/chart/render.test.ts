@@ -224,7 +224,7 @@ describe('rendered pods', () => {
     expect(subjects.map((s) => s.name)).not.toContain('gw-sluice-dataplane');
   });
 
-  it('NODE_OPTIONS: the old generation at 75% of the memory limit (split across workers), semi-space 16 MB', async () => {
+  it("the data plane's NODE_OPTIONS: the old generation at 75% of the memory limit (split across workers), semi-space 16 MB", async () => {
     const nodeOptions = async (set: Record<string, string>, deployment = 'gw-sluice-dataplane') =>
       container(await render({ set }), deployment).env.find(
         (e: { name: string }) => e.name === 'NODE_OPTIONS',
@@ -246,7 +246,24 @@ describe('rendered pods', () => {
     expect(await nodeOptions({ 'dataplane.resources.limits.memory': 'null' })).toBe(
       '--max-semi-space-size=16',
     );
-    expect(await nodeOptions({}, 'gw-sluice-controller')).toBe('--max-old-space-size=192');
+  });
+
+  it("the controller's old generation: what the memory limit leaves after heapReserveMiB; too little fails naming both", async () => {
+    const nodeOptions = async (set: Record<string, string>) =>
+      container(await render({ set }), 'gw-sluice-controller').env.find(
+        (e: { name: string }) => e.name === 'NODE_OPTIONS',
+      )?.value;
+    expect(await nodeOptions({})).toBe('--max-old-space-size=144');
+    expect(await nodeOptions({ 'controller.resources.limits.memory': '192Mi' })).toBe(
+      '--max-old-space-size=80',
+    );
+    expect(
+      await nodeOptions({ 'controller.resources.limits.memory': '1Gi', 'controller.heapReserveMiB': '128' }),
+    ).toBe('--max-old-space-size=896');
+    expect(await nodeOptions({ 'controller.resources.limits.memory': 'null' })).toBeUndefined();
+    await expect(render({ set: { 'controller.resources.limits.memory': '128Mi' } })).rejects.toThrow(
+      /controller\.resources\.limits\.memory 128Mi leaves 16 MiB of heap after controller\.heapReserveMiB \(112\)/,
+    );
   });
 
   it("the controller's young generation: SLUICE_NODE_FLAG, which the binary's #! line passes after its own", async () => {
