@@ -57,7 +57,10 @@ export const resolveUpstreams: Pass = (state) => {
   const known = new Map<ModelRoute, Map<string, Resolved>>();
   const resolvedFor = (route: ModelRoute, w: Wish, c: Common): Resolved => {
     let byWish = known.get(route);
-    if (byWish === undefined) known.set(route, (byWish = new Map()));
+    if (byWish === undefined) {
+      byWish = new Map();
+      known.set(route, byWish);
+    }
     const group = groupOf(route, w);
     const key = `${group}\n${w.url}\n${w.requestMs ?? ''}\n${w.balance ? JSON.stringify(w.balance) : ''}`;
     let r = byWish.get(key);
