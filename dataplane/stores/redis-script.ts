@@ -11,12 +11,10 @@
  * plugin's first execution (two scripts per request): see bench/README.md.
  */
 import { createHash } from 'node:crypto';
+import { Command } from 'ioredis';
 import type { RedisClient } from './redis-connection.ts';
 
 export type ScriptArg = string | number | Buffer;
-
-/** The reply as ioredis gives it: Buffers (`buffers`) or strings, numbers and arrays of them. */
-type Runner = (...args: ScriptArg[]) => Promise<unknown>;
 
 export class RedisScript {
   readonly #lua: string;
@@ -29,15 +27,23 @@ export class RedisScript {
     this.#sha = createHash('sha1').update(lua).digest('hex');
   }
 
-  /** Runs the script with its keys first, then its arguments; `buffers`: bulk replies as Buffers. */
+  /**
+   * Runs the script with its keys first, then its arguments; `buffers`: bulk replies as Buffers
+   * (else strings). The Command is made here, as ioredis's evalsha/evalshaBuffer methods make it
+   * (their wrapper copies the arguments once more and checks for auto-pipelining, which is off).
+   */
   run<T>(client: RedisClient, args: ScriptArg[], buffers = false): Promise<T> {
-    const c = client as unknown as Record<string, Runner>;
-    const evalsha = buffers ? c.evalshaBuffer : c.evalsha;
-    return evalsha.call(client, this.#sha, this.#numberOfKeys, ...args).catch((err: Error) => {
+    const send = (name: string, first: string) =>
+      client.sendCommand(
+        new Command(name, [first, this.#numberOfKeys, ...args], {
+          replyEncoding: buffers ? null : 'utf8',
+          keyPrefix: client.options.keyPrefix,
+        }),
+      ) as Promise<T>;
+    return send('evalsha', this.#sha).catch((err: Error) => {
       if (!isNoScript(err)) throw err;
-      const evaluate = buffers ? c.evalBuffer : c.eval;
-      return evaluate.call(client, this.#lua, this.#numberOfKeys, ...args);
-    }) as Promise<T>;
+      return send('eval', this.#lua);
+    });
   }
 }
 
