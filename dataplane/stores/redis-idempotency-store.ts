@@ -9,7 +9,7 @@
  * costs one round trip and a first execution two (claim, complete). Time comes from Redis
  * (TIME), never from the replicas' clocks.
  */
-import type { Cluster, Redis } from 'ioredis';
+import { isUtf8 } from 'node:buffer';
 import type {
   ClaimRequest,
   ClaimResult,
@@ -17,7 +17,8 @@ import type {
   IdempotencyStore,
   StoredResponse,
 } from './idempotency-store.ts';
-import type { RedisCaller } from './redis-connection.ts';
+import type { RedisCaller, RedisClient } from './redis-connection.ts';
+import { RedisScript } from './redis-script.ts';
 
 // KEYS: record, lease. ARGV: fingerprint, owner, ttl ms, lease ms.
 const CLAIM = `
@@ -71,37 +72,20 @@ return 1
 
 type Reply = Buffer[];
 
-interface Scripts {
-  sluiceIdemClaimBuffer(
-    rec: string,
-    lease: string,
-    fp: string,
-    owner: string,
-    ttl: number,
-    leaseMs: number,
-  ): Promise<Reply>;
-  sluiceIdemPeekBuffer(rec: string, lease: string): Promise<Reply>;
-  sluiceIdemRenew(rec: string, lease: string, owner: string, leaseMs: number): Promise<number>;
-  sluiceIdemComplete(
-    rec: string,
-    lease: string,
-    owner: string,
-    status: number,
-    headers: string,
-    body: Buffer,
-    omitted: number,
-  ): Promise<number>;
-  sluiceIdemRelease(rec: string, lease: string, owner: string): Promise<number>;
-}
+const SCRIPTS = {
+  claim: new RedisScript(CLAIM, 2),
+  peek: new RedisScript(PEEK, 2),
+  renew: new RedisScript(RENEW, 2),
+  complete: new RedisScript(COMPLETE, 2),
+  release: new RedisScript(RELEASE, 2),
+};
 
-export function defineIdempotencyScripts(client: Redis | Cluster): void {
-  const define = (name: string, lua: string) => client.defineCommand(name, { numberOfKeys: 2, lua });
-  define('sluiceIdemClaim', CLAIM);
-  define('sluiceIdemPeek', PEEK);
-  define('sluiceIdemRenew', RENEW);
-  define('sluiceIdemComplete', COMPLETE);
-  define('sluiceIdemRelease', RELEASE);
-}
+/**
+ * Optimization: a stored body up to this size that is valid UTF-8 goes to Redis as a string (the
+ * same bytes once encoded): the whole EVALSHA is then one string, where a Buffer argument puts
+ * ioredis in its Buffer mode (every part measured twice and copied into a new Buffer).
+ */
+const STRING_BODY_BYTES = 16 * 1024;
 
 function parseFound(r: Reply): IdempotencyRecord {
   const [, st, fp, ca, code, hdrs, body, om, leased] = r;
@@ -124,12 +108,12 @@ function parseFound(r: Reply): IdempotencyRecord {
 }
 
 export class RedisIdempotencyStore implements IdempotencyStore {
-  readonly #redis: RedisCaller<Scripts>;
+  readonly #redis: RedisCaller<RedisClient>;
   readonly #prefix: string;
 
   /** `prefix` namespaces the keys (tests use one per test; deployments may share a Redis). */
   constructor(redis: RedisCaller<unknown>, prefix = 'sluice:idem:') {
-    this.#redis = redis as RedisCaller<Scripts>;
+    this.#redis = redis as RedisCaller<RedisClient>;
     this.#prefix = prefix;
   }
 
@@ -141,7 +125,7 @@ export class RedisIdempotencyStore implements IdempotencyStore {
   async claim(req: ClaimRequest): Promise<ClaimResult> {
     const [rec, lease] = this.#keys(req.id);
     const r = await this.#redis.call('claim', (c) =>
-      c.sluiceIdemClaimBuffer(rec, lease, req.fingerprint, req.owner, req.ttlMs, req.leaseMs),
+      SCRIPTS.claim.run<Reply>(c, [rec, lease, req.fingerprint, req.owner, req.ttlMs, req.leaseMs], true),
     );
     const outcome = r[0].toString();
     if (outcome === 'claimed' || outcome === 'takeover') return { outcome };
@@ -150,27 +134,29 @@ export class RedisIdempotencyStore implements IdempotencyStore {
 
   async renew(id: string, owner: string, leaseMs: number): Promise<boolean> {
     const [rec, lease] = this.#keys(id);
-    return (await this.#redis.call('renew', (c) => c.sluiceIdemRenew(rec, lease, owner, leaseMs))) === 1;
+    return (await this.#redis.call('renew', (c) => SCRIPTS.renew.run(c, [rec, lease, owner, leaseMs]))) === 1;
   }
 
   async complete(id: string, owner: string, response: StoredResponse): Promise<boolean> {
     const [rec, lease] = this.#keys(id);
     const headers = JSON.stringify(response.headers);
     const omitted = response.bodyOmitted ? 1 : 0;
+    const b = response.body;
+    const body = b.length <= STRING_BODY_BYTES && isUtf8(b) ? b.toString() : b;
     const r = await this.#redis.call('complete', (c) =>
-      c.sluiceIdemComplete(rec, lease, owner, response.status, headers, response.body, omitted),
+      SCRIPTS.complete.run(c, [rec, lease, owner, response.status, headers, body, omitted]),
     );
     return r === 1;
   }
 
   async release(id: string, owner: string): Promise<void> {
     const [rec, lease] = this.#keys(id);
-    await this.#redis.call('release', (c) => c.sluiceIdemRelease(rec, lease, owner));
+    await this.#redis.call('release', (c) => SCRIPTS.release.run(c, [rec, lease, owner]));
   }
 
   async get(id: string): Promise<IdempotencyRecord | null> {
     const [rec, lease] = this.#keys(id);
-    const r = await this.#redis.call('get', (c) => c.sluiceIdemPeekBuffer(rec, lease));
+    const r = await this.#redis.call('get', (c) => SCRIPTS.peek.run<Reply>(c, [rec, lease], true));
     return r[0].toString() === 'none' ? null : parseFound(r);
   }
 

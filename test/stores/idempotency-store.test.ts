@@ -10,11 +10,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { IdempotencyStore, StoredResponse } from '../../dataplane/stores/idempotency-store.ts';
 import { MemoryIdempotencyStore } from '../../dataplane/stores/memory-idempotency-store.ts';
 import { RedisCaller, createRedisClient } from '../../dataplane/stores/redis-connection.ts';
-import {
-  RedisIdempotencyStore,
-  defineIdempotencyScripts,
-} from '../../dataplane/stores/redis-idempotency-store.ts';
-import { dropPrefix, sharedRedisUrl, uniquePrefix } from '../helpers/redis.ts';
+import { RedisIdempotencyStore } from '../../dataplane/stores/redis-idempotency-store.ts';
+import { dropPrefix, sharedRedisUrl, startPrivateRedis, uniquePrefix } from '../helpers/redis.ts';
 
 interface Harness {
   store: IdempotencyStore;
@@ -37,7 +34,6 @@ async function memoryHarness(): Promise<Harness> {
 async function redisHarness(): Promise<Harness> {
   const prefix = uniquePrefix('store');
   const client = createRedisClient(sharedRedisUrl);
-  defineIdempotencyScripts(client);
   const caller = new RedisCaller(client, { timeoutMs: 2_000 });
   if (!(await caller.ready(5_000))) throw new Error(`no Redis at ${sharedRedisUrl}`);
   const store = new RedisIdempotencyStore(caller, prefix);
@@ -114,6 +110,18 @@ describe.each([
     expect(found.record.response?.headers).toEqual(response().headers);
     expect(Buffer.compare(found.record.response!.body, body)).toBe(0);
     expect(found.record.response?.bodyOmitted).toBe(false);
+  });
+
+  it('a UTF-8 body, small or over 16 KiB, comes back byte for byte', async () => {
+    // The Redis store sends a small UTF-8 body as a string and a larger one as a Buffer.
+    for (const text of ['{"name":"café €5 日本"}', `{"pad":"${'ü€'.repeat(6_000)}"}`]) {
+      const req = fresh();
+      await h.store.claim(req);
+      const body = Buffer.from(text);
+      expect(await h.store.complete(req.id, req.owner, response(200, body))).toBe(true);
+      const stored = (await h.store.get(req.id))?.response?.body;
+      expect(stored && Buffer.compare(stored, body)).toBe(0);
+    }
   });
 
   it('a response stored without its body keeps the flag', async () => {
@@ -217,5 +225,40 @@ describe('memory store cleanup', () => {
     expect(store.sweep()).toBe(1);
     expect(store.size).toBe(1);
     await store.close();
+  });
+});
+
+describe('redis store: scripts the server no longer has', () => {
+  it('after SCRIPT FLUSH (a restart, a failover) every operation still works, once each', async () => {
+    // A private server: SCRIPT FLUSH empties the script cache of everyone on that Redis.
+    const redis = await startPrivateRedis();
+    const caller = new RedisCaller(createRedisClient(redis.url), { timeoutMs: 2_000 });
+    try {
+      expect(await caller.ready(5_000)).toBe(true);
+      const store = new RedisIdempotencyStore(caller, uniquePrefix('noscript'));
+      const flush = () => caller.client.script('FLUSH');
+      const req = { id: randomUUID(), fingerprint: 'f', owner: randomUUID(), ttlMs: 60_000, leaseMs: 5_000 };
+      await flush();
+      expect(await store.claim(req)).toEqual({ outcome: 'claimed' });
+      await flush();
+      expect(await store.renew(req.id, req.owner, 5_000)).toBe(true);
+      await flush();
+      expect(await store.complete(req.id, req.owner, response())).toBe(true);
+      await flush();
+      const found = await store.claim({ ...req, owner: randomUUID() });
+      expect(found.outcome === 'found' && found.record.state).toBe('COMPLETED');
+      await flush();
+      expect((await store.get(req.id))?.state).toBe('COMPLETED');
+      // Claimed once: the record was created by the first claim and never again.
+      const other = { ...req, id: randomUUID() };
+      await flush();
+      expect(await store.claim(other)).toEqual({ outcome: 'claimed' });
+      await flush();
+      await store.release(other.id, other.owner);
+      expect(await store.get(other.id)).toBeNull();
+    } finally {
+      await caller.close();
+      await redis.stop();
+    }
   });
 });

@@ -9,16 +9,12 @@ import { Cluster, Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { IdempotencyStore } from '../../dataplane/stores/idempotency-store.ts';
 import { RedisCaller, createRedisClient } from '../../dataplane/stores/redis-connection.ts';
-import {
-  RedisIdempotencyStore,
-  defineIdempotencyScripts,
-} from '../../dataplane/stores/redis-idempotency-store.ts';
+import { RedisIdempotencyStore } from '../../dataplane/stores/redis-idempotency-store.ts';
 import { startRedisCluster, type TestRedisCluster } from '../helpers/redis-cluster.ts';
 import { startRedisSentinel, type TestRedisSentinel } from '../helpers/redis-sentinel.ts';
 
 async function storeFor(url: string): Promise<{ store: IdempotencyStore; caller: RedisCaller<unknown> }> {
   const client = createRedisClient(url);
-  defineIdempotencyScripts(client);
   const caller = new RedisCaller(client, { timeoutMs: 3_000 });
   if (!(await caller.ready(10_000))) throw new Error(`not ready: ${url} (${client.status})`);
   return { store: new RedisIdempotencyStore(caller, 'sluice-topology:'), caller };

@@ -1,15 +1,12 @@
 /** The idempotency records: in Redis (shared by every replica, Lua scripts) or in this process's memory. */
 import type { IdempotencyStore } from '../../stores/idempotency-store.ts';
 import { MemoryIdempotencyStore } from '../../stores/memory-idempotency-store.ts';
-import { RedisIdempotencyStore, defineIdempotencyScripts } from '../../stores/redis-idempotency-store.ts';
+import { RedisIdempotencyStore } from '../../stores/redis-idempotency-store.ts';
 import { storeKind } from '../../stores/store-kind.ts';
 
 export const RECORDS = storeKind<IdempotencyStore>({
   name: 'idempotency records',
   memory: () => new MemoryIdempotencyStore(),
-  redis: (r) => {
-    defineIdempotencyScripts(r.client);
-    return new RedisIdempotencyStore(r.caller, `${r.prefix}idem:`);
-  },
+  redis: (r) => new RedisIdempotencyStore(r.caller, `${r.prefix}idem:`),
   close: (s) => s.close(),
 });
