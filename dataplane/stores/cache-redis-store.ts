@@ -16,18 +16,22 @@
  */
 import { Cluster, type Redis } from 'ioredis';
 import { type CacheEntry, type CacheStore, callerPartAt, decodeEntry, encodeEntry } from './cache-store.ts';
-import type { RedisCaller } from './redis-connection.ts';
+import type { RedisCaller, RedisClient } from './redis-connection.ts';
+import { RedisScript } from './redis-script.ts';
 
-const UNLOCK = `
+// One key: a Cluster sends it by that key's slot.
+const UNLOCK = new RedisScript(
+  `
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0
-`;
+`,
+  1,
+);
 
 interface Commands {
   mgetBuffer(...keys: string[]): Promise<(Buffer | null)[]>;
   set(key: string, value: Buffer, px: 'PX', ms: number): Promise<unknown>;
   set(key: string, value: string, px: 'PX', ms: number, nx: 'NX'): Promise<'OK' | null>;
-  sluiceCacheUnlock(key: string, owner: string): Promise<number>;
   scan(
     cursor: string,
     match: 'MATCH',
@@ -37,11 +41,6 @@ interface Commands {
   ): Promise<[string, string[]]>;
   unlink(key: string): Promise<number>;
   unlink(...keys: string[]): Promise<number>;
-}
-
-export function defineCacheScripts(client: Redis | Cluster): void {
-  // One key: numberOfKeys tells a Cluster the slot.
-  client.defineCommand('sluiceCacheUnlock', { numberOfKeys: 1, lua: UNLOCK });
 }
 
 /** Glob-escapes a prefix for SCAN MATCH. */
@@ -91,7 +90,9 @@ export class RedisCacheStore implements CacheStore {
   }
 
   async unlock(key: string, owner: string): Promise<void> {
-    await this.#redis.call('cache_unlock', (c) => c.sluiceCacheUnlock(this.#locks + key, owner));
+    await this.#redis.call('cache_unlock', (c) =>
+      UNLOCK.run(c as unknown as RedisClient, [this.#locks + key, owner]),
+    );
   }
 
   /**

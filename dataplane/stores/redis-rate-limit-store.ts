@@ -13,6 +13,7 @@
  */
 import type { Decision, RateLimitStore, Window } from './rate-limit-store.ts';
 import type { RedisCaller, RedisClient } from './redis-connection.ts';
+import { RedisScript } from './redis-script.ts';
 
 // KEYS: one counter per window. ARGV: limits, then window lengths in seconds, then the number of
 // hits. Returns the hits admitted, the counts before them, the seconds to each window's reset.
@@ -41,19 +42,11 @@ return out
 /** A bucket has at most this many windows (second, minute, hour, day). */
 const MAX_WINDOWS = 4;
 
-type Hits = (...keysThenArgs: (string | number)[]) => Promise<number[]>;
-type Scripts = Record<`sluiceRateHits${number}`, Hits>;
-/** The script's name by number of windows. */
-const HITS = Array.from({ length: MAX_WINDOWS + 1 }, (_, n) => `sluiceRateHits${n}` as const);
-
 /**
- * The script once per number of windows, each declaring its keys (numberOfKeys): ioredis sends a
- * script with undeclared keys by the slot of its first argument, on a Cluster the key count.
+ * The script by number of windows, each declaring its keys: a Cluster sends a script by the slot
+ * of its keys (redis-script.ts: EVALSHA, no ioredis Script wrapper per call).
  */
-export function defineRateLimitScripts(client: RedisClient): void {
-  for (let n = 1; n <= MAX_WINDOWS; n++)
-    client.defineCommand(`sluiceRateHits${n}`, { numberOfKeys: n, lua: HIT });
-}
+const HITS = Array.from({ length: MAX_WINDOWS + 1 }, (_, n) => new RedisScript(HIT, n));
 
 interface Waiter {
   resolve(d: Decision): void;
@@ -68,7 +61,7 @@ interface Batch {
 }
 
 export class RedisRateLimitStore implements RateLimitStore {
-  readonly #redis: RedisCaller<Scripts>;
+  readonly #redis: RedisCaller<RedisClient>;
   readonly #prefix: string;
   /** This turn's batches, by bucket then by windows (each plugin instance has its own array). */
   #pending = new Map<string, Batch[]>();
@@ -76,7 +69,7 @@ export class RedisRateLimitStore implements RateLimitStore {
   readonly #flush = () => this.#send();
 
   constructor(redis: RedisCaller<unknown>, prefix = 'sluice:rl:') {
-    this.#redis = redis as RedisCaller<Scripts>;
+    this.#redis = redis as RedisCaller<RedisClient>;
     this.#prefix = prefix;
   }
 
@@ -113,7 +106,7 @@ export class RedisRateLimitStore implements RateLimitStore {
     const keys = windows.map((w) => `${this.#prefix}{${bucket}}:${w.seconds}`);
     const args = [...windows.map((w) => w.limit), ...windows.map((w) => w.seconds), waiters.length];
     this.#redis
-      .call('rate_limit', (c) => c[HITS[n]](...keys, ...args))
+      .call('rate_limit', (c) => HITS[n].run<number[]>(c, [...keys, ...args]))
       .then(
         (r) => {
           const admitted = r[0];

@@ -7,7 +7,7 @@ import CachePolicy from 'http-cache-semantics';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MemoryCacheStore } from '../../dataplane/stores/cache-memory-store.ts';
-import { defineCacheScripts, RedisCacheStore } from '../../dataplane/stores/cache-redis-store.ts';
+import { RedisCacheStore } from '../../dataplane/stores/cache-redis-store.ts';
 import type { CacheEntry } from '../../dataplane/stores/cache-store.ts';
 import { CacheStores } from '../../dataplane/stores/cache-stores.ts';
 import { createRedisClient, RedisCaller } from '../../dataplane/stores/redis-connection.ts';
@@ -87,7 +87,6 @@ describe('RedisCacheStore', () => {
 
   beforeAll(async () => {
     const client = createRedisClient(sharedRedisUrl);
-    defineCacheScripts(client);
     caller = new RedisCaller(client);
     await caller.ready(5_000);
     store = new RedisCacheStore(caller, prefix);

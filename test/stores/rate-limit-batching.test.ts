@@ -7,10 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Decision, Window } from '../../dataplane/stores/rate-limit-store.ts';
 import { createRedisClient, RedisCaller } from '../../dataplane/stores/redis-connection.ts';
-import {
-  defineRateLimitScripts,
-  RedisRateLimitStore,
-} from '../../dataplane/stores/redis-rate-limit-store.ts';
+import { RedisRateLimitStore } from '../../dataplane/stores/redis-rate-limit-store.ts';
 import { dropPrefix, sharedRedisUrl, uniquePrefix } from '../helpers/redis.ts';
 
 const prefix = uniquePrefix('rl-batch');
@@ -19,7 +16,6 @@ const callers: RedisCaller<unknown>[] = [];
 
 function store(): RedisRateLimitStore {
   const client = createRedisClient(sharedRedisUrl);
-  defineRateLimitScripts(client);
   const caller = new RedisCaller(client, { observe: (op) => calls.push(op) });
   callers.push(caller);
   return new RedisRateLimitStore(caller, prefix);

@@ -3,7 +3,7 @@
  * ones every replica shares (policy redis), which without Redis are this process's too.
  */
 import { MemoryRateLimitStore, type RateLimitStore } from '../../stores/rate-limit-store.ts';
-import { RedisRateLimitStore, defineRateLimitScripts } from '../../stores/redis-rate-limit-store.ts';
+import { RedisRateLimitStore } from '../../stores/redis-rate-limit-store.ts';
 import { storeKind } from '../../stores/store-kind.ts';
 
 export const LOCAL_COUNTERS = storeKind<MemoryRateLimitStore>({
@@ -15,8 +15,5 @@ export const LOCAL_COUNTERS = storeKind<MemoryRateLimitStore>({
 export const SHARED_COUNTERS = storeKind<RateLimitStore>({
   name: 'rate-limit counters (shared)',
   memory: (stores) => stores.of(LOCAL_COUNTERS),
-  redis: (r) => {
-    defineRateLimitScripts(r.client);
-    return new RedisRateLimitStore(r.caller, `${r.prefix}rl:`);
-  },
+  redis: (r) => new RedisRateLimitStore(r.caller, `${r.prefix}rl:`),
 });
