@@ -253,16 +253,16 @@ describe('rendered pods', () => {
       container(await render({ set }), 'gw-sluice-controller').env.find(
         (e: { name: string }) => e.name === 'NODE_OPTIONS',
       )?.value;
-    expect(await nodeOptions({})).toBe('--max-old-space-size=144');
+    expect(await nodeOptions({})).toBe('--max-old-space-size=160');
     expect(await nodeOptions({ 'controller.resources.limits.memory': '192Mi' })).toBe(
-      '--max-old-space-size=80',
+      '--max-old-space-size=96',
     );
     expect(
       await nodeOptions({ 'controller.resources.limits.memory': '1Gi', 'controller.heapReserveMiB': '128' }),
     ).toBe('--max-old-space-size=896');
     expect(await nodeOptions({ 'controller.resources.limits.memory': 'null' })).toBeUndefined();
     await expect(render({ set: { 'controller.resources.limits.memory': '128Mi' } })).rejects.toThrow(
-      /controller\.resources\.limits\.memory 128Mi leaves 16 MiB of heap after controller\.heapReserveMiB \(112\)/,
+      /controller\.resources\.limits\.memory 128Mi leaves 32 MiB of heap after controller\.heapReserveMiB \(96\)/,
     );
   });
 

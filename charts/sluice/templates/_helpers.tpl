@@ -107,8 +107,9 @@ heapReserveMiB (the Node binary's resident pages, ~52 MiB; the young generation;
 native memory), not a share of the limit: a cap the pod can reach before the kernel kills it.
 V8 sets each collection's next limit at most halfway from the live heap to the cap, and within
 an eighth of the cap collects in memory-saving mode, so a reachable cap keeps the peak under
-the limit (5,000 routes in 192Mi: a 144 MB cap, 75 % of it, peaked at 170-190 MiB RSS; an
-80 MB cap at 158-162). Arg: the controller's values.
+the limit. 5,000 routes in 192Mi on a quiet machine: a 144 MB cap (75 % of it) peaked at
+192-194 MiB RSS, 96 MB (the default reserve) at 173, 80 MB at 159-163, each collecting more
+often (a one-route edit's median: 836-913, 906, 1,021-1,144 ms). Arg: the controller's values.
 */}}
 {{- define "sluice.controllerHeap" -}}
 {{- $limit := dig "limits" "memory" "" .resources -}}
