@@ -7,9 +7,11 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { type AddressInfo, createServer } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
+import { freePort } from './free-port.ts';
+
+export { freePort };
 
 export const defaultRedisUrl = 'redis://127.0.0.1:6379';
 export const sharedRedisUrl = process.env.SLUICE_TEST_REDIS_URL ?? defaultRedisUrl;
@@ -24,16 +26,6 @@ export interface PrivateRedis {
   pause(): void;
   resume(): void;
   stop(): Promise<void>;
-}
-
-// Not servers.ts's freePort: that module loads the data plane, and global-redis.ts runs in
-// vitest's main process.
-export async function freePort(): Promise<number> {
-  const s = createServer().listen(0, '127.0.0.1');
-  await once(s, 'listening');
-  const port = (s.address() as AddressInfo).port;
-  await new Promise((r) => s.close(r));
-  return port;
 }
 
 /** A redis-server on `port` (default: a free one), waited on until it answers PING. */

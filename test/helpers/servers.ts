@@ -79,14 +79,7 @@ export function startTestDataPlane(opts: Partial<DataPlaneOptions> = {}): Promis
   });
 }
 
-/** A port nobody listens on (bound, then released). */
-export async function freePort(): Promise<number> {
-  const s = createServer().listen(0, '127.0.0.1');
-  await once(s, 'listening');
-  const port = (s.address() as AddressInfo).port;
-  await new Promise((r) => s.close(r));
-  return port;
-}
+export { freePort } from './free-port.ts';
 
 /** A logger at `info` whose lines (JSON) the test reads: `{ log, text() }`. */
 export function capturedLog(): { log: ReturnType<typeof createLogger>; text(): string } {

@@ -442,8 +442,11 @@ spec:
     const as = (canary?: string) => ({
       headers: { host: 'canary.example.test', ...(canary && { 'x-canary': canary }) },
     });
-    await expectRequest(proxies(), '/a', { namespace: NS, backend: 'fallback' }, as('always'));
+    // "never" first: until the data planes run the Ingress `stable`, canary.example.test falls to
+    // the default backend (fallback) of `shop` above, which "always" would take for the canary.
+    // Once "never" reaches web, "always" can reach fallback only through the canary's route.
     await expectRequest(proxies(), '/a', { namespace: NS, backend: 'web' }, as('never'));
+    await expectRequest(proxies(), '/a', { namespace: NS, backend: 'fallback' }, as('always'));
     // By weight, half and half: 40 requests reach both (all on one side: 2 in 2^40).
     const seen = new Set<string>();
     for (let i = 0; i < 40; i++) {

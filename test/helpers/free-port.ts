@@ -1,0 +1,33 @@
+/**
+ * A port nobody listens on, for a server a test starts on it later. Drawn at random below the
+ * kernel's ephemeral range (net.ipv4.ip_local_port_range, 32768–60999 here), never one this
+ * process handed out before, and bound once on 127.0.0.1 to see it is free. Why not listen(0)
+ * and close: the kernel hands the port it just freed to the next listen(0), often at once, so two
+ * calls in a row gave one port twice (a data plane's admin and TLS ports: EADDRINUSE), and a
+ * server on another loopback address listening on port 0 could get a port handed out here.
+ * Below the range, no listen(0) of any process lands on it.
+ */
+import { once } from 'node:events';
+import { createServer } from 'node:net';
+
+const LOW = 20_000;
+const HIGH = 32_000; // the ephemeral range starts at 32768
+const handedOut = new Set<number>();
+
+export async function freePort(): Promise<number> {
+  for (let tries = 0; tries < 100; tries++) {
+    const port = LOW + Math.floor(Math.random() * (HIGH - LOW));
+    if (handedOut.has(port)) continue;
+    const s = createServer();
+    s.listen(port, '127.0.0.1');
+    const ok = await Promise.race([
+      once(s, 'listening').then(() => true),
+      once(s, 'error').then(() => false),
+    ]);
+    if (ok) await new Promise((r) => s.close(r));
+    if (!ok) continue;
+    handedOut.add(port);
+    return port;
+  }
+  throw new Error(`no free port found in ${LOW}–${HIGH} after 100 tries`);
+}
