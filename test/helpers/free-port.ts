@@ -5,12 +5,13 @@
  * and close: the kernel hands the port it just freed to the next listen(0), often at once, so two
  * calls in a row gave one port twice (a data plane's admin and TLS ports: EADDRINUSE), and a
  * server on another loopback address listening on port 0 could get a port handed out here.
- * Below the range, no listen(0) of any process lands on it.
+ * Below the range, no listen(0) of any process lands on it; above 25000, no Gateway listener
+ * port of the Gateway API tests (their ranges are in 20000–24999) does either.
  */
 import { once } from 'node:events';
 import { createServer } from 'node:net';
 
-const LOW = 20_000;
+const LOW = 25_000;
 const HIGH = 32_000; // the ephemeral range starts at 32768
 const handedOut = new Set<number>();
 
