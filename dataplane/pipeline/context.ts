@@ -2,7 +2,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex, Writable } from 'node:stream';
 import type { Span } from '../observability/tracing.ts';
-import { clientSignal } from './client-signal.ts';
+import { ClientSignal } from './client-signal.ts';
 import type { RuntimeRoute } from './route.ts';
 import type { SlotHolder } from './slot.ts';
 
@@ -70,7 +70,7 @@ export class RequestContext implements SlotHolder {
   /** The W3C trace id of the request's server span, for logs and problem bodies; null when tracing is off. */
   traceId: string | null = null;
   /** Made on first use (client-signal.ts): only handlers that call an upstream for the client pay for it. */
-  #signal: AbortSignal | null = null;
+  #signal: ClientSignal | null = null;
 
   constructor(
     req: IncomingMessage,
@@ -99,9 +99,9 @@ export class RequestContext implements SlotHolder {
    * execution under an Idempotency-Key (keyed): it runs to its end, its response stored for the
    * client's retry, and is never left half done.
    */
-  get signal(): AbortSignal | undefined {
+  get signal(): ClientSignal | undefined {
     if (this.keyed) return undefined;
-    if (this.#signal === null) this.#signal = clientSignal(this.res);
+    if (this.#signal === null) this.#signal = new ClientSignal(this.res);
     return this.#signal;
   }
 

@@ -1,4 +1,5 @@
 /** The runtime form of a route: everything the request path reads, compiled once per snapshot. */
+import type { Abortable } from './client-signal.ts';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import type { Route } from '../config/route-table.ts';
@@ -53,7 +54,7 @@ export interface BoundHandler {
    * asynchronous operations run the route's work this way (idempotency, §4.3). `signal`: when
    * the answer still goes to the client, its signal (the call is cut when the client goes away).
    */
-  call(ctx: RequestContext, sink: ResponseSink, signal?: AbortSignal): void;
+  call(ctx: RequestContext, sink: ResponseSink, signal?: Abortable): void;
   /** Present when the kind can carry an HTTP/1.1 upgrade (WebSocket): takes over ctx.upgrade's socket. */
   upgrade?(ctx: RequestContext, socket: Duplex, head: Buffer): void;
 }

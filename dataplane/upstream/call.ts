@@ -8,6 +8,7 @@
  * Where the response goes is the caller's: a ResponseSink (the client, or a buffer for an
  * asynchronous operation).
  */
+import type { Abortable } from '../pipeline/client-signal.ts';
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { Readable, Writable } from 'node:stream';
 import type { Dispatcher } from 'undici';
@@ -35,7 +36,7 @@ export interface UpstreamRequest {
    * aggregate call past its time, or its aggregate answered): a try still queued in the pool or
    * waiting to be retried is never sent, one under way is cut and its connection freed.
    */
-  signal?: AbortSignal;
+  signal?: Abortable;
   /** The request's server span (tracing on): each try is a child span, and the upstream gets its traceparent. */
   span?: Span | null;
   /** Where each try's address is noted (the request's context: the access log's `upstream`). */

@@ -14,6 +14,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Writable } from 'node:stream';
 import { type Dispatcher, errors } from 'undici';
+import type { Abortable } from '../pipeline/client-signal.ts';
 import { arm, disarm, Expiring, touch } from './deadlines.ts';
 
 const noop = () => {};
@@ -28,10 +29,10 @@ export abstract class UpstreamTry extends Expiring implements Dispatcher.Dispatc
   #settled = false;
   #onDrain: (() => void) | null = null;
   /** The caller's signal (the client gone, an aggregate call withdrawn) and its listener. */
-  readonly #signal: AbortSignal | undefined;
+  readonly #signal: Abortable | undefined;
   #onAbort: (() => void) | null = null;
 
-  constructor(headersTimeoutMs: number, bodyTimeoutMs: number, signal: AbortSignal | undefined) {
+  constructor(headersTimeoutMs: number, bodyTimeoutMs: number, signal: Abortable | undefined) {
     super();
     this.#headersTimeoutMs = headersTimeoutMs;
     this.#bodyTimeoutMs = bodyTimeoutMs;

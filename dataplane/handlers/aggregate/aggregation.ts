@@ -7,6 +7,7 @@
  * 502/504 problem naming the required call that failed. It goes to the route's ResponseSink,
  * so response plugins (cache, idempotency, transformers) see it like any upstream answer.
  */
+import type { Abortable } from '../../pipeline/client-signal.ts';
 import { endCallSpan, type Span, startCallSpan } from '../../observability/tracing.ts';
 import { ERRORS, type ErrorCode } from '../../errors/codes.ts';
 import { problem } from '../../errors/problem.ts';
@@ -61,7 +62,7 @@ export class Aggregation implements CallOwner {
   #budget: number;
   #done = false;
   /** The client's signal and its listener: the client gone, every call is withdrawn. */
-  #signal: AbortSignal | null = null;
+  #signal: Abortable | null = null;
   #onGone: (() => void) | null = null;
 
   constructor(agg: BoundAggregate, sink: ResponseSink, requestId: string) {
@@ -82,7 +83,7 @@ export class Aggregation implements CallOwner {
     headers: Record<string, string>,
     paths: readonly string[],
     span: Span | null = null,
-    signal?: AbortSignal,
+    signal?: Abortable,
   ): void {
     const calls = this.#agg.calls;
     if (signal !== undefined) {

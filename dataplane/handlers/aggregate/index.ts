@@ -4,6 +4,7 @@
  * route's pattern. Per request: the path parameters captured, the headers the calls carry, the
  * calls dispatched.
  */
+import type { Abortable } from '../../pipeline/client-signal.ts';
 import { template } from '../../config/template.ts';
 import type { RequestContext } from '../../pipeline/context.ts';
 import { RequestSources } from '../../pipeline/transform/sources.ts';
@@ -43,7 +44,7 @@ export default defineHandler(manifest, {
             ? null
             : compilePathRewrite({ pattern: entry.pattern, rewrite: '/' }, template);
         // `signal`: the client's when the answer goes to it (none for a call in the background).
-        const call = (ctx: RequestContext, sink: ResponseSink, signal?: AbortSignal) => {
+        const call = (ctx: RequestContext, sink: ResponseSink, signal?: Abortable) => {
           if (ctx.method !== 'GET' && ctx.method !== 'HEAD')
             return sink.end({ code: 'SLC_ERR_METHOD_NOT_ALLOWED', sent: false });
           const params = pattern === null ? null : captureParams(pattern, ctx.path);

@@ -10,6 +10,7 @@
  * streaming as NDJSON (server-stream.ts). Answers go through the route's ResponseSink like an
  * upstream's.
  */
+import type { Abortable } from '../../pipeline/client-signal.ts';
 import { Metadata } from '@grpc/grpc-js';
 import { type FoundMethod, fieldNamed, findMethod, parseProtos } from '../../config/proto-files.ts';
 import { type HttpTemplate, matchTemplate, parseTemplate } from '../../config/http-template.ts';
@@ -82,7 +83,7 @@ export default defineHandler(manifest, {
 
 // Returns what sink.end or deliver return (nothing): `return sink.end(…)` ends a branch.
 // `signal`: the client's when the answer goes to it (none for a call in the background).
-function start(b: BoundCall, ctx: RequestContext, sink: ResponseSink, signal?: AbortSignal) {
+function start(b: BoundCall, ctx: RequestContext, sink: ResponseSink, signal?: Abortable) {
   const request = b.method.request;
   let bytes: Uint8Array | null = null;
   // The first binding whose method and path fit; one whose path fits another method's: 405.

@@ -10,6 +10,7 @@
  * X-Original-URI (the request target as the client sent it), X-Request-ID, and the entry's
  * literal headers (X-Namespace, X-Ingress-Name, X-Service-Name, X-Service-Port).
  */
+import type { Abortable } from '../../pipeline/client-signal.ts';
 import { Writable } from 'node:stream';
 import type { Metrics } from '../../observability/metrics.ts';
 import type { RequestContext } from '../../pipeline/context.ts';
@@ -28,7 +29,7 @@ export function interceptingErrors(
 ): BoundHandler {
   const statuses = new Set(pages.statuses);
   const fixed = Object.fromEntries(Object.entries(pages.headers ?? {}).map(([k, v]) => [k.toLowerCase(), v]));
-  const wrap = (ctx: RequestContext, sink: ResponseSink, signal: AbortSignal | undefined) =>
+  const wrap = (ctx: RequestContext, sink: ResponseSink, signal: Abortable | undefined) =>
     new ErrorPageSink(sink, statuses, (code) => {
       const headers: Record<string, string> = { ...ctx.headers, ...fixed };
       delete headers['content-length'];

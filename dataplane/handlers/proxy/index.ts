@@ -10,6 +10,7 @@
  * once it is picked (editingHeaders); a route's mirrors get their copies beside the main call
  * (mirror.ts). The path the upstream gets is the route's one rewrite (upstream/path.ts).
  */
+import type { Abortable } from '../../pipeline/client-signal.ts';
 import type { BoundHandler, RuntimeDeps } from '../../pipeline/route.ts';
 import type { RequestContext } from '../../pipeline/context.ts';
 import { applyHeaderVerbs, compileHeaderVerbs, NO_SOURCES } from '../../pipeline/transform/headers.ts';
@@ -139,7 +140,7 @@ function bindTo(up: UpstreamRuntime, rewritePath: PathRewrite | null, deps: Runt
     upstreamPath(ctx.path, ctx.query, rewritePath, up.basePath, ctx.upstreamPath);
   // `signal`: the client's (RequestContext.signal) when the answer goes to it; none for a call in
   // the background (an accepted asynchronous operation, a cache refresh), which outlives the client.
-  const call = (ctx: RequestContext, sink: ResponseSink, signal?: AbortSignal) => {
+  const call = (ctx: RequestContext, sink: ResponseSink, signal?: Abortable) => {
     ctx.upstreamAddress = up.origin;
     const cookie = up.stick(ctx.headers);
     if (cookie !== null) ctx.responseHeaders = { ...ctx.responseHeaders, 'set-cookie': cookie };

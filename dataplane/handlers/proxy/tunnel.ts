@@ -77,7 +77,7 @@ export function tunnel(
       // undici takes this one from the options of any request, an upgrade's too.
       headersTimeout: up.headersTimeout,
       // The client gone during the upstream's handshake: the handshake is cut (and its connection freed).
-      signal: ctx.signal,
+      signal: ctx.signal?.asAbortSignal(),
     } as Dispatcher.UpgradeOptions)
     .then(
       ({ headers, socket: upstream }) => {

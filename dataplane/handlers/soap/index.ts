@@ -6,6 +6,7 @@
  * the body limit) parsed, the envelope rendered, one call through upstream/call.ts (timeouts,
  * retries, breaker, metrics).
  */
+import type { Abortable } from '../../pipeline/client-signal.ts';
 import { render, template, xmlText } from '../../config/template.ts';
 import { problem } from '../../errors/problem.ts';
 import type { RequestContext } from '../../pipeline/context.ts';
@@ -63,7 +64,7 @@ export default defineHandler(manifest, {
         };
 
         // `signal`: the client's when the answer goes to it (none for a call in the background).
-        const call = (ctx: RequestContext, sink: ResponseSink, signal?: AbortSignal) => {
+        const call = (ctx: RequestContext, sink: ResponseSink, signal?: Abortable) => {
           if (ctx.method !== 'POST') return sink.end({ code: 'SLC_ERR_METHOD_NOT_ALLOWED', sent: false });
           const params = pattern === null ? null : captureParams(pattern, ctx.path);
           if (pattern !== null && params === null)

@@ -41,7 +41,7 @@ export default definePlugin(manifest, {
         const span =
           ctx.span === null ? null : startFetchSpan(ctx.span, 'ext-auth', method, config.url, headers);
         const signal = ctx.signal
-          ? AbortSignal.any([ctx.signal, AbortSignal.timeout(timeoutMs)])
+          ? AbortSignal.any([ctx.signal.asAbortSignal(), AbortSignal.timeout(timeoutMs)])
           : AbortSignal.timeout(timeoutMs);
         let status = 0;
         let answer: Record<string, string | string[] | undefined>;
