@@ -11,20 +11,12 @@
  * adds and removes a listener: with an AbortController (an EventTarget) that was 238 ns a
  * request in a loop, here 37 ns; under load (bench/profile.ts) EventTarget's removeEventListener
  * alone was 0.4–0.7 µs of a plain GET's or POST's ~50–70. What reads it needs only `aborted`,
- * `reason` and one listener at a time (Abortable, which an AbortSignal also is); a library that
+ * `reason` and one listener at a time (upstream/abortable.ts, which an AbortSignal also is); a library that
  * wants a real AbortSignal gets one made for it (asAbortSignal).
  */
 import type { ServerResponse } from 'node:http';
+import type { Abortable } from '../upstream/abortable.ts';
 import { CLIENT_CLOSED } from '../upstream/errors.ts';
-
-/** What an upstream call, an aggregate and a gRPC call read of their caller's signal: an AbortSignal is one too. */
-export interface Abortable {
-  readonly aborted: boolean;
-  readonly reason: unknown;
-  /** Each listener runs once, when the signal aborts (the `once` option changes nothing). */
-  addEventListener(type: 'abort', listener: () => void, options?: { once?: boolean }): void;
-  removeEventListener(type: 'abort', listener: () => void): void;
-}
 
 export class ClientSignal implements Abortable {
   aborted = false;

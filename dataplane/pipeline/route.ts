@@ -1,5 +1,5 @@
 /** The runtime form of a route: everything the request path reads, compiled once per snapshot. */
-import type { Abortable } from './client-signal.ts';
+import type { Abortable } from '../upstream/abortable.ts';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import type { Route } from '../config/route-table.ts';

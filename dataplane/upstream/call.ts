@@ -8,7 +8,7 @@
  * Where the response goes is the caller's: a ResponseSink (the client, or a buffer for an
  * asynchronous operation).
  */
-import type { Abortable } from '../pipeline/client-signal.ts';
+import type { Abortable } from './abortable.ts';
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { Readable, Writable } from 'node:stream';
 import type { Dispatcher } from 'undici';

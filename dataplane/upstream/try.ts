@@ -14,7 +14,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Writable } from 'node:stream';
 import { type Dispatcher, errors } from 'undici';
-import type { Abortable } from '../pipeline/client-signal.ts';
+import type { Abortable } from './abortable.ts';
 import { arm, disarm, Expiring, touch } from './deadlines.ts';
 
 const noop = () => {};

@@ -7,7 +7,7 @@
  * 502/504 problem naming the required call that failed. It goes to the route's ResponseSink,
  * so response plugins (cache, idempotency, transformers) see it like any upstream answer.
  */
-import type { Abortable } from '../../pipeline/client-signal.ts';
+import type { Abortable } from '../../upstream/abortable.ts';
 import { endCallSpan, type Span, startCallSpan } from '../../observability/tracing.ts';
 import { ERRORS, type ErrorCode } from '../../errors/codes.ts';
 import { problem } from '../../errors/problem.ts';

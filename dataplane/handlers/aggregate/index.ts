@@ -4,7 +4,7 @@
  * route's pattern. Per request: the path parameters captured, the headers the calls carry, the
  * calls dispatched.
  */
-import type { Abortable } from '../../pipeline/client-signal.ts';
+import type { Abortable } from '../../upstream/abortable.ts';
 import { template } from '../../config/template.ts';
 import type { RequestContext } from '../../pipeline/context.ts';
 import { RequestSources } from '../../pipeline/transform/sources.ts';

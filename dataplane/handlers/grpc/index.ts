@@ -10,7 +10,7 @@
  * streaming as NDJSON (server-stream.ts). Answers go through the route's ResponseSink like an
  * upstream's.
  */
-import type { Abortable } from '../../pipeline/client-signal.ts';
+import type { Abortable } from '../../upstream/abortable.ts';
 import { Metadata } from '@grpc/grpc-js';
 import { type FoundMethod, fieldNamed, findMethod, parseProtos } from '../../config/proto-files.ts';
 import { type HttpTemplate, matchTemplate, parseTemplate } from '../../config/http-template.ts';

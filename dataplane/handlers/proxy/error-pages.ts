@@ -10,7 +10,7 @@
  * X-Original-URI (the request target as the client sent it), X-Request-ID, and the entry's
  * literal headers (X-Namespace, X-Ingress-Name, X-Service-Name, X-Service-Port).
  */
-import type { Abortable } from '../../pipeline/client-signal.ts';
+import type { Abortable } from '../../upstream/abortable.ts';
 import { Writable } from 'node:stream';
 import type { Metrics } from '../../observability/metrics.ts';
 import type { RequestContext } from '../../pipeline/context.ts';

@@ -10,7 +10,7 @@
  * once it is picked (editingHeaders); a route's mirrors get their copies beside the main call
  * (mirror.ts). The path the upstream gets is the route's one rewrite (upstream/path.ts).
  */
-import type { Abortable } from '../../pipeline/client-signal.ts';
+import type { Abortable } from '../../upstream/abortable.ts';
 import type { BoundHandler, RuntimeDeps } from '../../pipeline/route.ts';
 import type { RequestContext } from '../../pipeline/context.ts';
 import { applyHeaderVerbs, compileHeaderVerbs, NO_SOURCES } from '../../pipeline/transform/headers.ts';

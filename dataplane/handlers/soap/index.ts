@@ -6,7 +6,7 @@
  * the body limit) parsed, the envelope rendered, one call through upstream/call.ts (timeouts,
  * retries, breaker, metrics).
  */
-import type { Abortable } from '../../pipeline/client-signal.ts';
+import type { Abortable } from '../../upstream/abortable.ts';
 import { render, template, xmlText } from '../../config/template.ts';
 import { problem } from '../../errors/problem.ts';
 import type { RequestContext } from '../../pipeline/context.ts';
