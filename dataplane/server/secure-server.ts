@@ -100,6 +100,9 @@ function listenerOptions(holder: ServedSource, opts: SecureProxyOptions): Secure
     ...(opts.defaultCertificate ?? {}),
     ...(h2ServerOptions(opts.maxHeaderBytes) as SecureServerOptions),
     allowHTTP1: true,
+    // TCP_NODELAY, as node:http and node:https set it and node:http2 does not: Nagle's algorithm
+    // held small writes (an h2 frame, a response's later chunk) while earlier ones were unacknowledged.
+    noDelay: true,
     rejectUnauthorized: false,
     SNICallback: (servername: string, cb: (err: Error | null, ctx?: SecureContext) => void) => {
       const context = holder.current?.certificates.lookup(servername);

@@ -6,9 +6,7 @@
  * routes), one port speaks HTTP/1.1 and h2c with prior knowledge (with the h2 limits of the TLS
  * listener), and WebSocket upgrades work on it.
  */
-import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { once } from 'node:events';
-import { connect, type Socket } from 'node:net';
 import type { ClientHttp2Session } from 'node:http2';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -16,7 +14,7 @@ import WebSocket from 'ws';
 import type { Route } from '../../dataplane/config/route-table.ts';
 import type { DataPlane } from '../../dataplane/main.ts';
 import { H2_MAX_CONCURRENT_STREAMS } from '../../dataplane/tls/settings.ts';
-import { h2Request, h2Session, listenersOf, untilPort } from '../helpers/listeners.ts';
+import { acceptedSockets, h2Request, h2Session, listenersOf, untilPort } from '../helpers/listeners.ts';
 import { freePort, startTestDataPlane, startUpstream, type Upstream } from '../helpers/servers.ts';
 import { listener, route, snapshot, upstream } from '../helpers/tables.ts';
 import { startWsUpstream } from '../helpers/ws-upstream.ts';
@@ -185,33 +183,10 @@ describe('HTTP listener ports', () => {
   });
 
   it("sets up its connections as the proxy port's: TCP_NODELAY, half-open left to the HTTP server", async () => {
-    // The server side of each connection, as node:net publishes it when it accepts one. Nagle's
-    // algorithm (no TCP_NODELAY) held a response's later small writes until the client's delayed
-    // ACK of the earlier ones; node:net's socket keeps what setNoDelay was given under its
-    // kSetNoDelay symbol (no public getter), read here for both ports.
-    const accepted: Socket[] = [];
-    const onSocket = (m: unknown) => accepted.push((m as { socket: Socket }).socket);
-    subscribe('net.server.socket', onSocket);
-    const noDelay = (s: Socket) => {
-      const key = Object.getOwnPropertySymbols(s).find((k) => k.description === 'kSetNoDelay');
-      return key === undefined ? undefined : (s as unknown as Record<symbol, unknown>)[key];
-    };
-    try {
-      const sides = [];
-      for (const to of [Number(new URL(dp.proxyUrl).port), port]) {
-        const client = connect(to, '127.0.0.1');
-        await once(client, 'connect');
-        await new Promise((r) => setTimeout(r, 20));
-        const server = accepted.find((s) => s.localPort === to && s.remotePort === client.localPort);
-        expect(server, `the accepted side of a connection to ${to}`).toBeDefined();
-        sides.push({ noDelay: noDelay(server!), allowHalfOpen: server!.allowHalfOpen });
-        client.destroy();
-      }
-      const [proxyPort, listenerPort] = sides;
-      expect(proxyPort).toEqual({ noDelay: true, allowHalfOpen: true });
-      expect(listenerPort).toEqual(proxyPort);
-    } finally {
-      unsubscribe('net.server.socket', onSocket);
-    }
+    // Without TCP_NODELAY, Nagle's algorithm held a response's later small writes until the
+    // client's delayed ACK of the earlier ones.
+    const [proxyPort, listenerPort] = await acceptedSockets([Number(new URL(dp.proxyUrl).port), port]);
+    expect(proxyPort).toEqual({ noDelay: true, allowHalfOpen: true });
+    expect(listenerPort).toEqual(proxyPort);
   });
 });

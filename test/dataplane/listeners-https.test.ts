@@ -8,7 +8,7 @@
 import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DataPlane } from '../../dataplane/main.ts';
-import { h2Request, h2Session, untilPort } from '../helpers/listeners.ts';
+import { acceptedSockets, h2Request, h2Session, untilPort } from '../helpers/listeners.ts';
 import { freePort, startTestDataPlane, startUpstream, type Upstream } from '../helpers/servers.ts';
 import { listener, route, snapshot, upstream } from '../helpers/tables.ts';
 import { type Leaf, makePki, type Pki } from '../tls/pki.ts';
@@ -140,6 +140,14 @@ describe('HTTPS listener ports', () => {
   });
 
   // Last: it changes the snapshot the others read.
+  it("sets up its connections with TCP_NODELAY, as the proxy's own TLS port", async () => {
+    // node:http2's secure server leaves Nagle's algorithm on unless told (noDelay): it held small
+    // writes (an h2 frame, a response's later chunk) while earlier ones were unacknowledged.
+    const [proxyTls, listenerTls] = await acceptedSockets([httpsPortOf(dp), port]);
+    expect(proxyTls.noDelay).toBe(true);
+    expect(listenerTls.noDelay).toBe(true);
+  });
+
   it('serves a kept port in its new protocol once a snapshot switches it from HTTPS to HTTP', async () => {
     const r = dp.holder.apply(
       snapshot([route('only', 'u', '/', { listeners: ['listener/test/gw/only'] })], [upstream('u', up.url)], {

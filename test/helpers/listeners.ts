@@ -1,5 +1,11 @@
-/** What the Gateway listener tests share: GET /config's listeners, waiting for a port's state, and h2 requests by node:http2. */
+/**
+ * What the Gateway listener tests share: GET /config's listeners, waiting for a port's state, h2
+ * requests by node:http2, and how a port's server set up the connections it accepted.
+ */
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+import { once } from 'node:events';
 import { connect, type ClientHttp2Session, type SecureClientSessionOptions } from 'node:http2';
+import { connect as tcpConnect, type Socket } from 'node:net';
 import { request } from 'undici';
 import type { DataPlane } from '../../dataplane/main.ts';
 import { until } from './until.ts';
@@ -82,4 +88,43 @@ export async function h2Session(
     session.once('error', reject);
   });
   return session;
+}
+
+/** How a server set up a connection it accepted. */
+export interface AcceptedSocket {
+  /** TCP_NODELAY (Nagle's algorithm off). */
+  noDelay: unknown;
+  /** Half-open: the socket does not end itself when the client's side ends. */
+  allowHalfOpen: boolean;
+}
+
+/**
+ * Opens a TCP connection to each port on 127.0.0.1 (no request, no TLS handshake) and reports
+ * how the server side was set up: the socket node:net publishes on `net.server.socket` as it
+ * accepts. node:net keeps what setNoDelay was given under its kSetNoDelay symbol (no public
+ * getter); `undefined` if a Node version drops it.
+ */
+export async function acceptedSockets(ports: readonly number[]): Promise<AcceptedSocket[]> {
+  const accepted: Socket[] = [];
+  const onSocket = (m: unknown) => accepted.push((m as { socket: Socket }).socket);
+  subscribe('net.server.socket', onSocket);
+  try {
+    const out: AcceptedSocket[] = [];
+    for (const port of ports) {
+      const client = tcpConnect(port, '127.0.0.1');
+      await once(client, 'connect');
+      const mine = (s: Socket) => s.localPort === port && s.remotePort === client.localPort;
+      await until(() => accepted.some(mine), 2_000, 5);
+      const server = accepted.find(mine)!;
+      const key = Object.getOwnPropertySymbols(server).find((k) => k.description === 'kSetNoDelay');
+      out.push({
+        noDelay: key === undefined ? undefined : (server as unknown as Record<symbol, unknown>)[key],
+        allowHalfOpen: server.allowHalfOpen,
+      });
+      client.destroy();
+    }
+    return out;
+  } finally {
+    unsubscribe('net.server.socket', onSocket);
+  }
 }
