@@ -11,8 +11,8 @@
  * adds and removes a listener: with an AbortController (an EventTarget) that was 238 ns a
  * request in a loop, here 37 ns; under load (bench/profile.ts) EventTarget's removeEventListener
  * alone was 0.4–0.7 µs of a plain GET's or POST's ~50–70. What reads it needs only `aborted`,
- * `reason` and one listener at a time (upstream/abortable.ts, which an AbortSignal also is); a library that
- * wants a real AbortSignal gets one made for it (asAbortSignal).
+ * `reason` and one listener at a time (upstream/abortable.ts, which an AbortSignal also is); a
+ * library that wants a real AbortSignal gets one made for it (asAbortSignal).
  */
 import type { ServerResponse } from 'node:http';
 import type { Abortable } from '../upstream/abortable.ts';
