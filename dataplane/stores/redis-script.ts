@@ -4,11 +4,11 @@
  * script did not run, so sending it again never runs it twice.
  *
  * Optimization: ioredis's defineCommand does the same through its Script class, which per call
- * copies the arguments twice, builds a Command subclass instance whose toWritable wraps the
- * command's reject in a new closure and looks its socket up in a WeakSet, and chains a catch
- * whatever the reply. Here a call is ioredis's plain evalsha command (one Command, string
- * arguments, no Buffer mode unless an argument is a Buffer). Measured on the idempotency
- * plugin's first execution (two scripts per request): see bench/README.md.
+ * copies the arguments twice and builds a Command subclass instance whose toWritable wraps the
+ * command's reject in a new closure and looks its socket up in a WeakSet. Here a call is
+ * ioredis's plain evalsha command (one Command, string arguments, no Buffer mode unless an
+ * argument is a Buffer) and one catch for NOSCRIPT, as the Script's own. Measured on the
+ * idempotency plugin's first execution (two scripts per request): see bench/README.md.
  */
 import { createHash } from 'node:crypto';
 import { Command } from 'ioredis';
