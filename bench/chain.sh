@@ -9,6 +9,11 @@
 # BENCH_BEFORE=DIR adds sluice-before and sluice-chain-before, run from another checkout (DIR, a
 # `git worktree add DIR <commit>` with node_modules): a change and its base, measured in one run.
 # Needs Redis on 127.0.0.1:6379. Usage: bench/chain.sh [extra peers.sh options, e.g. -r 3, -d 2 -w 1]
+#
+# bench/chain.sh --half-load [bench/run.ts options, e.g. --rounds 3]: the tail below saturation,
+# which peers.sh does not measure. The floor (bench/floor.ts), plain sluice and the chain, each as
+# above, at a constant half of the floor's full-load rate (bench/run.ts --rate-of-floor 0.5, the
+# floor measured first in the same run); the table gives each one's p99 next to the floor's.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 PATH="$(scripts/node-env.sh):$PATH"
@@ -18,6 +23,12 @@ restore_redis=$(bench/redis-core.sh)
 trap 'rm -rf "$dir"; eval "$restore_redis"' EXIT
 token=$(node bench/make-jwt.ts "$dir")
 printf %s "$token" >"$dir/token"
+if [[ ${1:-} == --half-load ]]; then
+  shift
+  node bench/run.ts --targets floor --no-compile --rate-of-floor 0.5 --header "Authorization: Bearer $token" \
+    --target "sluice:18110:bench/peers-target.sh" --target "sluice-chain:18112:bench/peers-target.sh --chain $dir" "$@"
+  exit
+fi
 targets=nginx,bare-node-undici,sluice,sluice-chain
 extra=()
 if [[ -n ${BENCH_BEFORE:-} ]]; then

@@ -14,7 +14,7 @@
  *
  * Usage: node bench/run.ts [--duration S] [--warmup S] [--connections N] [--rounds N] [--scenarios get,post]
  *          [--targets direct,floor,sluice,sluice+transformer,sluice+cache] [--target NAME:PORT:CMD]…
- *          [--loadgen wrk|autocannon] [--no-compile] [--rate-of-floor F]
+ *          [--loadgen wrk|autocannon] [--no-compile] [--rate-of-floor F] [--header 'Name: value']…
  * With --rate-of-floor F (e.g. 0.5) every target is measured at a constant rate instead of at full
  * load: F × the floor's full-load req/s, measured first in the same run; the table then shows the
  * p99 each target adds to the floor's at that rate (the tail a user sees below saturation).
@@ -88,8 +88,8 @@ async function main(): Promise<void> {
         target.env,
       );
       try {
-        await waitReady(proc, target.port);
-        const notes = await check(target.port);
+        await waitReady(proc, target.port, opts.headers);
+        const notes = await check(target.port, opts.headers);
         if (notes.length) process.stderr.write(`bench: ${target.name}: ${notes.join('; ')}\n`);
         for (const scenario of opts.scenarios)
           rows.push(

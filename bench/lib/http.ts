@@ -39,7 +39,12 @@ export function http(
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Waits until GET `url` answers 200; throws (with the end of the process's log) if it exits or times out. */
-export async function waitReady(p: Proc, url: string, timeoutMs = 20_000): Promise<void> {
+export async function waitReady(
+  p: Proc,
+  url: string,
+  timeoutMs = 20_000,
+  headers: Record<string, string> = {},
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let last = '';
   while (Date.now() < deadline) {
@@ -48,7 +53,7 @@ export async function waitReady(p: Proc, url: string, timeoutMs = 20_000): Promi
         `${p.name} exited (code ${p.child.exitCode ?? p.child.signalCode}) before answering; log ${p.log}\n${tail(p.log)}`,
       );
     try {
-      const r = await http('GET', url, null, { timeoutMs: 1_000 });
+      const r = await http('GET', url, null, { timeoutMs: 1_000, headers });
       if (r.status === 200) return;
       last = `status ${r.status}: ${r.body.slice(0, 200)}`;
     } catch (err) {

@@ -42,6 +42,8 @@ export async function runLoad(
     let lua = '';
     if (s.body !== null)
       lua += `wrk.method = "${s.method}"\nwrk.body = [[${s.body}]]\nwrk.headers["Content-Type"] = "application/json"\n`;
+    for (const [name, value] of opts.headers)
+      lua += `wrk.headers[${luaString(name)}] = ${luaString(value)}\n`;
     // wrk's delay() is whole milliseconds: dithered, so the pauses average delayMs.
     if (pace !== null)
       lua +=
@@ -67,6 +69,7 @@ export async function runLoad(
       ...(pace === null ? [] : ['-R', String(Math.round(pace.rate))]),
     ];
     if (s.body !== null) argv.push('-m', s.method, '-H', 'content-type=application/json', '-b', s.body);
+    for (const [name, value] of opts.headers) argv.push('-H', `${name}=${value}`);
     argv.push(url);
   }
   argv = pinned(LOAD_CORE, argv);
@@ -90,6 +93,9 @@ export async function runLoad(
   const wrk = parseWrk(out);
   return { ...wrk, rps: wrk.requests / wrk.seconds, output: out };
 }
+
+/** A Lua string literal: for printable ASCII (what a header holds), JSON's quoting is Lua's. */
+const luaString = (s: string) => JSON.stringify(s);
 
 export function parseAutocannon(out: string): LoadResult {
   const j = JSON.parse(out) as {

@@ -16,6 +16,8 @@ export const HELP = `node bench/run.ts [options]   (make bench)
                       set, must listen on 127.0.0.1:PORT in the foreground (repeatable)
   --loadgen TOOL      wrk or autocannon (BENCH_LOADGEN; default wrk when on PATH)
   --no-compile        skip bench/compile.ts (BENCH_COMPILE=0)
+  --header 'N: V'     a request header sent to every target, by the check and the load (repeatable;
+                      e.g. the chain's Authorization: bench/chain.sh --half-load)
   --rate-of-floor F   constant rate: F (0 < F <= 1) × the floor's full-load req/s, measured first
                       (BENCH_RATE_OF_FLOOR); wrk paces each connection (Lua delay), autocannon -R
 `;
@@ -33,6 +35,7 @@ export function options() {
       loadgen: { type: 'string' },
       'no-compile': { type: 'boolean' },
       'rate-of-floor': { type: 'string' },
+      header: { type: 'string', multiple: true },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -66,6 +69,11 @@ export function options() {
       env: { BENCH_PORT: String(port), BENCH_UPSTREAM_URL: UPSTREAM_URL },
     };
   });
+  const headers: [string, string][] = (values.header ?? []).map((h) => {
+    const m = /^([!#$%&'*+.^_`|~0-9A-Za-z-]+):\s*(.*)$/.exec(h);
+    if (!m) throw new Error(`--header: 'Name: value', not ${JSON.stringify(h)}`);
+    return [m[1], m[2]];
+  });
   const loadgen = values.loadgen ?? process.env.BENCH_LOADGEN ?? (onPath('wrk') ? 'wrk' : 'autocannon');
   if (loadgen !== 'wrk' && loadgen !== 'autocannon')
     throw new Error(`--loadgen: wrk or autocannon, not ${loadgen}`);
@@ -82,6 +90,7 @@ export function options() {
     scenarios: scenarios as Scenario[],
     targets: list(values.targets ?? process.env.BENCH_TARGETS) ?? null,
     extra,
+    headers,
     loadgen: loadgen as 'wrk' | 'autocannon',
     compile: !values['no-compile'] && process.env.BENCH_COMPILE !== '0',
   };

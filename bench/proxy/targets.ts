@@ -76,14 +76,16 @@ export function builtinTargets(work: string): Target[] {
 }
 
 /** Waits until the target answers GET on the bench's item path. */
-export const waitReady = (p: Proc, port: number) => waitAnswer(p, `http://127.0.0.1:${port}${GET_PATH}`);
+export const waitReady = (p: Proc, port: number, sent: [string, string][] = []) =>
+  waitAnswer(p, `http://127.0.0.1:${port}${GET_PATH}`, undefined, Object.fromEntries(sent));
 
 /** The target must give the upstream's exact bodies; a difference is a note that invalidates its rows. */
-export async function check(port: number): Promise<string[]> {
+export async function check(port: number, sent: [string, string][] = []): Promise<string[]> {
   const notes: string[] = [];
   for (const s of Object.values(SCENARIOS)) {
     try {
-      const headers = s.body !== null ? { 'content-type': 'application/json' } : {};
+      const headers: Record<string, string> = Object.fromEntries(sent.map(([n, v]) => [n.toLowerCase(), v]));
+      if (s.body !== null) headers['content-type'] = 'application/json';
       const r = await http(s.method, `http://127.0.0.1:${port}${s.path}`, s.body, { headers });
       if (r.status !== 200 || r.body !== s.expect)
         notes.push(`${s.method} ${s.path}: status ${r.status}, body ${JSON.stringify(r.body.slice(0, 120))}`);
