@@ -34,7 +34,7 @@ kind: GatewayPlugin
 metadata: { name: gateway-version, namespace: default }
 spec:
   plugin: request-transformer
-  config: { add: { headers: ["X-Gateway-Version:v1"] } }
+  requestTransformer: { add: { headers: ["X-Gateway-Version:v1"] } }
 ---
 YAML
   plugins="  plugins: [{ name: gateway-version }]"
@@ -107,14 +107,14 @@ kind: GatewayPlugin
 metadata: { name: auth, namespace: default }
 spec:
   plugin: jwt
-  config:
+  jwt:
     issuers:
       - { issuer: "https://bench.idp/", audiences: [bench], algorithms: [RS256], keys: [{ secretKeyRef: { name: jwt-keys, key: bench } }] }
 ---
 apiVersion: sluice.dev/v1alpha1
 kind: GatewayPlugin
 metadata: { name: limit, namespace: default }
-spec: { plugin: rate-limiting, config: { second: 1000000000, policy: redis } }
+spec: { plugin: rate-limiting, rateLimiting: { second: 1000000000, policy: redis } }
 ---
 YAML
   # The harness's readiness probe sends no Authorization: it gets a plugin-free route; the

@@ -37,7 +37,7 @@ export const fixedObjects = (adminPort: number) => [
     metadata: { name: 'api-key', namespace: NS },
     spec: {
       plugin: 'key-auth',
-      config: { consumers: [{ name: 'bench', secretKeyRef: { name: 'api-keys', key: 'bench' } }] },
+      keyAuth: { consumers: [{ name: 'bench', secretKeyRef: { name: 'api-keys', key: 'bench' } }] },
     },
   },
   {
