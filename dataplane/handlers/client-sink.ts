@@ -129,7 +129,9 @@ function headAtFirstByte(
 
 /** The gateway's response headers over the upstream's; a Set-Cookie is added beside the upstream's, never in place of them. */
 function addResponseHeaders(out: Record<string, string | string[]>, own: Record<string, string>): void {
-  for (const [name, value] of Object.entries(own)) {
+  // for…in, not Object.entries: no array of pairs per response (own is a plain object of own keys).
+  for (const name in own) {
+    const value = own[name];
     const theirs = name === 'set-cookie' ? out[name] : undefined;
     out[name] = theirs === undefined ? value : [...(Array.isArray(theirs) ? theirs : [theirs]), value];
   }
