@@ -85,7 +85,8 @@ docs: deps
 	node scripts/gen-reference.ts
 
 ## bench: the shared peers harness (floor, nginx, plain sluice, the jwt+rate-limit+transformer chain;
-## BENCH_BEFORE=DIR adds another checkout) with ratios to the floor; compile times; the idempotency
+## BENCH_BEFORE=DIR adds another checkout) with ratios to the floor; the same three at half the floor's full-load rate
+## (bench/chain.sh --half-load: the tail below saturation); compile times; the idempotency
 ## plugin against a plain POST; HTTPS/1.1 and h2 against cleartext (bench/tls.ts); an aggregated request against three proxied ones (bench/aggregate.ts). bench/run.ts is the harness without nginx (node bench/run.ts --help)
 ## bench/soap.ts: a REST → SOAP translated request against the same SOAP POST proxied
 ## bench/auth.ts: oidc (cached introspection) and mtls-auth (kept-alive, TLS session resumed) against plain TLS proxying
@@ -97,7 +98,7 @@ bench: deps
 	bench/chain.sh
 	bench/plugins.sh
 	bench/tracing.sh
-	node bench/run.ts --targets floor,sluice --rate-of-floor 0.5 --no-compile
+	bench/chain.sh --half-load
 	node bench/compile.ts
 	node --expose-gc bench/router.ts
 	node bench/idempotency.ts
@@ -113,7 +114,7 @@ bench-smoke: deps
 	bench/chain.sh -d 1 -w 0 -r 1 --max-load 1000
 	bench/plugins.sh -d 1 -w 0 -r 1 --max-load 1000
 	bench/tracing.sh -d 1 -w 0 -r 1 -s get --max-load 1000
-	node bench/run.ts --targets floor,sluice --rate-of-floor 0.5 --duration 1 --warmup 1 --no-compile
+	bench/chain.sh --half-load --duration 1 --warmup 1
 	node bench/compile.ts --sizes 100 --runs 1
 	node --expose-gc bench/router.ts --routes 1000 --lookups 10000
 	BENCH_DURATION=1 BENCH_WARMUP=0 node bench/idempotency.ts

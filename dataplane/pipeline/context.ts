@@ -111,8 +111,17 @@ export class RequestContext implements SlotHolder {
   }
 }
 
-/** A request hook; returns a promise only when it really waits. */
-export type RequestHook = (ctx: RequestContext) => void | Promise<void>;
+/**
+ * What a request hook that waits returns: the chain runner calls `then` once, and goes on when
+ * `resume` is called (or answers a 500 on `fail`). A promise is one; rate-limiting's waiting hit
+ * (plugins/rate-limiting/waiting-hit.ts) is another, without a promise.
+ */
+export interface Resumable {
+  then(resume: () => void, fail: (err: unknown) => void): unknown;
+}
+
+/** A request hook; returns a Resumable (a promise, mostly) only when it really waits. */
+export type RequestHook = (ctx: RequestContext) => void | Promise<void> | Resumable;
 /** A response hook edits the upstream's response headers before they are written. */
 export type ResponseHook = (ctx: RequestContext, headers: Record<string, string | string[]>) => void;
 

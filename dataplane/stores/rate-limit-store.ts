@@ -15,8 +15,24 @@ export interface Decision {
   resets: number[];
 }
 
+/**
+ * Who waits for a shared store's decision: told once, by a call, not a promise (see
+ * RateLimitStore.hit). Never throws: the store tells a batch's waiters one after another.
+ */
+export interface HitWaiter {
+  decided(d: Decision): void;
+  failed(err: unknown): void;
+}
+
 export interface RateLimitStore {
-  hit(bucket: string, windows: readonly Window[]): Promise<Decision> | Decision;
+  /**
+   * This process's counters decide at once and return the decision; shared ones return
+   * undefined and tell `waiter` later, once. Optimization: a waiter rather than a promise per hit:
+   * the rate-limiting plugin's waiting request is itself the waiter and the chain runner's
+   * continuation (plugins/rate-limiting/waiting-hit.ts), so a hit on Redis allocates no promise
+   * and resumes its request in the same microtask as the batch's answer.
+   */
+  hit(bucket: string, windows: readonly Window[], waiter: HitWaiter): Decision | undefined;
 }
 
 /** Counters in this process (policy local, and the fail-open fallback). */
@@ -29,7 +45,7 @@ export class MemoryRateLimitStore implements RateLimitStore {
     this.#now = now;
   }
 
-  hit(bucket: string, windows: readonly Window[]): Decision {
+  hit(bucket: string, windows: readonly Window[], _waiter?: HitWaiter): Decision {
     const now = this.#now();
     if (now >= this.#sweepAt) this.#sweep(now);
     const slots = windows.map((w) => {

@@ -11,7 +11,7 @@
  * the counts each hit sees are those it would have seen alone. A hit waits at most the rest of
  * the current turn (setImmediate runs once the ready sockets have been read).
  */
-import type { Decision, RateLimitStore, Window } from './rate-limit-store.ts';
+import type { HitWaiter, RateLimitStore, Window } from './rate-limit-store.ts';
 import type { RedisCaller, RedisClient } from './redis-connection.ts';
 import { RedisScript } from './redis-script.ts';
 
@@ -48,16 +48,11 @@ const MAX_WINDOWS = 4;
  */
 const HITS = Array.from({ length: MAX_WINDOWS + 1 }, (_, n) => new RedisScript(HIT, n));
 
-interface Waiter {
-  resolve(d: Decision): void;
-  reject(err: unknown): void;
-}
-
 /** The hits on one bucket with one set of windows, waiting for the end of this turn. */
 interface Batch {
   bucket: string;
   windows: readonly Window[];
-  waiters: Waiter[];
+  waiters: HitWaiter[];
 }
 
 export class RedisRateLimitStore implements RateLimitStore {
@@ -73,24 +68,23 @@ export class RedisRateLimitStore implements RateLimitStore {
     this.#prefix = prefix;
   }
 
-  hit(bucket: string, windows: readonly Window[]): Promise<Decision> {
-    return new Promise<Decision>((resolve, reject) => {
-      let batches = this.#pending.get(bucket);
-      if (batches === undefined) {
-        batches = [];
-        this.#pending.set(bucket, batches);
-      }
-      let batch = batches.find((b) => b.windows === windows);
-      if (batch === undefined) {
-        batch = { bucket, windows, waiters: [] };
-        batches.push(batch);
-      }
-      batch.waiters.push({ resolve, reject });
-      if (!this.#scheduled) {
-        this.#scheduled = true;
-        setImmediate(this.#flush);
-      }
-    });
+  hit(bucket: string, windows: readonly Window[], waiter: HitWaiter): undefined {
+    let batches = this.#pending.get(bucket);
+    if (batches === undefined) {
+      batches = [];
+      this.#pending.set(bucket, batches);
+    }
+    let batch = batches.find((b) => b.windows === windows);
+    if (batch === undefined) {
+      batch = { bucket, windows, waiters: [] };
+      batches.push(batch);
+    }
+    batch.waiters.push(waiter);
+    if (!this.#scheduled) {
+      this.#scheduled = true;
+      setImmediate(this.#flush);
+    }
+    return undefined;
   }
 
   #send(): void {
@@ -116,7 +110,7 @@ export class RedisRateLimitStore implements RateLimitStore {
             // The j-th hit alone would have seen j earlier hits counted (all of them admitted while
             // j < admitted), and itself when admitted.
             const seen = Math.min(j + 1, admitted);
-            w.resolve({
+            w.decided({
               allowed: j < admitted,
               counts: before.map((c) => c + seen),
               resets,
@@ -124,7 +118,7 @@ export class RedisRateLimitStore implements RateLimitStore {
           });
         },
         (err) => {
-          for (const w of waiters) w.reject(err);
+          for (const w of waiters) w.failed(err);
         },
       );
   }

@@ -34,12 +34,15 @@ afterAll(async () => {
 });
 
 const hour: Window[] = [{ seconds: 3600, limit: 10 }];
+/** One hit, its decision as a promise (the store tells a waiter). */
+const hit = (store: RedisRateLimitStore, bucket: string, windows: Window[]) =>
+  new Promise<Decision>((decided, failed) => store.hit(bucket, windows, { decided, failed }));
 const allowed = (ds: Decision[]) => ds.map((d) => d.allowed);
 
 describe('RedisRateLimitStore batching', () => {
   it('25 hits in one turn: one Redis call, the first 10 admitted, each seeing the count it would alone', async () => {
     calls.length = 0;
-    const ds = await Promise.all(Array.from({ length: 25 }, () => a.hit('one-turn', hour)));
+    const ds = await Promise.all(Array.from({ length: 25 }, () => hit(a, 'one-turn', hour)));
     expect(calls).toEqual(['rate_limit']);
     expect(allowed(ds)).toEqual([...Array(10).fill(true), ...Array(15).fill(false)]);
     expect(ds.map((d) => d.counts[0])).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, ...Array(15).fill(10)]);
@@ -48,12 +51,12 @@ describe('RedisRateLimitStore batching', () => {
   });
 
   it('a batch continues from the count earlier batches left, and a full window admits nothing', async () => {
-    const first = await Promise.all(Array.from({ length: 4 }, () => a.hit('turns', hour)));
+    const first = await Promise.all(Array.from({ length: 4 }, () => hit(a, 'turns', hour)));
     expect(first.map((d) => d.counts[0])).toEqual([1, 2, 3, 4]);
-    const second = await Promise.all(Array.from({ length: 8 }, () => a.hit('turns', hour)));
+    const second = await Promise.all(Array.from({ length: 8 }, () => hit(a, 'turns', hour)));
     expect(allowed(second)).toEqual([true, true, true, true, true, true, false, false]);
     expect(second.map((d) => d.counts[0])).toEqual([5, 6, 7, 8, 9, 10, 10, 10]);
-    const third = await Promise.all(Array.from({ length: 3 }, () => a.hit('turns', hour)));
+    const third = await Promise.all(Array.from({ length: 3 }, () => hit(a, 'turns', hour)));
     expect(allowed(third)).toEqual([false, false, false]);
     expect(third.map((d) => d.counts[0])).toEqual([10, 10, 10]);
   });
@@ -63,8 +66,8 @@ describe('RedisRateLimitStore batching', () => {
       { seconds: 3600, limit: 6 },
       { seconds: 86400, limit: 100 },
     ];
-    await Promise.all(Array.from({ length: 2 }, () => a.hit('two', two)));
-    const ds = await Promise.all(Array.from({ length: 7 }, () => a.hit('two', two)));
+    await Promise.all(Array.from({ length: 2 }, () => hit(a, 'two', two)));
+    const ds = await Promise.all(Array.from({ length: 7 }, () => hit(a, 'two', two)));
     expect(allowed(ds)).toEqual([true, true, true, true, false, false, false]);
     expect(ds.map((d) => d.counts)).toEqual([
       [3, 3],
@@ -81,9 +84,9 @@ describe('RedisRateLimitStore batching', () => {
     calls.length = 0;
     const other: Window[] = [{ seconds: 3600, limit: 2 }];
     const [x, y, z] = await Promise.all([
-      Promise.all(Array.from({ length: 3 }, () => a.hit('apart-x', hour))),
-      Promise.all(Array.from({ length: 3 }, () => a.hit('apart-y', hour))),
-      Promise.all(Array.from({ length: 3 }, () => a.hit('apart-z', other))),
+      Promise.all(Array.from({ length: 3 }, () => hit(a, 'apart-x', hour))),
+      Promise.all(Array.from({ length: 3 }, () => hit(a, 'apart-y', hour))),
+      Promise.all(Array.from({ length: 3 }, () => hit(a, 'apart-z', other))),
     ]);
     expect(calls).toEqual(['rate_limit', 'rate_limit', 'rate_limit']);
     expect(allowed(x)).toEqual([true, true, true]);
@@ -97,8 +100,8 @@ describe('RedisRateLimitStore batching', () => {
     for (let turn = 0; turn < 6; turn++)
       ds.push(
         ...(await Promise.all([
-          ...Array.from({ length: 5 }, () => a.hit('replicas', limit)),
-          ...Array.from({ length: 4 }, () => b.hit('replicas', limit)),
+          ...Array.from({ length: 5 }, () => hit(a, 'replicas', limit)),
+          ...Array.from({ length: 4 }, () => hit(b, 'replicas', limit)),
         ])),
       );
     expect(ds.filter((d) => d.allowed)).toHaveLength(37);

@@ -12,11 +12,17 @@ import { WINDOWS } from './manifest.ts';
 import { answerProblem } from '../../pipeline/answer.ts';
 import type { RequestContext } from '../../pipeline/context.ts';
 import type { RuntimeDeps } from '../../pipeline/route.ts';
-import type { Decision, RateLimitStore, Window } from '../../stores/rate-limit-store.ts';
+import type {
+  Decision,
+  MemoryRateLimitStore,
+  RateLimitStore,
+  Window,
+} from '../../stores/rate-limit-store.ts';
 import { StoreHealth } from '../../stores/store-health.ts';
 import { definePlugin } from '../types.ts';
 import { manifest } from './manifest.ts';
 import { RATE_LIMIT_METRICS, type RateLimitMetrics } from './metrics.ts';
+import { type HitOutcomes, WaitingHit } from './waiting-hit.ts';
 import { LOCAL_COUNTERS, SHARED_COUNTERS } from './store.ts';
 
 const BUCKET_CACHE = 10_000;
@@ -49,13 +55,17 @@ export default definePlugin(manifest, {
       headers: !config.hideHeaders,
     };
     const local = deps.stores.of(LOCAL_COUNTERS);
-    const store: RateLimitStore = s.redis ? deps.stores.of(SHARED_COUNTERS) : local;
+    const store: RateLimitStore = deps.stores.of(SHARED_COUNTERS);
     // Logged once when the store starts failing and once when it answers again, never per request
     // (the metric counts each fallback or 503).
     const health = new StoreHealth('rate limit store');
-    const answered = (ctx: RequestContext, d: Decision): void => {
-      health.answered(deps.log, { route: ctx.route.id });
-      decide(ctx, d);
+    const outcomes: HitOutcomes = {
+      answered(ctx, d) {
+        health.answered(deps.log, { route: ctx.route.id });
+        decide(ctx, d);
+      },
+      unavailable: (ctx, err, bucket) =>
+        unavailable(ctx, err, bucket, s.failOpen, fallback, local, m, deps, decide, health),
     };
 
     const decide = (ctx: RequestContext, d: Decision): void => {
@@ -107,11 +117,21 @@ export default definePlugin(manifest, {
               if (buckets.size >= BUCKET_CACHE) buckets.clear();
               buckets.set(who, bucket);
             }
-            if (!s.redis) return decide(ctx, store.hit(bucket, windows) as Decision);
-            const pending = Promise.resolve(store.hit(bucket, windows));
-            return (ctx.span === null ? pending : traced(ctx.span, 'rate-limit hit', HIT_SPAN, pending)).then(
-              (d) => answered(ctx, d),
-              (err) => unavailable(ctx, err, bucket, s.failOpen, fallback, local, m, deps, decide, health),
+            if (!s.redis) return decide(ctx, local.hit(bucket, windows));
+            if (ctx.span === null) {
+              const waiting = new WaitingHit(ctx, bucket, outcomes);
+              // Without Redis (standalone), the shared counters are this process's: decided now.
+              const now = store.hit(bucket, windows, waiting);
+              return now === undefined ? waiting : outcomes.answered(ctx, now);
+            }
+            // Traced: the hit is a span, which ends with a promise.
+            const pending = new Promise<Decision>((resolve, reject) => {
+              const now = store.hit(bucket, windows, { decided: resolve, failed: reject });
+              if (now !== undefined) resolve(now);
+            });
+            return traced(ctx.span, 'rate-limit hit', HIT_SPAN, pending).then(
+              (d) => outcomes.answered(ctx, d),
+              (err) => outcomes.unavailable(ctx, err, bucket),
             );
           },
         };
@@ -126,7 +146,7 @@ function unavailable(
   bucket: string,
   failOpen: boolean,
   fallback: Window[],
-  local: RateLimitStore,
+  local: MemoryRateLimitStore,
   m: RateLimitMetrics,
   deps: RuntimeDeps,
   decide: (ctx: RequestContext, d: Decision) => void,
@@ -139,7 +159,7 @@ function unavailable(
     return;
   }
   m.request(ctx, 'fallback');
-  decide(ctx, local.hit(`fallback\n${bucket}`, fallback) as Decision);
+  decide(ctx, local.hit(`fallback\n${bucket}`, fallback));
 }
 
 /** Who is counted (hashed with where by the caller: a bucket never holds a credential or an address in clear). */
