@@ -8,7 +8,8 @@
  * here it is this object, and the request goes on in the same microtask as its batch's answer
  * from Redis. The chain runner calls `then` as soon as the hook returns, before any answer can
  * come (the store sends a turn's hits at the end of the turn), but an answer that came first
- * would wait here for it.
+ * would wait here for it. Nothing thrown reaches the store's loop over a batch's waiters: an
+ * outcome that throws fails this request's chain (a 500), and the chain runner catches its own.
  */
 import type { RequestContext, Resumable } from '../../pipeline/context.ts';
 import type { Decision, HitWaiter } from '../../stores/rate-limit-store.ts';
@@ -24,8 +25,6 @@ export class WaitingHit implements HitWaiter, Resumable {
   readonly #bucket: string;
   readonly #outcomes: HitOutcomes;
   #resume: (() => void) | null = null;
-  // Neither the outcome nor the resumed chain throws into the store's loop over a batch's
-  // waiters: the outcome is caught here, the chain runner catches its own.
   #fail: ((err: unknown) => void) | null = null;
   /** An answer told before `then` (not expected: see above), replayed by `then`. */
   #early: (() => void) | null = null;
