@@ -43,7 +43,8 @@ export async function measure(
 ): Promise<Row> {
   const tag = `${target.name} ${scenario}${opts.rounds > 1 ? ` (round ${round}/${opts.rounds})` : ''}`;
   // Paced: each connection waits C/rate between requests, less the time a request itself took,
-  // which the warm-up measures (its achieved rate gives the period actually seen per connection).
+  // which the warm-up and the calibration run measure (the achieved rate gives the period
+  // actually seen per connection).
   let pace: Pace | null = rate === null ? null : { rate, delayMs: (opts.connections * 1000) / rate };
   const calibrate = (p: Pace, achieved: number): Pace => {
     if (!(achieved > 0)) return p;
