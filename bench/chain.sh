@@ -12,8 +12,9 @@
 #
 # bench/chain.sh --half-load [bench/run.ts options, e.g. --rounds 3]: the tail below saturation,
 # which peers.sh does not measure. The floor (bench/floor.ts), plain sluice and the chain, each as
-# above, at a constant half of the floor's full-load rate (bench/run.ts --rate-of-floor 0.5, the
-# floor measured first in the same run); the table gives each one's p99 next to the floor's.
+# above, and the chain with its rate limit synced every 50 ms (syncMs: no Redis trip per request),
+# at a constant half of the floor's full-load rate (bench/run.ts --rate-of-floor 0.5, the floor
+# measured first in the same run); the table gives each one's p99 next to the floor's.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 PATH="$(scripts/node-env.sh):$PATH"
@@ -26,7 +27,8 @@ printf %s "$token" >"$dir/token"
 if [[ ${1:-} == --half-load ]]; then
   shift
   node bench/run.ts --targets floor --no-compile --rate-of-floor 0.5 --header "Authorization: Bearer $token" \
-    --target "sluice:18110:bench/peers-target.sh" --target "sluice-chain:18112:bench/peers-target.sh --chain $dir" "$@"
+    --target "sluice:18110:bench/peers-target.sh" --target "sluice-chain:18112:bench/peers-target.sh --chain $dir" \
+    --target "sluice-chain-sync:18114:bench/peers-target.sh --chain $dir 50" "$@"
   exit
 fi
 targets=nginx,bare-node-undici,sluice,sluice-chain

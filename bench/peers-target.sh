@@ -4,8 +4,9 @@
 # `sluice run` on 127.0.0.1:$BENCH_PORT in the foreground (exec: the harness measures this process).
 #   bench/peers-target.sh                  routing + proxying only
 #   bench/peers-target.sh --transformer    plus a request-transformer GatewayPlugin (adds X-Gateway-Version: v1)
-#   bench/peers-target.sh --chain DIR      jwt (RS256, public key DIR/jwt-public.pem) + rate-limiting (redis)
-#                                          + request-transformer; needs Redis on 127.0.0.1:6379 (bench/chain.sh)
+#   bench/peers-target.sh --chain DIR [MS] jwt (RS256, public key DIR/jwt-public.pem) + rate-limiting (redis)
+#                                          + request-transformer; needs Redis on 127.0.0.1:6379 (bench/chain.sh);
+#                                          MS: the rate limit's syncMs (synced every MS, no Redis trip per request)
 #   bench/peers-target.sh --cache [memory|redis]
 #                                          GET and HEAD through a proxy-cache GatewayPlugin, store memory (the
 #                                          default: in this process, what "a hit costs ≤ 0.6× the plain GET"
@@ -114,7 +115,7 @@ spec:
 apiVersion: sluice.dev/v1alpha1
 kind: GatewayPlugin
 metadata: { name: limit, namespace: default }
-spec: { plugin: rate-limiting, rateLimiting: { second: 1000000000, policy: redis } }
+spec: { plugin: rate-limiting, rateLimiting: { second: 1000000000, policy: redis${3:+, syncMs: $3} } }
 ---
 YAML
   # The harness's readiness probe sends no Authorization: it gets a plugin-free route; the

@@ -13,7 +13,10 @@ import type { RequestContext, RequestHook, ResponseHook } from './context.ts';
 
 export interface Limits {
   maxBodyBytes: number;
-  /** How many data-plane replicas share a Redis limit: a fail-open fallback counts limit ÷ this locally. */
+  /**
+   * How many data-plane replicas share a Redis limit: a fail-open fallback counts limit ÷ this
+   * locally, and with syncMs each replica admits its share of the room left between syncs.
+   */
   replicasHint: number;
   /** Open WebSockets (data-plane-wide); absent: neither an idle timeout nor a message-size limit. */
   websocket?: WebSocketLimits;

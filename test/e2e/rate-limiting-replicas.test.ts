@@ -3,8 +3,12 @@
  * 1,000 concurrent requests of one consumer (key-auth) against a limit of 100 admit exactly
  * 100, in each of 20 trials, and two consumers are counted apart. Then Redis stalls (SIGSTOP, a private
  * server): a failMode open route keeps admitting (counted locally), a failMode closed route
- * answers 503, and no request waits longer than the Redis timeout.
+ * answers 503, and no request waits longer than the Redis timeout. With syncMs (counts synced every
+ * interval, no Redis trip per request) the fleet admits at least the limit and a bounded excess,
+ * counts every admitted request in Redis, and each replica refuses once it has synced.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Redis } from 'ioredis';
 import { Pool } from 'undici';
 import { afterAll, describe, expect, it } from 'vitest';
 import { type SluiceProcess, startSluice, stopAllSluice } from '../helpers/processes.ts';
@@ -47,6 +51,11 @@ metadata: { name: closed }
 spec: { plugin: rate-limiting, rateLimiting: { day: 1000000, policy: redis, failMode: closed } }
 ---
 apiVersion: sluice.dev/v1alpha1
+kind: GatewayPlugin
+metadata: { name: synced }
+spec: { plugin: rate-limiting, rateLimiting: { day: 100, policy: redis, syncMs: 50, limitBy: consumer } }
+---
+apiVersion: sluice.dev/v1alpha1
 kind: GatewayRoute
 metadata: { name: limited }
 spec:
@@ -55,6 +64,7 @@ spec:
     - { name: exact, paths: ["/exact"], plugins: [{ name: keys }, { name: exact }] }
     - { name: open, paths: ["/open"], plugins: [{ name: open }] }
     - { name: closed, paths: ["/closed"], plugins: [{ name: closed }] }
+    - { name: synced, paths: ["/synced"], plugins: [{ name: keys }, { name: synced }] }
 `;
 
 afterAll(() => stopAllSluice());
@@ -99,6 +109,73 @@ describe('rate limits across replicas', () => {
       expect(await send(0, 'c19')).toBe(429);
       expect(await send(1, 'c20')).toBe(200);
     } finally {
+      await Promise.all(pools.map((p) => p.destroy()));
+      await Promise.all(procs.map((p) => p.stop()));
+      await up.close();
+      await dropPrefix(sharedRedisUrl, prefix);
+    }
+  }, 90_000);
+
+  it('syncMs 50, three replicas (hint 3): at least the limit, a bounded excess, every admission in Redis, then refused', async () => {
+    const up = await startUpstream();
+    const prefix = uniquePrefix('rl-e2e-sync');
+    const procs: SluiceProcess[] = [];
+    const pools: Pool[] = [];
+    const redis = new Redis(sharedRedisUrl);
+    try {
+      for (let i = 0; i < 3; i++)
+        procs.push(
+          await startSluice({
+            yaml: yaml(up.url),
+            args: ['--redis', sharedRedisUrl, '--redis-prefix', prefix, '--replicas-hint', '3'],
+          }),
+        );
+      for (const p of procs) pools.push(new Pool(p.proxyUrl, { connections: 40 }));
+      const send = (i: number, consumer: string) =>
+        pools[i % 3]
+          .request({ path: '/synced', method: 'GET', headers: { 'x-api-key': apiKey(consumer) } })
+          .then(async (r) => {
+            await r.body.dump();
+            if (r.statusCode === 429) retryAfter.add(String(r.headers['retry-after']));
+            return r.statusCode;
+          });
+      // Refused on a replica's share, no window is full: Retry-After 1, never 0.
+      const retryAfter = new Set<string>();
+      const admitted: number[] = [];
+      let probes = 0;
+      for (let trial = 0; trial < 5; trial++) {
+        const consumer = CONSUMERS[trial];
+        const statuses = await Promise.all(Array.from({ length: 1000 }, (_, i) => send(i, consumer)));
+        expect(statuses.filter((s) => s !== 200 && s !== 429)).toEqual([]);
+        const n = statuses.filter((s) => s === 200).length;
+        admitted.push(n);
+        // Never fewer than the limit: a replica's count (the fleet's as of its last sync plus its own
+        // since) is never above the fleet's true count, and each replica gets 333 requests, more
+        // than its share (34) of the first interval. Beyond it: what the replicas' shares of the
+        // room they last saw allow (without the shares, hint 1: 300, the limit on each replica).
+        expect(n).toBeGreaterThanOrEqual(100);
+        expect(n).toBeLessThanOrEqual(200);
+        // After the burst, a replica whose last sync came before the others' last hits still has
+        // room by what it knows: it may admit one more, which makes it sync; then it refuses.
+        await sleep(300);
+        const first = await Promise.all([0, 1, 2].map((i) => send(i, consumer)));
+        expect(first.filter((s) => s !== 200 && s !== 429)).toEqual([]);
+        probes += first.filter((s) => s === 200).length;
+        await sleep(300);
+        for (let i = 0; i < 3; i++) expect(await send(i, consumer)).toBe(429);
+      }
+      const total = (await Promise.all((await redis.keys(`${prefix}rls:*`)).map((k) => redis.get(k)))).reduce(
+        (a, v) => a + Number(v),
+        0,
+      );
+      expect([...retryAfter].every((v) => Number(v) >= 1)).toBe(true);
+      // Every admitted request was added to Redis; refused ones were not.
+      expect(total).toBe(admitted.reduce((a, n) => a + n, 0) + probes);
+      console.log(
+        `[rate-limiting-replicas] syncMs 50, hint 3: admitted per trial (limit 100, 1000 concurrent requests, 3 replicas): ${admitted.join(' ')}; then ${probes} of 15 probes admitted`,
+      );
+    } finally {
+      redis.disconnect();
       await Promise.all(pools.map((p) => p.destroy()));
       await Promise.all(procs.map((p) => p.stop()));
       await up.close();

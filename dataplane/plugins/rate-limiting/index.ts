@@ -3,8 +3,9 @@
  * IP, header), per path of a route or per service, each plugin its own count. Over the limit: 429 problem+json with Retry-After.
  * Every response of the route carries RateLimit-Policy and RateLimit (IETF httpapi draft: the
  * policies, then the one closest to its limit). `local` counts in this process, synchronously;
- * `redis` counts across replicas with one atomic call, and when Redis cannot answer either
- * counts locally at limit ÷ replicas (failMode open) or answers 503 (closed).
+ * `redis` counts across replicas with one atomic call (or, with `syncMs`, decides in this process
+ * and syncs its counts with Redis every syncMs), and when Redis cannot answer either counts
+ * locally at limit ÷ replicas (failMode open) or answers 503 (closed).
  */
 import { traced } from '../../observability/tracing.ts';
 import { createHash } from 'node:crypto';
@@ -23,7 +24,7 @@ import { definePlugin } from '../types.ts';
 import { manifest } from './manifest.ts';
 import { RATE_LIMIT_METRICS, type RateLimitMetrics } from './metrics.ts';
 import { type HitOutcomes, WaitingHit } from './waiting-hit.ts';
-import { LOCAL_COUNTERS, SHARED_COUNTERS } from './store.ts';
+import { LOCAL_COUNTERS, SHARED_COUNTERS, SYNCED_COUNTERS } from './store.ts';
 
 const BUCKET_CACHE = 10_000;
 const NAMES = Object.keys(WINDOWS) as (keyof typeof WINDOWS)[];
@@ -32,7 +33,7 @@ const HIT_SPAN = { 'sluice.store': 'rate-limit', 'db.system.name': 'redis', 'db.
 
 export default definePlugin(manifest, {
   metrics: [RATE_LIMIT_METRICS],
-  stores: [LOCAL_COUNTERS, SHARED_COUNTERS],
+  stores: [LOCAL_COUNTERS, SHARED_COUNTERS, SYNCED_COUNTERS],
   create(config, deps, self) {
     const m = deps.metrics.of(RATE_LIMIT_METRICS);
     const windows: Window[] = NAMES.filter((n) => config[n] !== undefined).map((n) => ({
@@ -53,9 +54,11 @@ export default definePlugin(manifest, {
       header: config.header?.toLowerCase(),
       service: config.scope === 'service',
       headers: !config.hideHeaders,
+      syncMs: config.syncMs,
     };
     const local = deps.stores.of(LOCAL_COUNTERS);
     const store: RateLimitStore = deps.stores.of(SHARED_COUNTERS);
+    const synced = deps.stores.of(SYNCED_COUNTERS);
     // Logged once when the store starts failing and once when it answers again, never per request
     // (the metric counts each fallback or 503).
     const health = new StoreHealth('rate limit store');
@@ -84,10 +87,12 @@ export default definePlugin(manifest, {
         }
         return;
       }
-      // Retry when every full window has reset.
+      // Retry when every full window has reset; refused on a replica's share between syncs
+      // (syncMs), no window is full: in a second.
       let wait = 0;
       for (let i = 0; i < windows.length; i++)
         if (d.counts[i] >= windows[i].limit) wait = Math.max(wait, d.resets[i]);
+      if (wait === 0) wait = 1;
       m.request(ctx, 'limited');
       answerProblem(ctx, 'SLC_ERR_RATE_LIMITED', {
         detail: `limit of ${windows[tight].limit} per ${names[tight]} reached`,
@@ -118,6 +123,15 @@ export default definePlugin(manifest, {
               buckets.set(who, bucket);
             }
             if (!s.redis) return decide(ctx, local.hit(bucket, windows));
+            if (s.syncMs !== undefined) {
+              let d: Decision;
+              try {
+                d = synced.hit(bucket, windows, s.syncMs, deps.limits.replicasHint);
+              } catch (err) {
+                return outcomes.unavailable(ctx, err, bucket);
+              }
+              return outcomes.answered(ctx, d);
+            }
             if (ctx.span === null) {
               const waiting = new WaitingHit(ctx, bucket, outcomes);
               // Without Redis (standalone), the shared counters are this process's: decided now.

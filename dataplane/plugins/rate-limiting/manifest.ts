@@ -1,6 +1,7 @@
 /**
  * rate-limiting config: the spec's shape (§2.3: `minute: 100, policy: local`) plus second, hour
- * and day. Fixed windows, counted per process (`local`) or across every replica (`redis`).
+ * and day. Fixed windows, counted per process (`local`) or across every replica (`redis`), there
+ * exactly (a Redis trip per decision) or synced every `syncMs` (none: approximate).
  */
 import { type Static, Type } from '@sinclair/typebox';
 import { HEADER_NAME_PATTERN } from '../../config/http-grammar.ts';
@@ -14,6 +15,7 @@ const limit = (window: string) =>
 
 const NO_WINDOW = 'set at least one of second, minute, hour, day';
 const NO_HEADER = 'is required with limitBy: header';
+const SYNC_NOT_REDIS = 'is only for policy: redis';
 
 export const RateLimitingConfig = Type.Object(
   {
@@ -49,6 +51,16 @@ export const RateLimitingConfig = Type.Object(
           'route (default): one count per path of a route (each path is its own entry); service: one count across every route of the GatewayRoute. Each plugin keeps its own count.',
       }),
     ),
+    syncMs: Type.Optional(
+      Type.Integer({
+        minimum: 10,
+        maximum: 60_000,
+        description:
+          'redis policy: decide in each replica and add its counts to Redis every syncMs, instead of one Redis ' +
+          'round trip per decision. No request waits for Redis, but the fleet may admit up to what its replicas ' +
+          'receive in syncMs over the limit. Absent (default): exact.',
+      }),
+    ),
     failMode: Type.Optional(
       Type.Union([Type.Literal('open'), Type.Literal('closed')], {
         description:
@@ -71,6 +83,12 @@ export const RateLimitingConfig = Type.Object(
         fieldPath: '.header',
         reason: 'FieldValueRequired',
       },
+      {
+        rule: "!has(self.syncMs) || (has(self.policy) && self.policy == 'redis')",
+        message: SYNC_NOT_REDIS,
+        fieldPath: '.syncMs',
+        reason: 'FieldValueForbidden',
+      },
     ],
   },
 );
@@ -85,6 +103,8 @@ export function checkRateLimitingConfig(c: RateLimitingConfig): ConfigProblem[] 
     problems.push({ field: '', message: NO_WINDOW });
   if (c.limitBy === 'header' && c.header === undefined)
     problems.push({ field: 'header', message: NO_HEADER });
+  if (c.syncMs !== undefined && c.policy !== 'redis')
+    problems.push({ field: 'syncMs', message: SYNC_NOT_REDIS });
   return problems;
 }
 
