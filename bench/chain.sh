@@ -2,9 +2,10 @@
 # The data plane next to the Node floor with the shared peers harness (../shared/bench/peers.sh),
 # in one run: the bare Node floor (bare-node-undici), nginx, sluice proxying plainly, and sluice
 # with the chain of a typical API route: jwt (RS256, static key from a Secret) + rate-limiting
-# (policy redis, a limit never reached) + request-transformer. Every target gets the same
-# Authorization header. Then bench/ratios.ts prints each target's CPU µs/req, p99 and peak RSS
-# as ratios to the floor of the same run.
+# (policy redis, a limit never reached) + request-transformer, and that chain again with the rate
+# limit synced every 50 ms (sluice-chain-sync: syncMs, no Redis trip per request). Every target
+# gets the same Authorization header. Then bench/ratios.ts prints each target's CPU µs/req, p99
+# and peak RSS as ratios to the floor of the same run.
 #
 # BENCH_BEFORE=DIR adds sluice-before and sluice-chain-before, run from another checkout (DIR, a
 # `git worktree add DIR <commit>` with node_modules): a change and its base, measured in one run.
@@ -31,7 +32,7 @@ if [[ ${1:-} == --half-load ]]; then
     --target "sluice-chain-sync:18114:bench/peers-target.sh --chain $dir 50" "$@"
   exit
 fi
-targets=nginx,bare-node-undici,sluice,sluice-chain
+targets=nginx,bare-node-undici,sluice,sluice-chain,sluice-chain-sync
 extra=()
 if [[ -n ${BENCH_BEFORE:-} ]]; then
   before=$(cd "$BENCH_BEFORE" && pwd)
@@ -41,5 +42,7 @@ if [[ -n ${BENCH_BEFORE:-} ]]; then
 fi
 ../shared/bench/peers.sh --out "$out" -t "$targets" -H "Authorization: Bearer $token" \
   --target sluice 18110 'bench/peers-target.sh' \
-  --target sluice-chain 18112 "bench/peers-target.sh --chain $dir" "${extra[@]}" "$@"
-node bench/ratios.ts "$(ls -t "$out"/peers-*.json | head -1)" --plain sluice,sluice-before --chain sluice-chain,sluice-chain-before
+  --target sluice-chain 18112 "bench/peers-target.sh --chain $dir" \
+  --target sluice-chain-sync 18118 "bench/peers-target.sh --chain $dir 50" "${extra[@]}" "$@"
+node bench/ratios.ts "$(ls -t "$out"/peers-*.json | head -1)" --plain sluice,sluice-before \
+  --chain sluice-chain,sluice-chain-sync,sluice-chain-before

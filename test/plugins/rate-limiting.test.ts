@@ -1,6 +1,6 @@
 /**
  * rate-limiting end to end in one data plane, on both policies (local; redis on the machine's
- * Redis with a unique prefix): exact counts, 429 problem with Retry-After, RateLimit headers,
+ * Redis with a unique prefix, exact and with syncMs): exact counts, 429 problem with Retry-After, RateLimit headers,
  * who is counted (header, IP), service scope, two windows at once, and two plugins on one route. The windows are long
  * (hour, day) so that no test straddles a boundary.
  */
@@ -18,12 +18,16 @@ beforeAll(async () => {
 });
 afterAll(() => up.close());
 
-describe.each(['local', 'redis'] as const)('rate-limiting, policy %s', (policy) => {
+// redis+syncMs: counted here and synced with Redis every 20 ms; one replica decides as exactly as
+// the others (its share between syncs is all the room: --replicas-hint 1).
+describe.each(['local', 'redis', 'redis+syncMs'] as const)('rate-limiting, policy %s', (mode) => {
+  const policy = mode === 'local' ? 'local' : 'redis';
+  const sync = mode === 'redis+syncMs' ? { syncMs: 20 } : {};
   let dp: DataPlane;
   const prefix = uniquePrefix('rl');
   beforeAll(async () => {
     const rl = (name: string, config: Record<string, unknown>) =>
-      rateLimitPlugin(name, { policy, ...config });
+      rateLimitPlugin(name, { policy, ...sync, ...config });
     const service = rl('svc', { hour: 3, limitBy: 'header', header: 'X-Client', scope: 'service' });
     dp = await startTestDataPlane({
       ...(policy === 'redis' ? { redisUrl: sharedRedisUrl, redisPrefix: prefix } : {}),
