@@ -50,6 +50,15 @@ const ADDS = Array.from({ length: MAX_WINDOWS + 1 }, (_, n) => new RedisScript(A
 /** A counter outlives its window by this much in Redis: room for the replicas' clocks to differ. */
 const GRACE_MS = 60_000;
 
+/**
+ * Past this many buckets (callers × plugins with a window still running, ~300 B each), the ones
+ * not hit since the last sweep are forgotten too: memory stays bounded by the callers of about a
+ * second when many come once (a day window by IP, a flood of addresses). A forgotten caller that
+ * comes back is decided on its own hits until its next sync.
+ */
+const MAX_BUCKETS = 100_000;
+const IDLE_MS = 1_000;
+
 /** Decides on the counters of this process: what every shared-counter store can do synchronously. */
 export interface SyncedCounters {
   /**
@@ -76,6 +85,7 @@ interface Bucket {
   windows: readonly Window[];
   slots: Slot[];
   syncMs: number;
+  lastHit: number;
   /** Waiting for the next sync, or being synced. */
   queued: boolean;
   syncing: boolean;
@@ -93,10 +103,18 @@ export class SyncedRateLimitStore implements SyncedCounters {
   readonly #sending = new Set<Promise<void>>();
   #sweepAt = 0;
 
-  constructor(redis: RedisCaller<unknown>, prefix = 'sluice:rls:', now: () => number = Date.now) {
+  readonly #maxBuckets: number;
+
+  constructor(
+    redis: RedisCaller<unknown>,
+    prefix = 'sluice:rls:',
+    now: () => number = Date.now,
+    maxBuckets = MAX_BUCKETS,
+  ) {
     this.#redis = redis as RedisCaller<RedisClient>;
     this.#prefix = prefix;
     this.#now = now;
+    this.#maxBuckets = maxBuckets;
   }
 
   hit(name: string, windows: readonly Window[], syncMs: number, replicas = 1): Decision {
@@ -110,9 +128,19 @@ export class SyncedRateLimitStore implements SyncedCounters {
       else b = undefined;
     }
     if (b === undefined) {
-      b = { name, windows, slots: [], syncMs, queued: false, syncing: false, failure: undefined };
+      b = {
+        name,
+        windows,
+        slots: [],
+        syncMs,
+        lastHit: now,
+        queued: false,
+        syncing: false,
+        failure: undefined,
+      };
       this.#buckets.set(name, b);
     }
+    b.lastHit = now;
     if (b.failure !== undefined) {
       this.#queue(b);
       throw b.failure;
@@ -234,13 +262,17 @@ export class SyncedRateLimitStore implements SyncedCounters {
     if (b.failure === undefined && b.slots.some((s) => s.unsent > 0)) this.#queue(b);
   }
 
-  /** Drops the buckets whose every window has ended, at most once a second: memory stays bounded by the live ones. */
+  /**
+   * Drops the buckets whose every window has ended, and past maxBuckets the idle ones too, at most
+   * once a second: memory stays bounded by the live ones.
+   */
   #sweep(now: number): void {
     this.#sweepAt = now + 1000;
+    const crowded = this.#buckets.size > this.#maxBuckets;
     for (const [name, b] of this.#buckets) {
       if (b.queued || b.syncing) continue;
       const live = b.windows.some((w, i) => b.slots[i]?.number === Math.floor(now / (w.seconds * 1000)));
-      if (!live) this.#buckets.delete(name);
+      if (!live || (crowded && now - b.lastHit > IDLE_MS)) this.#buckets.delete(name);
     }
   }
 }

@@ -188,6 +188,25 @@ describe('SyncedRateLimitStore', () => {
     expect(hits(store, 'snapshots', higher, 3).map((d) => d.allowed)).toEqual([true, false, false]);
   });
 
+  it('past its bound of buckets, the idle ones are forgotten; below it, only ended windows', async () => {
+    let now = Date.now();
+    const caller = (await replica()).caller;
+    const store = new SyncedRateLimitStore(caller, prefix, () => now, 50);
+    for (let i = 0; i < 40; i++) store.hit(`few-${i}`, hour, SYNC, 1);
+    // Synced (a bucket waiting for its sync is never dropped), then idle for 2 s.
+    await sleep(SYNC * 3);
+    now += 2_000;
+    store.hit('few-last', hour, SYNC, 1);
+    // 41 buckets, bound 50: the idle ones are kept (their windows run).
+    expect(store.size).toBe(41);
+    for (let i = 0; i < 80; i++) store.hit(`many-${i}`, hour, SYNC, 1);
+    await sleep(SYNC * 3);
+    now += 2_000;
+    store.hit('few-last', hour, SYNC, 1);
+    // 121 buckets, bound 50: every one idle for over a second is dropped; the one just hit is left.
+    expect(store.size).toBe(1);
+  });
+
   it('close() sends the hits not synced yet', async () => {
     const { store, calls } = await replica();
     expect(admitted(hits(store, 'closing', hour, 4))).toBe(4);
