@@ -8,7 +8,7 @@
  * seconds over wrk's requests). With `--vs`, a second target in the same run, each layer's
  * difference: what the chain adds to the plain proxy, layer by layer.
  *
- *   node bench/profile.ts [--target plain|chain|floor] [--vs plain|chain|floor] [--scenario get|post]
+ *   node bench/profile.ts [--target plain|chain|chain-sync|floor] [--vs …] [--scenario get|post]
  *                         [--rounds 4] [--seconds 5] [--warmup 3] [--connections 50] [--top 15]
  *
  * Both targets run at once (idle but one), each measured for --seconds per round, in turns;
@@ -17,7 +17,8 @@
  * The window is cut from the profile by time: V8's sample times and process.hrtime here read the
  * same clock (CLOCK_MONOTONIC). Profiling costs: a sampled process runs slower (the default 1 ms interval here costs a few
  * per cent), so read the shares and the differences, not the req/s. The chain needs Redis on
- * 127.0.0.1:6379 (bench/chain.sh's chain: jwt RS256 + rate-limiting on Redis + request-transformer).
+ * 127.0.0.1:6379 (bench/chain.sh's chain: jwt RS256 + rate-limiting on Redis + request-transformer;
+ * chain-sync: its rate limit with syncMs 50).
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -41,11 +42,11 @@ const { values: o } = parseArgs({
     top: { type: 'string', default: '15' },
   },
 });
-const TARGETS = ['plain', 'chain', 'floor'] as const;
+const TARGETS = ['plain', 'chain', 'chain-sync', 'floor'] as const;
 type Target = (typeof TARGETS)[number];
 for (const t of [o.target, o.vs])
   if (t !== undefined && !TARGETS.includes(t as Target))
-    throw new Error(`--target/--vs: plain or chain, not ${t}`);
+    throw new Error(`--target/--vs: ${TARGETS.join(', ')}, not ${t}`);
 if (o.scenario !== 'get' && o.scenario !== 'post')
   throw new Error(`--scenario: get or post, not ${o.scenario}`);
 const seconds = Number(o.seconds);
@@ -157,7 +158,7 @@ async function startTarget(target: Target, port: number): Promise<Running> {
     BENCH_NODE_FLAGS: `${process.env.BENCH_NODE_FLAGS ?? ''} --cpu-prof --cpu-prof-dir=${profDir}`,
     TMPDIR: dir,
   };
-  const args = target === 'chain' ? ['--chain', dir] : [];
+  const args = target === 'chain' ? ['--chain', dir] : target === 'chain-sync' ? ['--chain', dir, '50'] : [];
   const argv =
     target === 'floor'
       ? // The harness's floor as it runs it; SIGTERM made an exit, so V8 writes the profile.
