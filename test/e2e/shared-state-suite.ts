@@ -5,6 +5,8 @@
  *    (60 in flight): exactly 100 admitted per bucket, the rest 429, never a 503;
  *  - beside that load, 300 idempotency keys sent 3 times each at once: no 503, exactly one
  *    execution per key;
+ *  - the same buckets with the rate limit synced (syncMs): at least L admitted per bucket, every
+ *    sync answered by the bucket's slot, and once the gateways have synced, each refuses every bucket;
  *  - proxy-cache on a key-auth route: a caller's private entry and the shared one are found from
  *    another gateway (one lookup of both keys), a POST invalidates the caller's entries, and an
  *    admin purge says how many entries it removed.
@@ -47,6 +49,11 @@ spec: { plugin: rate-limiting, config: { day: ${LIMIT}, policy: redis, limitBy: 
 ---
 apiVersion: sluice.dev/v1alpha1
 kind: GatewayPlugin
+metadata: { name: synced }
+spec: { plugin: rate-limiting, rateLimiting: { day: ${LIMIT}, policy: redis, syncMs: 50, limitBy: header, header: x-bucket, failMode: closed } }
+---
+apiVersion: sluice.dev/v1alpha1
+kind: GatewayPlugin
 metadata: { name: idem }
 spec: { plugin: idempotency, config: { lease: 5s, ttl: 1h } }
 ---
@@ -62,6 +69,7 @@ spec:
   service: { name: plain, url: "http://127.0.0.1:${plain}" }
   routes:
     - { name: limited, paths: ["/limited"], plugins: [{ name: exact }] }
+    - { name: synced, paths: ["/synced"], plugins: [{ name: synced }] }
     - { name: charges, paths: ["/charges"], methods: [POST], plugins: [{ name: idem }] }
 ---
 apiVersion: sluice.dev/v1alpha1
@@ -189,6 +197,51 @@ export function sharedStateSuite(topology: string, redisUrl: () => string): void
       for (const g of gateways)
         if (g.stderr().trim()) console.log(g.stderr().trim().split('\n').slice(-20).join('\n'));
     }, 120_000);
+
+    it(`${BUCKETS} buckets × L=${LIMIT} synced every 50 ms: at least ${LIMIT} each, every sync answered, then refused everywhere`, async () => {
+      const send = async (g: number, bucket: number) => {
+        const r = await pools[g].request({
+          path: '/synced',
+          method: 'GET',
+          headers: { 'x-bucket': `${prefix}s${bucket}` },
+        });
+        await r.body.dump();
+        return r.statusCode;
+      };
+      const limited: { bucket: number; status: number }[] = [];
+      await bounded(BUCKETS * PER_BUCKET, IN_FLIGHT, async (i) => {
+        const bucket = i % BUCKETS;
+        limited.push({ bucket, status: await send(i % 3, bucket) });
+      });
+      const admitted = Array.from(
+        { length: BUCKETS },
+        (_, b) => limited.filter((a) => a.bucket === b && a.status === 200).length,
+      );
+      console.log(
+        `[shared-state ${topology}] synced: admitted per bucket (L=${LIMIT}, ${PER_BUCKET} requests over 3 gateways): ` +
+          `min ${Math.min(...admitted)} max ${Math.max(...admitted)}`,
+      );
+      // 503 would be a failed sync (failMode closed).
+      expect([...countOf(limited.map((a) => a.status)).keys()].sort()).toEqual([200, 429]);
+      for (const n of admitted) expect(n).toBeGreaterThanOrEqual(LIMIT);
+      // Once synced, a gateway whose last sync came before the others' last hits may admit one
+      // more (which makes it sync); then every gateway refuses every bucket.
+      await new Promise((r) => setTimeout(r, 300));
+      for (let b = 0; b < BUCKETS; b++) for (const g of [0, 1, 2]) await send(g, b);
+      await new Promise((r) => setTimeout(r, 300));
+      const after = [];
+      for (let b = 0; b < BUCKETS; b++) for (const g of [0, 1, 2]) after.push(await send(g, b));
+      expect(after).toEqual(Array(BUCKETS * 3).fill(429));
+      for (const g of gateways) {
+        const m = await fetchMetrics(g.adminUrl);
+        expect(
+          metricValue(m, 'sluice_store_operation_seconds_count', { op: 'rate_limit_sync', result: 'ok' }),
+        ).toBeGreaterThan(0);
+        expect(
+          metricValue(m, 'sluice_store_operation_seconds_count', { op: 'rate_limit_sync', result: 'error' }),
+        ).toBe(0);
+      }
+    }, 60_000);
 
     it('proxy-cache on a key-auth route: hits across gateways, invalidation, purge with a count', async () => {
       const get = async (g: number, path: string, key: string, method = 'GET') => {
