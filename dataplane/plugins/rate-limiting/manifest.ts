@@ -57,8 +57,8 @@ export const RateLimitingConfig = Type.Object(
         maximum: 60_000,
         description:
           'redis policy: decide in each replica and add its counts to Redis every syncMs, instead of one Redis ' +
-          'round trip per decision. No request waits for Redis, but the fleet may admit up to what its replicas ' +
-          'receive in syncMs over the limit. Absent (default): exact.',
+          'round trip per decision. No request waits for Redis; between syncs a replica admits at most its share ' +
+          '(the room left ÷ --replicas-hint), so near the limit the fleet may admit somewhat more. Absent (default): exact.',
       }),
     ),
     failMode: Type.Optional(
