@@ -101,9 +101,9 @@ export class SyncedRateLimitStore implements SyncedCounters {
   /** The buckets with hits to send, by sync interval, and the timer that sends them. */
   readonly #due = new Map<number, { buckets: Bucket[]; timer: NodeJS.Timeout }>();
   readonly #sending = new Set<Promise<void>>();
-  #sweepAt = 0;
-
   readonly #maxBuckets: number;
+  #sweepAt = 0;
+  #closed = false;
 
   constructor(
     redis: RedisCaller<unknown>,
@@ -124,8 +124,10 @@ export class SyncedRateLimitStore implements SyncedCounters {
     if (b !== undefined && b.windows !== windows) {
       // A new snapshot's plugin with the same windows keeps the bucket (and what it knows); other
       // windows start it afresh (an old bucket still queued sends its hits).
-      if (sameWindows(b.windows, windows)) b.windows = windows;
-      else b = undefined;
+      if (sameWindows(b.windows, windows)) {
+        b.windows = windows;
+        b.syncMs = syncMs;
+      } else b = undefined;
     }
     if (b === undefined) {
       b = {
@@ -175,6 +177,7 @@ export class SyncedRateLimitStore implements SyncedCounters {
 
   /** Sends what is due now (on close: a draining replica's last hits count). */
   async close(): Promise<void> {
+    this.#closed = true;
     for (const [syncMs, due] of this.#due) {
       clearTimeout(due.timer);
       this.#send(syncMs);
@@ -187,7 +190,7 @@ export class SyncedRateLimitStore implements SyncedCounters {
   }
 
   #queue(b: Bucket): void {
-    if (b.queued) return;
+    if (b.queued || this.#closed) return;
     b.queued = true;
     let due = this.#due.get(b.syncMs);
     if (due === undefined) {
