@@ -5,11 +5,12 @@
  * server): a failMode open route keeps admitting (counted locally), a failMode closed route
  * answers 503, and no request waits longer than the Redis timeout. With syncMs (counts synced every
  * interval, no Redis trip per request) the fleet admits at least the limit and a bounded excess,
- * counts every admitted request in Redis, and each replica refuses once it has synced.
+ * counts every admitted request in Redis, and each replica refuses once it has synced; a data
+ * plane stopped with SIGTERM sends its last counts before it exits.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
-import { Pool } from 'undici';
+import { Pool, request } from 'undici';
 import { afterAll, describe, expect, it } from 'vitest';
 import { type SluiceProcess, startSluice, stopAllSluice } from '../helpers/processes.ts';
 import { dropPrefix, sharedRedisUrl, startPrivateRedis, uniquePrefix } from '../helpers/redis.ts';
@@ -56,6 +57,11 @@ metadata: { name: synced }
 spec: { plugin: rate-limiting, rateLimiting: { day: 100, policy: redis, syncMs: 50, limitBy: consumer } }
 ---
 apiVersion: sluice.dev/v1alpha1
+kind: GatewayPlugin
+metadata: { name: slow-sync }
+spec: { plugin: rate-limiting, rateLimiting: { day: 100, policy: redis, syncMs: 60000 } }
+---
+apiVersion: sluice.dev/v1alpha1
 kind: GatewayRoute
 metadata: { name: limited }
 spec:
@@ -65,6 +71,7 @@ spec:
     - { name: open, paths: ["/open"], plugins: [{ name: open }] }
     - { name: closed, paths: ["/closed"], plugins: [{ name: closed }] }
     - { name: synced, paths: ["/synced"], plugins: [{ name: keys }, { name: synced }] }
+    - { name: slow-sync, paths: ["/slow-sync"], plugins: [{ name: slow-sync }] }
 `;
 
 afterAll(() => stopAllSluice());
@@ -182,6 +189,33 @@ describe('rate limits across replicas', () => {
       await dropPrefix(sharedRedisUrl, prefix);
     }
   }, 90_000);
+
+  it('syncMs: a data plane stopped (SIGTERM) sends its hits not synced yet before it exits', async () => {
+    const up = await startUpstream();
+    const prefix = uniquePrefix('rl-e2e-drain');
+    const redis = new Redis(sharedRedisUrl);
+    try {
+      const sluice = await startSluice({
+        yaml: yaml(up.url),
+        args: ['--redis', sharedRedisUrl, '--redis-prefix', prefix],
+      });
+      for (let i = 0; i < 7; i++) {
+        const r = await request(`${sluice.proxyUrl}/slow-sync`);
+        await r.body.dump();
+        expect(r.statusCode).toBe(200);
+      }
+      // A minute's interval: nothing has been sent yet.
+      expect(await redis.keys(`${prefix}rls:*`)).toEqual([]);
+      await sluice.stop();
+      const keys = await redis.keys(`${prefix}rls:*`);
+      expect(keys).toHaveLength(1);
+      expect(await redis.get(keys[0])).toBe('7');
+    } finally {
+      redis.disconnect();
+      await up.close();
+      await dropPrefix(sharedRedisUrl, prefix);
+    }
+  }, 30_000);
 
   it('Redis stalled: failMode open keeps admitting, failMode closed answers 503, never slower than the timeout', async () => {
     const up = await startUpstream();
