@@ -9,7 +9,7 @@
  * Fair share: between two syncs a replica admits at most its share of the room the fleet had left
  * at its last sync, ⌈room ÷ replicas⌉ (the replicas hint). Without it a burst shorter than one
  * interval got the whole limit from every replica (3 replicas, limit 100, 1,000 concurrent
- * requests: 300 admitted); with it, 113–135 (test/e2e/rate-limiting-replicas.test.ts): what is
+ * requests: 300 admitted); with it, 102–135 (test/e2e/rate-limiting-replicas.test.ts): what is
  * left over is the lag of one sync (a replica that synced before the others learns their hits at
  * its next sync). A burst on fewer replicas than the hint gets a share per interval, and 429 with
  * Retry-After: 1 beyond it until the next sync gives it more room.

@@ -76,28 +76,47 @@ spec:
 
 afterAll(() => stopAllSluice());
 
+/**
+ * Three `sluice run` replicas on the machine's Redis under a fresh prefix, a pool to each, and
+ * `send(i, consumer, path)`: a GET with the consumer's key through replica i % 3, its response.
+ */
+async function threeReplicas(extraArgs: string[] = []) {
+  const up = await startUpstream();
+  const prefix = uniquePrefix('rl-e2e');
+  const procs: SluiceProcess[] = [];
+  const pools: Pool[] = [];
+  for (let i = 0; i < 3; i++)
+    procs.push(
+      await startSluice({
+        yaml: yaml(up.url),
+        args: ['--redis', sharedRedisUrl, '--redis-prefix', prefix, ...extraArgs],
+      }),
+    );
+  for (const p of procs) pools.push(new Pool(p.proxyUrl, { connections: 40 }));
+  return {
+    prefix,
+    send: (i: number, consumer: string, path: string) =>
+      pools[i % 3]
+        .request({ path, method: 'GET', headers: { 'x-api-key': apiKey(consumer) } })
+        .then(async (r) => {
+          await r.body.dump();
+          return r;
+        }),
+    async close() {
+      await Promise.all(pools.map((p) => p.destroy()));
+      await Promise.all(procs.map((p) => p.stop()));
+      await up.close();
+      await dropPrefix(sharedRedisUrl, prefix);
+    },
+  };
+}
+
 describe('rate limits across replicas', () => {
   it('1,000 concurrent requests, limit 100, three replicas: exactly 100 admitted, in 20 trials', async () => {
-    const up = await startUpstream();
-    const prefix = uniquePrefix('rl-e2e');
-    const procs: SluiceProcess[] = [];
-    const pools: Pool[] = [];
+    const fleet = await threeReplicas();
     try {
-      for (let i = 0; i < 3; i++)
-        procs.push(
-          await startSluice({
-            yaml: yaml(up.url),
-            args: ['--redis', sharedRedisUrl, '--redis-prefix', prefix],
-          }),
-        );
-      for (const p of procs) pools.push(new Pool(p.proxyUrl, { connections: 40 }));
       const send = (i: number, consumer: string) =>
-        pools[i % 3]
-          .request({ path: '/exact', method: 'GET', headers: { 'x-api-key': apiKey(consumer) } })
-          .then(async (r) => {
-            await r.body.dump();
-            return r.statusCode;
-          });
+        fleet.send(i, consumer, '/exact').then((r) => r.statusCode);
       const admitted: number[] = [];
       const t0 = performance.now();
       for (let trial = 0; trial < 20; trial++) {
@@ -116,36 +135,19 @@ describe('rate limits across replicas', () => {
       expect(await send(0, 'c19')).toBe(429);
       expect(await send(1, 'c20')).toBe(200);
     } finally {
-      await Promise.all(pools.map((p) => p.destroy()));
-      await Promise.all(procs.map((p) => p.stop()));
-      await up.close();
-      await dropPrefix(sharedRedisUrl, prefix);
+      await fleet.close();
     }
   }, 90_000);
 
   it('syncMs 50, three replicas (hint 3): at least the limit, a bounded excess, every admission in Redis, then refused', async () => {
-    const up = await startUpstream();
-    const prefix = uniquePrefix('rl-e2e-sync');
-    const procs: SluiceProcess[] = [];
-    const pools: Pool[] = [];
+    const fleet = await threeReplicas(['--replicas-hint', '3']);
     const redis = new Redis(sharedRedisUrl);
     try {
-      for (let i = 0; i < 3; i++)
-        procs.push(
-          await startSluice({
-            yaml: yaml(up.url),
-            args: ['--redis', sharedRedisUrl, '--redis-prefix', prefix, '--replicas-hint', '3'],
-          }),
-        );
-      for (const p of procs) pools.push(new Pool(p.proxyUrl, { connections: 40 }));
       const send = (i: number, consumer: string) =>
-        pools[i % 3]
-          .request({ path: '/synced', method: 'GET', headers: { 'x-api-key': apiKey(consumer) } })
-          .then(async (r) => {
-            await r.body.dump();
-            if (r.statusCode === 429) retryAfter.add(String(r.headers['retry-after']));
-            return r.statusCode;
-          });
+        fleet.send(i, consumer, '/synced').then((r) => {
+          if (r.statusCode === 429) retryAfter.add(String(r.headers['retry-after']));
+          return r.statusCode;
+        });
       // Refused on a replica's share, no window is full: Retry-After 1, never 0.
       const retryAfter = new Set<string>();
       const admitted: number[] = [];
@@ -171,10 +173,9 @@ describe('rate limits across replicas', () => {
         await sleep(300);
         for (let i = 0; i < 3; i++) expect(await send(i, consumer)).toBe(429);
       }
-      const total = (await Promise.all((await redis.keys(`${prefix}rls:*`)).map((k) => redis.get(k)))).reduce(
-        (a, v) => a + Number(v),
-        0,
-      );
+      const total = (
+        await Promise.all((await redis.keys(`${fleet.prefix}rls:*`)).map((k) => redis.get(k)))
+      ).reduce((a, v) => a + Number(v), 0);
       expect([...retryAfter].every((v) => Number(v) >= 1)).toBe(true);
       // Every admitted request was added to Redis; refused ones were not.
       expect(total).toBe(admitted.reduce((a, n) => a + n, 0) + probes);
@@ -183,10 +184,7 @@ describe('rate limits across replicas', () => {
       );
     } finally {
       redis.disconnect();
-      await Promise.all(pools.map((p) => p.destroy()));
-      await Promise.all(procs.map((p) => p.stop()));
-      await up.close();
-      await dropPrefix(sharedRedisUrl, prefix);
+      await fleet.close();
     }
   }, 90_000);
 
