@@ -8,6 +8,9 @@ export interface Window {
   limit: number;
 }
 
+/** A bucket has at most this many windows (second, minute, hour, day): the Redis stores' scripts are made per count. */
+export const MAX_WINDOWS = 4;
+
 export interface Decision {
   allowed: boolean;
   /** Per window, in the order given: requests counted so far (this one included when allowed), and seconds to its reset. */

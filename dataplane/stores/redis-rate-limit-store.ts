@@ -11,7 +11,7 @@
  * the counts each hit sees are those it would have seen alone. A hit waits at most the rest of
  * the current turn (setImmediate runs once the ready sockets have been read).
  */
-import type { HitWaiter, RateLimitStore, Window } from './rate-limit-store.ts';
+import { type HitWaiter, MAX_WINDOWS, type RateLimitStore, type Window } from './rate-limit-store.ts';
 import type { RedisCaller, RedisClient } from './redis-connection.ts';
 import { RedisScript } from './redis-script.ts';
 
@@ -38,9 +38,6 @@ local out = { admit }
 for i = 1, n do out[1 + i] = counts[i]; out[1 + n + i] = resets[i] end
 return out
 `;
-
-/** A bucket has at most this many windows (second, minute, hour, day). */
-const MAX_WINDOWS = 4;
 
 /**
  * The script by number of windows, each declaring its keys: a Cluster sends a script by the slot

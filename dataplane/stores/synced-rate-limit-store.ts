@@ -25,7 +25,7 @@
  * sync, at most one per interval, which probes Redis again.
  */
 import type { StoreUnavailableError } from './idempotency-store.ts';
-import type { Decision, Window } from './rate-limit-store.ts';
+import { type Decision, MAX_WINDOWS, type Window } from './rate-limit-store.ts';
 import type { RedisCaller, RedisClient } from './redis-connection.ts';
 import { RedisScript } from './redis-script.ts';
 
@@ -43,8 +43,6 @@ end
 return out
 `;
 
-/** A bucket has at most this many windows (second, minute, hour, day). */
-const MAX_WINDOWS = 4;
 const ADDS = Array.from({ length: MAX_WINDOWS + 1 }, (_, n) => new RedisScript(ADD, n));
 
 /** A counter outlives its window by this much in Redis: room for the replicas' clocks to differ. */
