@@ -12,7 +12,9 @@
  * requests: 300 admitted); with it, 102–135 (test/e2e/rate-limiting-replicas.test.ts): what is
  * left over is the lag of one sync (a replica that synced before the others learns their hits at
  * its next sync). A burst on fewer replicas than the hint gets a share per interval, and 429 with
- * Retry-After: 1 beyond it until the next sync gives it more room.
+ * Retry-After: 1 beyond it until the next sync gives it more room. (A spent share does not bring
+ * the sync forward: tried, the burst above admitted 135 in every trial, as each early sync read a
+ * count the other replicas had not added to yet, and learned of room that was not there.)
  *
  * Windows are fixed and timed by this process's clock: a window's counter in Redis is named by its
  * number since the epoch (`…:<seconds>:<number>`), so replicas whose clocks agree add to one key,

@@ -216,6 +216,44 @@ describe('SyncedRateLimitStore', () => {
     expect(await counter('closing', hour[0])).toBe('4');
   });
 
+  it('a sync past its deadline is not sent again, and the bucket, with nothing left to send, probes Redis until a sync succeeds', async () => {
+    const own = await startPrivateRedis();
+    try {
+      const { store, calls } = await replica(own.url);
+      expect(admitted(hits(store, 'stalled', hour, 2))).toBe(2);
+      await until('the first sync', () => calls.length === 1);
+      expect(admitted(hits(store, 'stalled', hour, 3))).toBe(3);
+      own.pause();
+      // The sync of those 3 is sent and outlives its deadline (300 ms): maybe applied, so counted
+      // here and never sent again; this bucket has nothing left to send.
+      await until('the sync to fail', () => calls.length === 2);
+      expect(calls).toEqual([true, false]);
+      expect(() => store.hit('stalled', hour, SYNC)).toThrow(/redis/i);
+      own.resume();
+      // Only the probes that failing hits ask for can clear the failure.
+      const end = Date.now() + 5_000;
+      while (calls.length === 2 || calls.at(-1) === false) {
+        if (Date.now() > end) throw new Error('no sync went through after Redis went on');
+        try {
+          store.hit('stalled', hour, SYNC);
+        } catch {}
+        await sleep(SYNC);
+      }
+      const check = new Redis(own.url);
+      try {
+        // The stalled command was applied once Redis went on; nothing was added twice.
+        expect(await check.get(`${prefix}{stalled}:3600:${Math.floor(Date.now() / 3_600_000)}`)).toBe('5');
+      } finally {
+        check.disconnect();
+      }
+      const d = store.hit('stalled', hour, SYNC);
+      expect(d.allowed).toBe(true);
+      expect(d.counts[0]).toBe(6);
+    } finally {
+      await own.stop();
+    }
+  });
+
   it('a failed sync makes hits fail until a sync succeeds; hits it could not send are sent then', async () => {
     redisOwn = await startPrivateRedis();
     const { store, calls, caller } = await replica(redisOwn.url);
