@@ -346,7 +346,7 @@ export const ANNOTATIONS: readonly Annotation<unknown>[] = [
     effect:
       'timeouts.send of the back end: the longest wait for it to take more of a streamed request body (between two successive writes to it); past it 504',
     differs:
-      "ingress-nginx buffers the body first (proxy-request-buffering) and then times the writes; Sluice streams it, and a slow client's pauses are not counted. A body the data plane reads whole first (retried requests, plugins that read it) is handed over in one write: proxy-read-timeout bounds it",
+      "ingress-nginx buffers every body first (proxy-request-buffering) and then times the writes; Sluice reads a body of known length up to 16 KiB (64 KiB when retried) whole first, as do plugins that read it, and hands it over in one write, which proxy-read-timeout bounds; it streams larger and chunked bodies, and a slow client's pauses are not counted",
   }),
   annotation({
     name: 'proxy-next-upstream-tries',
