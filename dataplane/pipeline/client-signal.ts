@@ -15,13 +15,13 @@
  * library that wants a real AbortSignal gets one made for it (asAbortSignal).
  */
 import type { ServerResponse } from 'node:http';
-import type { Abortable } from '../upstream/abortable.ts';
+import type { Abortable, AbortListener } from '../upstream/abortable.ts';
 import { CLIENT_CLOSED } from '../upstream/errors.ts';
 
 export class ClientSignal implements Abortable {
   aborted = false;
   reason: unknown = undefined;
-  #listeners: (() => void)[] | null = null;
+  #listeners: AbortListener[] | null = null;
   #real: AbortController | null = null;
 
   constructor(res: ServerResponse) {
@@ -35,13 +35,13 @@ export class ClientSignal implements Abortable {
       });
   }
 
-  addEventListener(_type: 'abort', listener: () => void, _options?: { once?: boolean }): void {
+  addEventListener(_type: 'abort', listener: AbortListener, _options?: { once?: boolean }): void {
     if (this.aborted) return; // as an EventTarget: an event past is not dispatched again
     if (this.#listeners === null) this.#listeners = [listener];
     else this.#listeners.push(listener);
   }
 
-  removeEventListener(_type: 'abort', listener: () => void): void {
+  removeEventListener(_type: 'abort', listener: AbortListener): void {
     const list = this.#listeners;
     if (list === null) return;
     const i = list.indexOf(listener);
@@ -64,7 +64,11 @@ export class ClientSignal implements Abortable {
     this.reason = CLIENT_CLOSED;
     const list = this.#listeners;
     this.#listeners = null;
-    if (list !== null) for (const listener of list) listener();
+    if (list !== null)
+      for (const listener of list) {
+        if (typeof listener === 'function') listener();
+        else listener.handleEvent();
+      }
   }
 }
 

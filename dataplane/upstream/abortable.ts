@@ -7,6 +7,12 @@ export interface Abortable {
   readonly aborted: boolean;
   readonly reason: unknown;
   /** Each listener runs once, when the signal aborts (the `once` option changes nothing). */
-  addEventListener(type: 'abort', listener: () => void, options?: { once?: boolean }): void;
-  removeEventListener(type: 'abort', listener: () => void): void;
+  addEventListener(type: 'abort', listener: AbortListener, options?: { once?: boolean }): void;
+  removeEventListener(type: 'abort', listener: AbortListener): void;
 }
+
+/**
+ * A function, or, as the DOM's EventListener may be, an object whose `handleEvent` runs: an
+ * upstream try listens as itself (upstream/try.ts says why).
+ */
+export type AbortListener = (() => void) | { handleEvent(): void };
