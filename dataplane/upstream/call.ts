@@ -87,10 +87,11 @@ interface Call {
  * a streamed one is not retried), goes out with the request's head in one write, and is not sent
  * until the client has sent all of it, so a client slow to send its body holds no upstream
  * connection meanwhile. Measured (bench/README.md, "A small request body read first"): a plain
- * POST of 111 bytes 38.5 → 34.8 µs of CPU at full load (undici's stream writer, its listeners and
- * the extra turns of the event loop are what it saves), and the scavenges that promote a whole
- * request's objects at the start of a load 45–62 → 28–29. The smaller bound, on every upstream, is
- * about what a streamed body holds in memory anyway (a request stream's buffer is 16 KiB).
+ * POST of 111 bytes took 35.2 → 33.6 µs of CPU at full load (medians of 4 rounds; undici's stream
+ * writer, its listeners and the extra turns of the event loop are what it saves), and the
+ * scavenges that promote a whole request's objects at the start of a load went 45–62 → 28–29.
+ * The smaller bound, on every upstream, is about what a streamed body holds in memory anyway (a
+ * request stream's buffer is 16 KiB).
  */
 const READ_FIRST_BYTES = 16 * 1024;
 const REPLAYABLE_BYTES = 64 * 1024;
