@@ -12,7 +12,8 @@
  * bench's Redis keys are deleted at the end; every process it started is stopped on exit.
  * Env: BENCH_DURATION (10), BENCH_WARMUP (3), BENCH_CONNECTIONS (50), BENCH_LOADGEN (wrk|undici),
  * BENCH_NODE_FLAGS (Node flags of the data plane, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`),
- * BENCH_SCENARIOS (a comma-separated subset, e.g. `idem-first` to profile one).
+ * BENCH_SCENARIOS (a comma-separated subset, e.g. `idem-first` to profile one), BENCH_KEEP_LOGS (keep
+ * the data plane's log, e.g. for `--trace-gc-nvp`).
  */
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -265,7 +266,8 @@ async function main(): Promise<void> {
   if (rows.some((r) => r.invalid)) {
     process.stdout.write(`some rows are INVALID: the logs are kept in ${work}\n`);
     process.exitCode = 1;
-  } else fs.rmSync(work, { recursive: true, force: true });
+  } else if (process.env.BENCH_KEEP_LOGS) process.stdout.write(`logs kept in ${work}\n`);
+  else fs.rmSync(work, { recursive: true, force: true });
 }
 
 main().catch(async (err: Error) => {

@@ -16,7 +16,9 @@
 #                                          127.0.0.1:6379; sent one fixed Idempotency-Key (peers.sh -H), the
 #                                          load is all replays (bench/plugins.sh)
 # Env: BENCH_PORT, BENCH_UPSTREAM_URL (set by the harness); BENCH_ADMIN_PORT (default BENCH_PORT + 100);
-# BENCH_NODE_FLAGS: node/V8 flags for the data plane (compare heap sizings as separate targets).
+# BENCH_NODE_FLAGS: node/V8 flags for the data plane (compare heap sizings as separate targets);
+# BENCH_WRAP: a command the data plane runs under (bench/instructions.ts: valgrind's callgrind);
+# BENCH_SLUICE_FLAGS: more `sluice run` flags (there: a Redis deadline for a process 50× slower).
 set -euo pipefail
 : "${BENCH_PORT:?set by peers.sh: the port to listen on}"
 : "${BENCH_UPSTREAM_URL:?set by peers.sh: the upstream to proxy to}"
@@ -142,8 +144,8 @@ export NODE_ENV=production
 # ${SLUICE_NODE_FLAG}, which env -S expands, is the data plane's none), then BENCH_NODE_FLAGS
 # (later flags win).
 shebang_flags=$(sed -n '1{s/^#!.*[/ ]node//;s/\${[A-Z_]*}//g;p}' bin/sluice.ts)
-# shellcheck disable=SC2086 # lists of node flags (e.g. --max-semi-space-size=16)
-exec node $shebang_flags ${BENCH_NODE_FLAGS:-} bin/sluice.ts run -f "$dir/gateway.yaml" \
+# shellcheck disable=SC2086 # lists of node flags (e.g. --max-semi-space-size=16), a command line, sluice flags
+exec ${BENCH_WRAP:-} node $shebang_flags ${BENCH_NODE_FLAGS:-} bin/sluice.ts run -f "$dir/gateway.yaml" \
   --host 127.0.0.1 --port "$BENCH_PORT" \
   --admin-host 127.0.0.1 --admin-port "${BENCH_ADMIN_PORT:-$((BENCH_PORT + 100))}" \
-  --no-access-log --log-level warn --drain-timeout-ms 2000 --state-dir "$dir/state" "${extra[@]}"
+  --no-access-log --log-level warn --drain-timeout-ms 2000 --state-dir "$dir/state" "${extra[@]}" ${BENCH_SLUICE_FLAGS:-}
