@@ -35,6 +35,7 @@ import { envInt } from './lib/env.ts';
 import { portFree, waitReady } from './lib/http.ts';
 import { BENCH, NODE, onPath, ROOT } from './lib/machine.ts';
 import { type Proc, start, stop, stopEverythingOnExit } from './lib/processes.ts';
+import { parts } from './lib/callgrind.ts';
 import { fmt, table } from './lib/table.ts';
 import { CHARGE_REQUEST, GET_PATH, POST_PATH, PORTS } from './fixtures.ts';
 
@@ -57,23 +58,6 @@ const FIRST_PORT = 18400;
 const SHARED_FLOOR = join(ROOT, '../shared/bench/peers/bare-node-undici.js');
 const run = Date.now().toString(36);
 const IDEM = { authorization: 'Bearer bench', 'user-agent': 'sluice-bench' };
-
-/** Callgrind's function names, sorted into what ran (first match wins; the rest is "other"). */
-const PARTS: [string, RegExp][] = [
-  ['js', /^0x[0-9a-f]+ \[\?\?\?\]$/],
-  ['builtins', /Builtins_/],
-  [
-    'gc',
-    /Scaveng|Marking|Marker|Sweep|Evacuat|IteratePointers|SizeFromMap|RememberedSet|heap::|Heap::|GCTracer|Compactor/,
-  ],
-  [
-    'compiler',
-    /compiler::|turboshaft|maglev|baseline::|Zone::|Parser::|Scanner::|AstValueFactory|Bytecode|RelocInfo|FrameTranslation|SourcePosition|Assembler|Deoptimiz/,
-  ],
-  ['crypto', /libcrypto|sha\d+_|OPENSSL|EVP_|ossl_|CRYPTO_|RAND_|md5_|node::crypto/],
-  ['node', /node::|uv_|uv__|llhttp/],
-  ['libc', /libc\.so|libc-|ld-linux|libstdc\+\+|libm\./],
-];
 
 function targets(dir: string, token: string): Target[] {
   const json = { 'content-type': 'application/json' };
@@ -141,46 +125,6 @@ function dump(pid: number, out: string): string {
   const file = fs.readdirSync(out).find((f) => !before.has(f));
   if (file === undefined) throw new Error(`callgrind_control -d ${pid} wrote no dump in ${out}`);
   return join(out, file);
-}
-
-/**
- * A dump's instructions: the total and the parts (PARTS), from the self cost of each function.
- * Read from callgrind's format itself, not callgrind_annotate: on a dump taken while functions
- * are running, callgrind_annotate counts what the functions on the stack called as their own.
- * The format: `fn=(id) name` starts a function (`fn=(id)` again later), `ob=` names its object
- * file; a line of numbers is a cost (position, Ir) of the current function, except the line after
- * `calls=`, which is the cost of that call, the callee's (counted under the callee).
- */
-function parts(file: string): Record<string, number> {
-  const sums: Record<string, number> = { total: 0, other: 0 };
-  for (const [name] of PARTS) sums[name] = 0;
-  const names = new Map<string, string>();
-  const named = (kind: string, v: string) => {
-    const m = /^\((\d+)\)(?: (.*))?$/.exec(v);
-    if (m === null) return v;
-    if (m[2] !== undefined) names.set(kind + m[1], m[2]);
-    return names.get(kind + m[1]) ?? v;
-  };
-  let object = '';
-  let part = 'other';
-  let callCost = false;
-  for (const line of fs.readFileSync(file, 'utf8').split('\n')) {
-    if (line.startsWith('fn=')) {
-      const fn = named('fn', line.slice(3));
-      const what = `${fn} [${object}]`;
-      part = PARTS.find(([, re]) => re.test(what))?.[0] ?? 'other';
-    } else if (line.startsWith('ob=')) object = named('ob', line.slice(3));
-    // A callee's name may be defined here first: ids are shared by fn= and cfn=, ob= and cob=.
-    else if (line.startsWith('cob=')) named('ob', line.slice(4));
-    else if (line.startsWith('cfn=')) named('fn', line.slice(4));
-    else if (line.startsWith('calls=')) callCost = true;
-    else if (line.startsWith('totals:')) sums.total = Number(line.slice(7));
-    else if (/^[+\-*\d]/.test(line)) {
-      if (callCost) callCost = false;
-      else sums[part] += Number(line.split(' ')[1] ?? 0);
-    }
-  }
-  return sums;
 }
 
 interface Row {
