@@ -179,6 +179,9 @@ describe('sluice run reloads', () => {
           await writeFile(file, text);
           gw.process.kill('SIGHUP');
           await expect.poll(rejected, { timeout: 10_000, message: what }).toBe(before + i + 1);
+          // The line comes through the process's stdout, the count through the admin port: the
+          // count may be read before the line has reached this side of the pipe.
+          await expect.poll(() => refusals().length, { timeout: 5_000, message: what }).toBe(i + 1);
           const logged = refusals()[i];
           expect(logged, what).toContain(`"where":"${file}`);
           expect(logged, what).toContain(named);
