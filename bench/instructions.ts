@@ -1,8 +1,9 @@
 /**
  * `node bench/instructions.ts`: what a request costs the proxy in CPU instructions, counted by
  * valgrind (callgrind), not timed. A count does not move with the machine: the same build and
- * requests give the same count within about 1 %, whatever else the machine is doing, where the
- * timed benches' CPU µs move by ±10–30 % between runs on a shared 2-core VM. So small changes
+ * requests give the same count within about 0.5 % (GC apart: whether a mark-compact falls in the
+ * measured requests), whatever else the machine is doing, where the timed benches' CPU µs move
+ * by ±10–30 % between runs on a shared 2-core VM. So small changes
  * can be compared here one run apart; the timed benches (bench/chain.sh, …) stay the figures to
  * quote, because instructions leave out the kernel (a socket write, ~10 µs here, is one
  * instruction of the process) and cache misses.
@@ -14,6 +15,8 @@
  * (a row with another status is INVALID). The dump is split by what ran: JavaScript compiled by
  * V8 (its JIT code has no symbol), V8's builtins and inline caches, garbage collection, V8's
  * compilers, crypto (OpenSSL), Node's C++ and libuv and llhttp, libc (memcpy, malloc), the rest.
+ * V8 is still compiling after thousands of requests under valgrind: the ratios compare the rest
+ * (steady), what a request costs once the code is compiled.
  *
  * Targets: `floor` (the peers harness's bare node:http + undici, ../shared/bench/peers/
  * bare-node-undici.js, or bench/floor.ts without it), and bench/peers-target.sh as the peers
@@ -24,7 +27,8 @@
  * ports 18200 (upstream) and 18400–18410 (+100: admin) free. About 1.5 minutes per target.
  *
  * Env: BENCH_TARGETS (comma-separated, default all), BENCH_WARMUP (requests, 5000),
- * BENCH_REQUESTS (measured, 3000), BENCH_KEEP_LOGS (keep the logs and callgrind's dumps). Writes bench/results/instructions-<stamp>.json.
+ * BENCH_REQUESTS (measured, 3000), BENCH_KEEP_LOGS (keep the logs and callgrind's dumps).
+ * Writes bench/results/instructions-<stamp>.json.
  */
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
