@@ -27,7 +27,9 @@
  * ports 18200 (upstream) and 18400–18410 (+100: admin) free. About 1.5 minutes per target.
  *
  * Env: BENCH_TARGETS (comma-separated, default all), BENCH_WARMUP (requests, 5000),
- * BENCH_REQUESTS (measured, 3000), BENCH_KEEP_LOGS (keep the logs and callgrind's dumps).
+ * BENCH_REQUESTS (measured, 3000), BENCH_KEEP_LOGS (keep the logs and callgrind's dumps),
+ * BENCH_NODE_FLAGS (node flags of every target, the floor's too: with --perf-basic-prof, each
+ * process writes /tmp/perf-<pid>.map, which names the JIT code's addresses in its dumps).
  * Writes bench/results/instructions-<stamp>.json.
  */
 import { spawnSync } from 'node:child_process';
@@ -61,19 +63,20 @@ const CONNECTIONS = 10;
 const FIRST_PORT = 18400;
 const SHARED_FLOOR = join(ROOT, '../shared/bench/peers/bare-node-undici.js');
 const run = Date.now().toString(36);
-const IDEM = { authorization: 'Bearer bench', 'user-agent': 'sluice-bench' };
+// BENCH_NODE_FLAGS (peers-target.sh's: node flags of the data plane) go to the floor as well, so
+// that both run alike (e.g. --perf-basic-prof, whose map names the JavaScript in the dumps).
+const nodeFlags = process.env.BENCH_NODE_FLAGS?.split(' ').filter(Boolean) ?? [];
+const IDEM = { 'user-agent': 'sluice-bench' };
 
 function targets(dir: string, token: string): Target[] {
-  const json = { 'content-type': 'application/json' };
+  // Every target gets the chain's Authorization header, as in bench/chain.sh (the harness sends
+  // the same headers to all): a proxy forwards it, and checking its ~600 bytes (llhttp, then
+  // undici's header-value check) is part of every target's cost, not of the chain's alone.
+  const json = { 'content-type': 'application/json', authorization: `Bearer ${token}` };
   return [
     { name: 'floor', scenarios: ['GET', 'POST'], args: null, headers: json },
     { name: 'plain', scenarios: ['GET', 'POST'], args: [], headers: json },
-    {
-      name: 'chain',
-      scenarios: ['GET', 'POST'],
-      args: ['--chain', dir],
-      headers: { ...json, authorization: `Bearer ${token}` },
-    },
+    { name: 'chain', scenarios: ['GET', 'POST'], args: ['--chain', dir], headers: json },
     { name: 'cache', scenarios: ['GET'], args: ['--cache'], headers: json },
     {
       name: 'idem-first',
@@ -148,7 +151,7 @@ async function measure(t: Target, port: number, work: string): Promise<Row[]> {
   const floor = fs.existsSync(SHARED_FLOOR) ? SHARED_FLOOR : join(BENCH, 'floor.ts');
   const p: Proc =
     t.args === null
-      ? start(t.name, [...wrap, NODE, floor], join(out, 'log'), env)
+      ? start(t.name, [...wrap, NODE, ...nodeFlags, floor], join(out, 'log'), env)
       : start(t.name, [join(BENCH, 'peers-target.sh'), ...t.args], join(out, 'log'), {
           ...env,
           BENCH_WRAP: wrap.join(' '),
@@ -164,7 +167,8 @@ async function measure(t: Target, port: number, work: string): Promise<Row[]> {
     const pid = p.child.pid!;
     // One request before the others: a replay target's key is executed once, alone (ten at once
     // would get 409, in progress, while the first runs).
-    if (t.key !== undefined) await load(pool, t, 'POST', 1, 0, 1);
+    if (t.key !== undefined && (await load(pool, t, 'POST', 1, 0, 1)) > 0)
+      throw new Error('the first request (executing the key) was not a 200');
     let sent = 1;
     for (const s of t.scenarios) {
       process.stderr.write(`bench: ${t.name} ${s}: ${WARMUP} + ${REQUESTS} requests\n`);
