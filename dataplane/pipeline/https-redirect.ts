@@ -6,6 +6,7 @@
  * authentication) runs before it on cleartext.
  */
 import type { TLSSocket } from 'node:tls';
+import { hostName } from '../server/host-name.ts';
 import { answered } from './answer.ts';
 import type { RequestContext, RequestHook } from './context.ts';
 
@@ -21,10 +22,4 @@ export function httpsRedirectHook(port: number): RequestHook {
     ctx.res.writeHead(308, { location, 'content-length': '0', 'x-request-id': ctx.requestId });
     ctx.res.end();
   };
-}
-
-/** The Host header without its port ("[::1]:80" → "[::1]"). */
-function hostName(host: string): string {
-  const colon = host.lastIndexOf(':');
-  return colon > host.lastIndexOf(']') ? host.slice(0, colon) : host;
 }

@@ -7,6 +7,7 @@
  * own headers are set afterwards, so no client header can remove them.
  */
 import type { IncomingMessage } from 'node:http';
+import { hostName } from './host-name.ts';
 
 const HOP_BY_HOP = new Set([
   'connection',
@@ -99,11 +100,17 @@ export function readIngressHeaders(
     }
     headers[name] = prev === undefined ? value : `${prev}${name === 'cookie' ? '; ' : ', '}${value}`;
   }
-  if (connection) {
-    for (const token of connection.split(',')) delete headers[token.trim().toLowerCase()];
+  // The headers Connection names are hop-by-hop too (RFC 9110 §7.6.1). Optimization: its usual
+  // value, keep-alive (itself hop-by-hop, dropped above), is not split, and a name is deleted only
+  // when present (a split and a delete are runtime calls: ~2 thousand instructions a request, 1 %
+  // of a plain GET).
+  if (connection && connection !== 'keep-alive') {
+    for (const token of connection.split(',')) {
+      const name = token.trim().toLowerCase();
+      if (Object.hasOwn(headers, name)) delete headers[name];
+    }
   }
-  const colon = rawHost.lastIndexOf(':');
-  const host = (colon > rawHost.lastIndexOf(']') ? rawHost.slice(0, colon) : rawHost).toLowerCase();
+  const host = hostName(rawHost).toLowerCase();
   return { headers, host, rawHost, hasBody, transferEncoding, repeated, teTrailers };
 }
 
