@@ -6,7 +6,7 @@
  * authentication) runs before it on cleartext.
  */
 import type { TLSSocket } from 'node:tls';
-import { hostName } from '../server/host-name.ts';
+import { hostName } from '../config/host-name.ts';
 import { answered } from './answer.ts';
 import type { RequestContext, RequestHook } from './context.ts';
 

@@ -7,7 +7,7 @@
  * own headers are set afterwards, so no client header can remove them.
  */
 import type { IncomingMessage } from 'node:http';
-import { hostName } from './host-name.ts';
+import { hostName } from '../config/host-name.ts';
 
 const HOP_BY_HOP = new Set([
   'connection',

@@ -1,9 +1,9 @@
 /**
- * server/host-name.ts: the Host header without its port, for routing and the https redirect.
+ * config/host-name.ts: the Host header without its port, for routing and the https redirect.
  * One loop from the end replaced two lastIndexOf calls: it must cut exactly where they did.
  */
 import { describe, expect, it } from 'vitest';
-import { hostName } from '../../dataplane/server/host-name.ts';
+import { hostName } from '../../dataplane/config/host-name.ts';
 
 /** The two-lastIndexOf version it replaced. */
 const before = (host: string) => {
