@@ -3,7 +3,7 @@
  * lookup on the runtime current at arrival, then the route's chain. Errors found here are the
  * gateway's own and never reach an upstream.
  */
-import { randomUUID } from 'node:crypto';
+import { randomUUID } from '../observability/uuid.ts';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Http2ServerRequest } from 'node:http2';
 import type { BlockList } from 'node:net';

@@ -12,7 +12,7 @@
  * read what it wrote (§4.2 rule 6). Anything the gateway answers before the claim leaves no
  * record. The store failing means 503: never an execution without a record.
  */
-import { randomUUID } from 'node:crypto';
+import { randomUUID } from '../../observability/uuid.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { answerProblem } from '../../pipeline/answer.ts';
 import type { RequestContext } from '../../pipeline/context.ts';

@@ -7,7 +7,7 @@
  * entry or for the lock to be free again (its holder stored nothing usable: this request then
  * forwards as the new holder), so an uncacheable response never holds requests for lock.wait.
  */
-import { randomUUID } from 'node:crypto';
+import { randomUUID } from '../../observability/uuid.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { RequestContext } from '../../pipeline/context.ts';
 import type { CacheEntry, CacheStore } from '../../stores/cache-store.ts';
