@@ -35,6 +35,8 @@ export function randomUUID(): string {
   const o = 16 * next++;
   const e = entropy;
   // Version 4 in the high nibble of byte 6; the variant (binary 10) in the top bits of byte 8.
+  // The 36 codes are written out as arguments: a loop filling an array for
+  // String.fromCharCode.apply took ~21.6 thousand instructions a call (callgrind, as above).
   const v = (e[o + 6] & 0x0f) | 0x40;
   const r = (e[o + 8] & 0x3f) | 0x80;
   return String.fromCharCode(
