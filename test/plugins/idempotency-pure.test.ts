@@ -2,7 +2,11 @@
 import { describe, expect, it } from 'vitest';
 import { scanJson } from '../../dataplane/config/json-scan.ts';
 import { canonicalJsonBody, isJsonContentType } from '../../dataplane/plugins/idempotency/canonical-body.ts';
-import { Fingerprints, fingerprint } from '../../dataplane/plugins/idempotency/fingerprint.ts';
+import {
+  Fingerprints,
+  fingerprint,
+  MEMO_TEXT_CHARS,
+} from '../../dataplane/plugins/idempotency/fingerprint.ts';
 import { readIdempotencyKey } from '../../dataplane/plugins/idempotency/key.ts';
 import { callerScope, recordId } from '../../dataplane/plugins/idempotency/scope.ts';
 import { compileSettings } from '../../dataplane/plugins/idempotency/settings.ts';
@@ -223,6 +227,20 @@ describe('Fingerprints (remembered by the raw bytes)', () => {
     const input = { ...base, body: Buffer.from('{"amount":0}') };
     expect(f.of(input)).toEqual(fingerprint(input));
   });
+  it('a body above MEMO_TEXT_CHARS is remembered by its digest, with the same answers', () => {
+    const f = new Fingerprints();
+    const big = (n: number) => JSON.stringify({ amount: n, note: 'x'.repeat(MEMO_TEXT_CHARS) });
+    const reordered = `{"note":${JSON.stringify('x'.repeat(MEMO_TEXT_CHARS))},"amount":1}`;
+    for (let round = 0; round < 2; round++)
+      for (const b of [big(1), big(2), reordered, `${big(3).slice(0, -1)},"amount":4}`]) {
+        const input = { ...base, body: Buffer.from(b) };
+        expect(f.of(input)).toEqual(fingerprint(input));
+      }
+    expect(f.of({ ...base, body: Buffer.from(reordered) })).toEqual(
+      f.of({ ...base, body: Buffer.from(big(1)) }),
+    );
+    expect(f.size).toBe(4);
+  });
   it('does not remember what is hashed as bytes anyway (no body, not JSON)', () => {
     const f = new Fingerprints();
     const text = { ...base, headers: { ...base.headers, 'content-type': 'text/plain' } };
@@ -244,10 +262,19 @@ describe('record ids and settings', () => {
     expect(recordId('authorization\nabc', 'K'.repeat(40))).toBe(
       '6c3a3a4239211590cf986673f981853d7b31b5532fcfaf7cf6317007e0a5310d',
     );
+    const scopeA = 'authorization\n122c4e371d393490e5789c418af3d3854ed07f2b8b087f8ac4b418dba01cf197';
     const ctx = { consumer: null, req: { headers: { authorization: 'Bearer a' } } };
-    expect(callerScope(ctx as never)).toBe(
-      'authorization\n122c4e371d393490e5789c418af3d3854ed07f2b8b087f8ac4b418dba01cf197',
+    expect(callerScope(ctx as never)).toBe(scopeA);
+    // Remembered per connection: the same answer again, and another header is hashed anew.
+    const socket = {};
+    const on = (authorization: string) =>
+      callerScope({ consumer: null, req: { socket, headers: { authorization } } } as never);
+    expect([on('Bearer a'), on('Bearer a')]).toEqual([scopeA, scopeA]);
+    expect(on('Bearer b')).toBe(
+      callerScope({ consumer: null, req: { headers: { authorization: 'Bearer b' } } } as never),
     );
+    expect(on('Bearer b')).not.toBe(scopeA);
+    expect(on('Bearer a')).toBe(scopeA);
   });
   it('fills in the spec defaults', () => {
     expect(compileSettings({})).toMatchObject({

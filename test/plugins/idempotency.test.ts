@@ -10,7 +10,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { request } from 'undici';
+import { Client, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DataPlane } from '../../dataplane/main.ts';
 import { rawRequest, statusOf } from '../helpers/raw-http.ts';
@@ -463,6 +463,36 @@ describe.each(['redis', 'memory'] as const)('idempotency plugin on the %s store'
       expect(bob.headers['idempotent-replayed']).toBeUndefined();
       expect(bob.body).not.toBe(alice.body);
       expect(count(k)).toBe(2);
+    });
+
+    it('callers taking turns on one keep-alive connection keep their own records', async () => {
+      const k = key();
+      const one = new Client(dp.proxyUrl, { pipelining: 1 });
+      try {
+        const post = async (auth: string) => {
+          const r = await one.request({
+            path: '/charges',
+            method: 'POST',
+            headers: { 'content-type': 'application/json', authorization: auth, 'idempotency-key': k },
+            body: '{"amount":1}',
+          });
+          return { replayed: r.headers['idempotent-replayed'], body: await r.body.text() };
+        };
+        const alice = await post('Bearer alice');
+        const bob = await post('Bearer bob');
+        const aliceAgain = await post('Bearer alice');
+        const carol = await post('Bearer carol');
+        expect([alice.replayed, bob.replayed, aliceAgain.replayed, carol.replayed]).toEqual([
+          undefined,
+          undefined,
+          'true',
+          undefined,
+        ]);
+        expect(aliceAgain.body).toBe(alice.body);
+        expect(count(k)).toBe(3);
+      } finally {
+        await one.close();
+      }
     });
 
     it('a key without any caller identity gets 401 and runs nothing', async () => {

@@ -61,15 +61,19 @@ function fingerprintWith(head: string, input: FingerprintInput): FingerprintResu
 const bytesDigest = (head: string, body: Buffer): string =>
   createHash('sha256').update(head).update('\n').update(body).digest('hex');
 
+/** Requests up to this size (head and body) are remembered by their text: at most 2 MiB of keys in a memo of 1,024. */
+export const MEMO_TEXT_CHARS = 2048;
+
 /**
- * Optimization: fingerprints of JSON bodies remembered by a digest of the raw bytes. A retry
- * sends the bytes it sent the first time, so a replay (or an in-progress duplicate) is one
- * SHA-256 of the raw request instead of a parse, a duplicate-key scan, a canonical
- * serialization and a hash (~10 % of a replay's CPU). The result is the one `fingerprint`
- * computes: the digest covers everything the fingerprint does, byte for byte, so equal digests
- * mean equal requests; a body that differs in any byte is canonicalized as before (so key order
- * and spacing still do not matter, and a different body is still a different fingerprint).
- * Per plugin instance, the oldest entry dropped first.
+ * Optimization: fingerprints of JSON bodies remembered by the raw bytes (their digest above
+ * MEMO_TEXT_CHARS). A retry sends the bytes it sent the first time, so a replay (or an
+ * in-progress duplicate) is one Map lookup of the raw request instead of a parse, a
+ * duplicate-key scan, a canonical serialization and a hash (~10 % of a replay's CPU). The result
+ * is the one `fingerprint` computes: the key covers everything the fingerprint does, byte for
+ * byte, so equal keys mean equal requests (a text key holds the head's "[", so it never equals a
+ * hex digest); a body that differs in any byte is canonicalized as before (so key order and
+ * spacing still do not matter, and a different body is still a different fingerprint). Per
+ * plugin instance, the oldest entry dropped first.
  */
 export class Fingerprints {
   readonly #memo = new Map<string, FingerprintResult>();
@@ -85,8 +89,12 @@ export class Fingerprints {
     if (input.body.length === 0 || !isJsonContentType(input.headers['content-type']))
       return fingerprintWith(head, input);
     // A memo key, not a fingerprint: latin1 maps each byte to one character, so equal keys mean
-    // equal bytes (and the head, JSON, holds no bare newline); a one-shot hash is the cheaper one.
-    const raw = hash('sha256', `${head}\n${input.body.toString('latin1')}`);
+    // equal bytes (and the head, JSON, holds no bare newline). Up to MEMO_TEXT_CHARS, the
+    // text itself: the Map hashes and compares it for ~1 thousand instructions where a SHA-256
+    // call costs ~10 (bench/instructions.ts, the idempotent first execution). Above, its digest:
+    // the memo keeps its keys, and a key is then 64 characters, whatever the body.
+    const text = `${head}\n${input.body.toString('latin1')}`;
+    const raw = text.length <= MEMO_TEXT_CHARS ? text : hash('sha256', text);
     let r = this.#memo.get(raw);
     if (r !== undefined) return r;
     r = fingerprintWith(head, input);
