@@ -1,9 +1,11 @@
 /**
  * The response of a first execution, recorded on its way to the client. Chunks pass through as
  * they come (nothing waits for the whole body) and are kept up to the cap. The record is
- * stored before the client's response ends, so a client that has its answer and retries finds
- * COMPLETED. If the client goes away, the upstream response is still read to its end and
- * stored: the retry that follows gets it.
+ * stored before the client has its whole response, so a client that has its answer and retries,
+ * through any replica, finds COMPLETED: the response's end waits for the store, and so do the
+ * bytes that complete a declared Content-Length (with them the client has its answer, whether the
+ * end has come or not). If the client goes away, the upstream response is still read to its end
+ * and stored: the retry that follows gets it.
  */
 import { Writable } from 'node:stream';
 import type { ResponseTap } from '../../pipeline/context.ts';
@@ -42,6 +44,10 @@ class Recording extends Writable {
   #chunks: Buffer[] = [];
   #size = 0;
   #omitted = false;
+  /** The Content-Length the response declares (NaN: none, chunked). */
+  readonly #declared: number;
+  /** The chunk that completes the declared length: written with the end, once the record is stored. */
+  #last: Buffer | null = null;
 
   constructor(
     execution: Execution,
@@ -56,6 +62,8 @@ class Recording extends Writable {
     this.#status = status;
     this.#headers = headers;
     this.#res = res;
+    const length = headers['content-length'];
+    this.#declared = typeof length === 'string' ? Number(length) : Number.NaN;
   }
 
   #clientGone(): boolean {
@@ -69,7 +77,10 @@ class Recording extends Writable {
       this.#omitted = true;
       this.#chunks = [];
     }
-    if (this.#clientGone() || this.#res.write(chunk)) callback();
+    if (this.#size === this.#declared) {
+      this.#last = chunk;
+      callback();
+    } else if (this.#clientGone() || this.#res.write(chunk)) callback();
     // Wait for the client to drain, or to go away (then keep reading for the record).
     else afterDrain(this.#res, callback);
   }
@@ -83,7 +94,7 @@ class Recording extends Writable {
         ? chunks[0]
         : Buffer.concat(chunks, this.#size);
     const done = () => {
-      if (!this.#clientGone()) this.#res.end();
+      if (!this.#clientGone()) this.#last === null ? this.#res.end() : this.#res.end(this.#last);
       callback();
     };
     // complete() does not reject (a store failure is retried in the background); either way the client's response ends.
