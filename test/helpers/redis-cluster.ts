@@ -54,52 +54,19 @@ const cli = async (port: number, ...args: string[]) =>
 
 export async function startRedisCluster(opts: { nodeTimeoutMs?: number } = {}): Promise<TestRedisCluster> {
   const dir = mkdtempSync(join(tmpdir(), 'sluice-redis-cluster-'));
-  const nodes: RedisClusterNode[] = [];
-  try {
-    // Each node's cluster bus gets its own free port: the default (port + 10,000) can be taken, or
-    // beyond 65535 for a port above 55535, and the node then refuses to start.
-    const ports = new Set<number>();
-    while (ports.size < 12) ports.add(await freePort());
-    const [clientPorts, busPorts] = [[...ports].slice(0, 6), [...ports].slice(6)];
-    nodes.push(
-      ...(await Promise.all(
-        clientPorts.map(async (port, i) => {
-          const node = await startPrivateRedis(
-            [
-              '--cluster-enabled',
-              'yes',
-              '--cluster-port',
-              String(busPorts[i]),
-              '--cluster-config-file',
-              `nodes-${port}.conf`,
-              '--cluster-node-timeout',
-              String(opts.nodeTimeoutMs ?? 2_000),
-              '--cluster-require-full-coverage',
-              'no',
-              // A replica's first sync starts at once, not after Redis's 5 s wait for more replicas.
-              '--repl-diskless-sync-delay',
-              '0',
-              '--dir',
-              dir,
-            ],
-            port,
-          );
-          return { ...node, address: `127.0.0.1:${node.port}` };
-        }),
-      )),
-    );
-    await exec('redis-cli', [
-      '--cluster',
-      'create',
-      ...nodes.map((n) => n.address),
-      '--cluster-replicas',
-      '1',
-      '--cluster-yes',
-    ]);
-  } catch (err) {
-    await Promise.all(nodes.map((n) => n.stop()));
-    rmSync(dir, { recursive: true, force: true });
-    throw err;
+  let nodes: RedisClusterNode[] = [];
+  // Twice at most: a port taken between freePort's check and a node's bind fails the start
+  // (startPrivateRedis says so), and the next try draws twelve new ports.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      nodes = await startNodes(dir, opts.nodeTimeoutMs ?? 2_000);
+      break;
+    } catch (err) {
+      if (attempt === 2) {
+        rmSync(dir, { recursive: true, force: true });
+        throw err;
+      }
+    }
   }
 
   const alive = () => nodes.filter((n) => n.process.exitCode === null && n.process.signalCode === null);
@@ -156,4 +123,56 @@ export async function startRedisCluster(opts: { nodeTimeoutMs?: number } = {}): 
     await sleep(100);
   }
   return cluster;
+}
+
+/** Six nodes joined as 3 masters + 3 replicas; on a failure, those started are stopped. */
+async function startNodes(dir: string, nodeTimeoutMs: number): Promise<RedisClusterNode[]> {
+  const nodes: RedisClusterNode[] = [];
+  try {
+    // Each node's cluster bus gets its own free port: the default (port + 10,000) can be taken, or
+    // beyond 65535 for a port above 55535, and the node then refuses to start.
+    const ports = new Set<number>();
+    while (ports.size < 12) ports.add(await freePort());
+    const [clientPorts, busPorts] = [[...ports].slice(0, 6), [...ports].slice(6)];
+    const started = await Promise.allSettled(
+      clientPorts.map(async (port, i) => {
+        const node = await startPrivateRedis(
+          [
+            '--cluster-enabled',
+            'yes',
+            '--cluster-port',
+            String(busPorts[i]),
+            '--cluster-config-file',
+            `nodes-${port}.conf`,
+            '--cluster-node-timeout',
+            String(nodeTimeoutMs),
+            '--cluster-require-full-coverage',
+            'no',
+            // A replica's first sync starts at once, not after Redis's 5 s wait for more replicas.
+            '--repl-diskless-sync-delay',
+            '0',
+            '--dir',
+            dir,
+          ],
+          port,
+        );
+        return { ...node, address: `127.0.0.1:${node.port}` };
+      }),
+    );
+    for (const s of started) if (s.status === 'fulfilled') nodes.push(s.value);
+    const failed = started.find((s) => s.status === 'rejected');
+    if (failed) throw failed.reason;
+    await exec('redis-cli', [
+      '--cluster',
+      'create',
+      ...nodes.map((n) => n.address),
+      '--cluster-replicas',
+      '1',
+      '--cluster-yes',
+    ]);
+    return nodes;
+  } catch (err) {
+    await Promise.all(nodes.map((n) => n.stop()));
+    throw err;
+  }
 }

@@ -28,28 +28,58 @@ export interface PrivateRedis {
   stop(): Promise<void>;
 }
 
-/** A redis-server on `port` (default: a free one), waited on until it answers PING. */
+/**
+ * A redis-server on `port` (default: a free one), waited on until it answers PING, and checked
+ * to be this one (INFO's process_id): a port taken between freePort's check and the server's
+ * bind would otherwise have the probe answered by someone else's server while ours exited. On
+ * such a race a free port is drawn again (twice at most); a port the caller named is not.
+ */
 export async function startPrivateRedis(args: string[] = [], port?: number): Promise<PrivateRedis> {
-  port ??= await freePort();
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOn(args, port ?? (await freePort()));
+    } catch (err) {
+      if (port !== undefined || attempt === 3) throw err;
+    }
+  }
+}
+
+async function startOn(args: string[], port: number): Promise<PrivateRedis> {
   const child = spawn(
     'redis-server',
     ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...args],
-    { stdio: 'ignore' },
+    { stdio: ['ignore', 'pipe', 'pipe'] },
   );
+  // The server's last words, for the error when it does not start (its log goes to stdout).
+  let said = '';
+  const keep = (chunk: Buffer) => {
+    said = (said + chunk.toString()).slice(-2_000);
+  };
+  child.stdout.on('data', keep);
+  child.stderr.on('data', keep);
+  const failed = (why: string) => {
+    child.kill('SIGKILL');
+    return new Error(`redis-server on port ${port} ${why}${said ? `: ${said.trim()}` : ''}`);
+  };
   const probe = new Redis({ port, lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0 });
   probe.on('error', () => {}); // refused until the server listens: expected while polling
-  for (let i = 0; ; i++) {
-    try {
-      await probe.connect();
-      await probe.ping();
-      break;
-    } catch {
-      probe.disconnect();
-      if (i > 100 || child.exitCode !== null) throw new Error(`redis-server on port ${port} did not start`);
-      await sleep(50);
+  try {
+    for (let i = 0; ; i++) {
+      try {
+        await probe.connect();
+        await probe.ping();
+        break;
+      } catch {
+        probe.disconnect();
+        if (i > 100 || child.exitCode !== null) throw failed('did not start');
+        await sleep(50);
+      }
     }
+    const pid = /process_id:(\d+)/.exec(await probe.info('server'))?.[1];
+    if (pid !== String(child.pid)) throw failed(`is another process's (pid ${pid}, ours ${child.pid})`);
+  } finally {
+    probe.disconnect();
   }
-  probe.disconnect();
   return {
     url: `redis://127.0.0.1:${port}`,
     port,
