@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
@@ -14,6 +15,10 @@ export default defineConfig({
     // A Redis for the tests: the configured one, else a private redis-server (global-redis.ts).
     globalSetup: ['test/helpers/global-redis.ts'],
     pool: 'forks',
+    // Two files at once even on 2 cores, where vitest's default (cores - 1) runs one: most tests
+    // wait on sockets, processes and timers, not on the CPU. Measured on a 2-core VM (2026-11-27):
+    // the suite in 628 s with one worker, 407 s with two, all passing.
+    maxWorkers: Math.max(2, availableParallelism() - 1),
     testTimeout: 20_000,
     hookTimeout: 20_000,
   },
