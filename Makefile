@@ -120,7 +120,7 @@ bench-smoke: deps
 	bench/chain.sh --half-load --duration 1 --warmup 1
 	node bench/compile.ts --sizes 100 --runs 1
 	node --expose-gc bench/router.ts --routes 1000 --lookups 10000
-	BENCH_DURATION=1 BENCH_WARMUP=0 node bench/idempotency.ts
+	BENCH_DURATION=1 BENCH_WARMUP=0 BENCH_ROUNDS=2 node bench/idempotency.ts
 	BENCH_DURATION=1 BENCH_WARMUP=0 node bench/tls.ts
 	node bench/aggregate.ts --requests 200 --rounds 1
 	node bench/soap.ts --requests 200 --rounds 1

@@ -8,9 +8,12 @@
  * share core 0. Scenarios, each a warm-up then a measured run: `plain-post` (POST /charges, no
  * plugin), `idem-first` (POST /idem/charges, a fresh Idempotency-Key per request: each executes)
  * and `idem-replay` (1,000 keys executed beforehand, cycled: every request is a replay).
+ * Rounds: the scenarios in turn, BENCH_ROUNDS times; each figure is the median over the rounds,
+ * and ×plain the median of each round's ratio to that round's plain-post (the machine's speed
+ * drifts between rounds: a ratio within one round cancels it, as bench/chain.sh's do).
  * It asserts nothing: it prints a table and writes bench/results/idempotency-<stamp>.json. The
  * bench's Redis keys are deleted at the end; every process it started is stopped on exit.
- * Env: BENCH_DURATION (10), BENCH_WARMUP (3), BENCH_CONNECTIONS (50), BENCH_LOADGEN (wrk|undici),
+ * Env: BENCH_ROUNDS (3), BENCH_DURATION (10), BENCH_WARMUP (3), BENCH_CONNECTIONS (50), BENCH_LOADGEN (wrk|undici),
  * BENCH_NODE_FLAGS (Node flags of the data plane, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`),
  * BENCH_SCENARIOS (a comma-separated subset, e.g. `idem-first` to profile one), BENCH_KEEP_LOGS (keep
  * the data plane's log, e.g. for `--trace-gc-nvp`).
@@ -25,6 +28,7 @@ import { machineTicks, processTable, selfTicks, treeTicks } from './lib/cpu.ts';
 import { http, portFree, type Reply, sleep, waitReady } from './lib/http.ts';
 import { BENCH, HZ, LOAD_CORE, PIN, pinned, pinSelf, SLUICE_NODE_FLAGS, TARGET_CORE } from './lib/machine.ts';
 import { type Proc, start, stopAll, stopEverythingOnExit } from './lib/processes.ts';
+import { median } from './lib/stats.ts';
 import { fmt, table as textTable } from './lib/table.ts';
 
 import {
@@ -97,13 +101,14 @@ async function verify(): Promise<void> {
   }
 }
 
-async function measure(work: string, s: Scenario, sluice: Proc, upstream: Proc) {
+async function measure(work: string, s: Scenario, round: number, sluice: Proc, upstream: Proc) {
+  const what = `${s.name}${opts.rounds > 1 ? ` (round ${round})` : ''}`;
   if (opts.warmup > 0) {
-    process.stderr.write(`bench: ${s.name}: warm-up ${opts.warmup} s\n`);
+    process.stderr.write(`bench: ${what}: warm-up ${opts.warmup} s\n`);
     await runLoad(work, s, opts.warmup);
     await sleep(300); // requests cut off by the load generator finish before the counters are read
   }
-  process.stderr.write(`bench: ${s.name}: measuring ${opts.duration} s\n`);
+  process.stderr.write(`bench: ${what}: measuring ${opts.duration} s\n`);
   const c0 = await counters();
   const [t0, self0, m0] = [processTable(), selfTicks(), machineTicks()];
   const load = await runLoad(work, s, opts.duration);
@@ -124,6 +129,7 @@ async function measure(work: string, s: Scenario, sluice: Proc, upstream: Proc) 
   if (!running(sluice)) notes.push('sluice exited');
   return {
     scenario: s.name,
+    round,
     path: s.path,
     ...load,
     rps: load.requests / load.seconds,
@@ -164,34 +170,122 @@ async function deleteKeys(): Promise<void> {
 /** Issue 29's limits on CPU µs/req as a ratio to plain-post: a first execution ≤ 1.3×, a replay ≤ 0.8×. */
 const LIMITS: Record<string, number> = { 'idem-first': 1.3, 'idem-replay': 0.8 };
 
-function mark(r: Row, base: Row | undefined): string {
-  const limit = LIMITS[r.scenario];
-  if (limit === undefined || base === undefined) return '';
-  return r.cpuUsPerReq / base.cpuUsPerReq <= limit ? ` (≤ ${limit} ✓)` : ` (> ${limit})`;
+/** One scenario over the rounds: its rows, and each round's ratio to that round's plain-post. */
+interface Summary {
+  scenario: string;
+  rows: Row[];
+  /** CPU µs/req ÷ plain-post's, round by round (NaN where either row is INVALID). */
+  cpuRatios: number[];
+  rpsRatios: number[];
+  invalid: boolean;
 }
 
-function table(rows: Row[]): string {
-  const base = rows.find((r) => r.scenario === 'plain-post' && !r.invalid);
-  const x = (a: number, b: number | undefined) => (b === undefined ? '-' : `${fmt(a / b, 2)}×`);
-  const columns: [string, (r: Row) => string][] = [
-    ['scenario', (r) => r.scenario],
-    ['CPU µs/req', (r) => fmt(r.cpuUsPerReq)],
-    ['×plain', (r) => x(r.cpuUsPerReq, base?.cpuUsPerReq) + mark(r, base)],
-    ['req/s', (r) => fmt(r.rps, 0)],
-    ['×plain', (r) => x(r.rps, base?.rps)],
-    ['p50 ms', (r) => fmt(r.p50ms, 2)],
-    ['p99 ms', (r) => fmt(r.p99ms, 2)],
-    ['non-2xx', (r) => String(r.non2xx)],
-    ['errors', (r) => String(r.errors)],
-    ['redis trips/req', (r) => fmt(r.redisTripsPerReq, 2)],
-    ['upstream calls/req', (r) => fmt(r.upstreamCallsPerReq, 2)],
-    ['redis µs/req', (r) => fmt(r.redisCpuUsPerReq)],
-    ['foreign %', (r) => fmt(r.foreignCpuPct, 0)],
-    ['note', (r) => (r.invalid ? `INVALID: ${r.notes.join('; ')}` : '')],
+function summarize(rows: Row[]): Summary[] {
+  const plain = new Map(
+    rows.filter((r) => r.scenario === 'plain-post' && !r.invalid).map((r) => [r.round, r]),
+  );
+  const ratio = (r: Row, f: (x: Row) => number) => {
+    const base = plain.get(r.round);
+    return base === undefined || r.invalid ? Number.NaN : f(r) / f(base);
+  };
+  return [...new Set(rows.map((r) => r.scenario))].map((scenario) => {
+    const own = rows.filter((r) => r.scenario === scenario);
+    return {
+      scenario,
+      rows: own,
+      cpuRatios: own.map((r) => ratio(r, (x) => x.cpuUsPerReq)),
+      rpsRatios: own.map((r) => ratio(r, (x) => x.rps)),
+      invalid: own.some((r) => r.invalid),
+    };
+  });
+}
+
+/** The median of a figure over a scenario's valid rows (all of them when none is valid). */
+function med(s: Summary, f: (r: Row) => number | null): number {
+  const valid = s.rows.filter((r) => !r.invalid);
+  return median((valid.length ? valid : s.rows).map((r) => f(r) ?? Number.NaN));
+}
+
+function mark(s: Summary): string {
+  const limit = LIMITS[s.scenario];
+  const x = median(s.cpuRatios);
+  if (limit === undefined || Number.isNaN(x)) return '';
+  return x <= limit ? ` (≤ ${limit} ✓)` : ` (> ${limit})`;
+}
+
+function table(summaries: Summary[]): string {
+  const x = (ratios: number[]) => (Number.isNaN(median(ratios)) ? '-' : `${fmt(median(ratios), 2)}×`);
+  const byRound = (ratios: number[]) => (ratios.length > 1 ? ratios.map((r) => fmt(r, 2)).join(' / ') : '');
+  const sum = (s: Summary, f: (r: Row) => number) => String(s.rows.reduce((a, r) => a + f(r), 0));
+  const columns: [string, (s: Summary) => string][] = [
+    ['scenario', (s) => s.scenario],
+    ['CPU µs/req', (s) => fmt(med(s, (r) => r.cpuUsPerReq))],
+    ['×plain', (s) => x(s.cpuRatios) + mark(s)],
+    ['×plain by round', (s) => byRound(s.cpuRatios)],
+    [
+      'req/s',
+      (s) =>
+        fmt(
+          med(s, (r) => r.rps),
+          0,
+        ),
+    ],
+    ['×plain', (s) => x(s.rpsRatios)],
+    [
+      'p50 ms',
+      (s) =>
+        fmt(
+          med(s, (r) => r.p50ms),
+          2,
+        ),
+    ],
+    [
+      'p99 ms',
+      (s) =>
+        fmt(
+          med(s, (r) => r.p99ms),
+          2,
+        ),
+    ],
+    ['non-2xx', (s) => sum(s, (r) => r.non2xx)],
+    ['errors', (s) => sum(s, (r) => r.errors)],
+    [
+      'redis trips/req',
+      (s) =>
+        fmt(
+          med(s, (r) => r.redisTripsPerReq),
+          2,
+        ),
+    ],
+    [
+      'upstream calls/req',
+      (s) =>
+        fmt(
+          med(s, (r) => r.upstreamCallsPerReq),
+          2,
+        ),
+    ],
+    ['redis µs/req', (s) => fmt(med(s, (r) => r.redisCpuUsPerReq))],
+    [
+      'foreign %',
+      (s) =>
+        fmt(
+          med(s, (r) => r.foreignCpuPct),
+          0,
+        ),
+    ],
+    [
+      'note',
+      (s) =>
+        s.rows
+          .filter((r) => r.invalid)
+          .map((r) => `INVALID${opts.rounds > 1 ? ` (round ${r.round})` : ''}: ${r.notes.join('; ')}`)
+          .join('; '),
+    ],
   ];
   return textTable(
     columns.map(([h]) => h),
-    rows.map((r) => columns.map(([, f]) => f(r))),
+    summaries.map((s) => columns.map(([, f]) => f(s))),
   );
 }
 
@@ -229,21 +323,25 @@ async function main(): Promise<void> {
     await waitReady(sluice, `http://127.0.0.1:${PORT}${GET_PATH}`);
     await verify();
     const only = process.env.BENCH_SCENARIOS?.split(',');
-    for (const s of SCENARIOS)
-      if (!only || only.includes(s.name)) rows.push(await measure(work, s, sluice, upstream));
+    for (let round = 1; round <= opts.rounds; round++)
+      for (const s of SCENARIOS)
+        if (!only || only.includes(s.name)) rows.push(await measure(work, s, round, sluice, upstream));
   } finally {
     await stopAll();
     await cleanRedis();
   }
 
   const pinning = PIN ? '' : ', NOT pinned';
+  const summaries = summarize(rows);
+  const rounds = opts.rounds > 1 ? `, ${opts.rounds} rounds (medians)` : '';
   process.stdout.write(
     [
       `\nidempotency plugin (Redis store): ${opts.connections} connections, ${opts.duration} s measured ` +
-        `after ${opts.warmup} s warm-up (${opts.loadgen}${pinning})\n`,
-      table(rows),
+        `after ${opts.warmup} s warm-up${rounds} (${opts.loadgen}${pinning})\n`,
+      table(summaries),
       '',
-      "CPU µs/req: utime+stime of the sluice process tree in the measured run / requests; ×plain: to plain-post's.",
+      "CPU µs/req: utime+stime of the sluice process tree in the measured run / requests; ×plain: to plain-post's",
+      'in the same round (the median of the rounds\' ratios, each listed under "by round").',
       'redis trips/req: delta of sluice_store_operation_seconds_count{store="redis"} (all ops) / requests;',
       'upstream calls/req: delta of sluice_upstream_response_seconds_count / requests. redis µs/req: the',
       'redis-server process (moved to the load core for the run; counts whatever else uses it). foreign %: CPU of other processes',
@@ -261,7 +359,14 @@ async function main(): Promise<void> {
   };
   const params = { ...opts, pinned: PIN, replayKeys: REPLAY_KEYS, redisPrefix: PREFIX, redisPid };
   fs.mkdirSync(dirname(file), { recursive: true });
-  fs.writeFileSync(file, `${JSON.stringify({ stamp, machine, params, rows }, null, 2)}\n`);
+  const medians = summaries.map((s) => ({
+    scenario: s.scenario,
+    cpuUsPerReq: med(s, (r) => r.cpuUsPerReq),
+    cpuRatio: median(s.cpuRatios),
+    cpuRatios: s.cpuRatios,
+    rps: med(s, (r) => r.rps),
+  }));
+  fs.writeFileSync(file, `${JSON.stringify({ stamp, machine, params, medians, rows }, null, 2)}\n`);
   process.stdout.write(`results: ${file}\n`);
   if (rows.some((r) => r.invalid)) {
     process.stdout.write(`some rows are INVALID: the logs are kept in ${work}\n`);

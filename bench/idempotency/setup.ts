@@ -12,6 +12,7 @@ export const opts = {
   duration: envInt('BENCH_DURATION', 10, 1),
   warmup: envInt('BENCH_WARMUP', 3, 0),
   connections: envInt('BENCH_CONNECTIONS', 50, 1),
+  rounds: envInt('BENCH_ROUNDS', 3, 1),
   loadgen: process.env.BENCH_LOADGEN || (onPath('wrk') ? 'wrk' : 'undici'),
 };
 export const RUN = randomBytes(6).toString('hex');
