@@ -17,6 +17,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Pool } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { recordId } from '../../dataplane/plugins/idempotency/scope.ts';
+import { bucketOf, countedWhere, who } from '../../dataplane/plugins/rate-limiting/bucket.ts';
 import { startGateways, type Gateways } from '../helpers/gateways.ts';
 import type { SluiceProcess } from '../helpers/processes.ts';
 import { keySlot, startRedisCluster, type TestRedisCluster } from '../helpers/redis-cluster.ts';
@@ -60,9 +61,16 @@ spec:
 `;
 
 const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
-/** The hash tag of a rate-limit bucket (plugins/rate-limiting/index.ts: sha256 of where and who). */
-const bucketTag = (route: string, bucket: string) =>
-  sha256(`route\nroute/default/f/${route}/0\nheader\n${bucket}`);
+/** The hash tag of a rate-limit bucket: route f's rule `route`, its plugin of that name, by x-bucket. */
+const bucketTag = (route: 'closed' | 'open', bucket: string) =>
+  bucketOf(
+    countedWhere(
+      { id: `route/default/f/${route}/0`, source: { namespace: 'default', name: 'f' } },
+      `plugin/default/${route}`,
+      false,
+    ),
+    who.header(bucket),
+  );
 /** The hash tag of an idempotency record (plugins/idempotency/scope.ts). */
 const recordTag = (key: string) => recordId(`authorization\n${sha256(AUTH)}`, key);
 

@@ -8,7 +8,6 @@
  * locally at limit ÷ replicas (failMode open) or answers 503 (closed).
  */
 import { traced } from '../../observability/tracing.ts';
-import { createHash } from 'node:crypto';
 import { WINDOWS } from './manifest.ts';
 import { answerProblem } from '../../pipeline/answer.ts';
 import type { RequestContext } from '../../pipeline/context.ts';
@@ -21,6 +20,7 @@ import type {
 } from '../../stores/rate-limit-store.ts';
 import { StoreHealth } from '../../stores/store-health.ts';
 import { definePlugin } from '../types.ts';
+import { bucketOf, callerOf, countedWhere } from './bucket.ts';
 import { manifest } from './manifest.ts';
 import { RATE_LIMIT_METRICS, type RateLimitMetrics } from './metrics.ts';
 import { type HitOutcomes, WaitingHit } from './waiting-hit.ts';
@@ -104,12 +104,9 @@ export default definePlugin(manifest, {
 
     return {
       bind(route) {
-        // What is counted where: the route (or its service), computed once per route; and by
-        // which plugin, so two rate-limiting plugins on one route keep two counts (one shared
-        // count took each request twice: two limits of 10 admitted 5).
-        const where = s.service
-          ? `service\n${route.source.namespace}/${route.source.name}\n${self.id}\n`
-          : `route\n${route.id}\n${self.id}\n`;
+        // By plugin too: one count shared by two rate-limiting plugins on a route took each
+        // request twice (two limits of 10 admitted 5).
+        const where = countedWhere(route, self.id, s.service);
         // Optimization: a caller's bucket is hashed once, not per request (a sha256 is ~1 µs);
         // bounded: cleared when it holds BUCKET_CACHE callers.
         const buckets = new Map<string, string>();
@@ -118,7 +115,7 @@ export default definePlugin(manifest, {
             const who = callerOf(ctx, s.limitBy, s.header);
             let bucket = buckets.get(who);
             if (bucket === undefined) {
-              bucket = createHash('sha256').update(where).update(who).digest('hex');
+              bucket = bucketOf(where, who);
               if (buckets.size >= BUCKET_CACHE) buckets.clear();
               buckets.set(who, bucket);
             }
@@ -174,17 +171,4 @@ function unavailable(
   }
   m.request(ctx, 'fallback');
   decide(ctx, local.hit(`fallback\n${bucket}`, fallback));
-}
-
-/** Who is counted (hashed with where by the caller: a bucket never holds a credential or an address in clear). */
-function callerOf(ctx: RequestContext, by: string, header: string | undefined): string {
-  let who: string | undefined;
-  if (by === 'consumer') who = ctx.consumer ? `consumer\n${ctx.consumer.id}` : undefined;
-  else if (by === 'credential')
-    who = ctx.consumer?.credentialId ? `credential\n${ctx.consumer.credentialId}` : undefined;
-  else if (by === 'header' && header) {
-    const v = ctx.req.headers[header];
-    if (v !== undefined) who = `header\n${Array.isArray(v) ? v.join(',') : v}`;
-  }
-  return who ?? `ip\n${ctx.clientAddress}`;
 }
