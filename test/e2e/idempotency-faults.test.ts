@@ -8,14 +8,14 @@
  *    the same sluice process.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import type { ServerResponse } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { Pool } from 'undici';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { recordId } from '../../dataplane/plugins/idempotency/scope.ts';
+import { authorizationScope, recordId } from '../../dataplane/plugins/idempotency/scope.ts';
 import { fetchMetrics, metricValue, rssBytes, startSluice, stopAllSluice } from '../helpers/processes.ts';
 import {
   dropPrefix,
@@ -155,8 +155,7 @@ async function waitFor(cond: () => boolean, ms: number, what: string): Promise<v
 }
 
 /** The record id the plugin derives for (Authorization: AUTH, key); diagnostics only. */
-const recordIdOf = (key: string) =>
-  recordId(`authorization\n${createHash('sha256').update(AUTH).digest('hex')}`, key);
+const recordIdOf = (key: string) => recordId(authorizationScope(AUTH), key);
 
 /** Ids of the records under `prefix` still IN_PROGRESS (diagnostics only). */
 async function inProgressRecords(url: string, prefix: string): Promise<Set<string>> {

@@ -12,11 +12,10 @@
  *  - printed: the 503s on the killed master's slots, the time to recover, and the fail-open
  *    admission of the buckets whose master was away (the README's figures).
  */
-import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Pool } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { recordId } from '../../dataplane/plugins/idempotency/scope.ts';
+import { authorizationScope, recordId } from '../../dataplane/plugins/idempotency/scope.ts';
 import { bucketOf, countedWhere, who } from '../../dataplane/plugins/rate-limiting/bucket.ts';
 import { startGateways, type Gateways } from '../helpers/gateways.ts';
 import type { SluiceProcess } from '../helpers/processes.ts';
@@ -60,7 +59,6 @@ spec:
     - { name: open, paths: ["/open"], plugins: [{ name: open }] }
 `;
 
-const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
 /** The hash tag of a rate-limit bucket: route f's rule `route`, its plugin of that name, by x-bucket. */
 const bucketTag = (route: 'closed' | 'open', bucket: string) =>
   bucketOf(
@@ -72,7 +70,7 @@ const bucketTag = (route: 'closed' | 'open', bucket: string) =>
     who.header(bucket),
   );
 /** The hash tag of an idempotency record (plugins/idempotency/scope.ts). */
-const recordTag = (key: string) => recordId(`authorization\n${sha256(AUTH)}`, key);
+const recordTag = (key: string) => recordId(authorizationScope(AUTH), key);
 
 interface Sent {
   kind: 'idem' | 'closed' | 'open';

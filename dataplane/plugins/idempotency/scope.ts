@@ -27,10 +27,14 @@ export function callerScope(ctx: RequestContext): string | null {
   const connection: object | null = ctx.req.socket ?? null;
   const last = connection === null ? undefined : lastOnConnection.get(connection);
   if (last !== undefined && last.authorization === authorization) return last.scope;
-  const scope = `authorization\n${hash('sha256', authorization)}`;
+  const scope = authorizationScope(authorization);
   if (connection !== null) lastOnConnection.set(connection, { authorization, scope });
   return scope;
 }
+
+/** The scope of a caller known only by its Authorization header: the header hashed. */
+export const authorizationScope = (authorization: string): string =>
+  `authorization\n${hash('sha256', authorization)}`;
 
 export function recordId(scope: string, key: string): string {
   return hash('sha256', `${scope}\n${key}`);
