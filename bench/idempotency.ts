@@ -217,63 +217,26 @@ function table(summaries: Summary[]): string {
   const x = (ratios: number[]) => (Number.isNaN(median(ratios)) ? '-' : `${fmt(median(ratios), 2)}×`);
   const byRound = (ratios: number[]) => (ratios.length > 1 ? ratios.map((r) => fmt(r, 2)).join(' / ') : '');
   const sum = (s: Summary, f: (r: Row) => number) => String(s.rows.reduce((a, r) => a + f(r), 0));
+  /** A column of medians over the rounds, with `digits` decimals. */
+  const m =
+    (f: (r: Row) => number | null, digits = 1) =>
+    (s: Summary) =>
+      fmt(med(s, f), digits);
   const columns: [string, (s: Summary) => string][] = [
     ['scenario', (s) => s.scenario],
-    ['CPU µs/req', (s) => fmt(med(s, (r) => r.cpuUsPerReq))],
+    ['CPU µs/req', m((r) => r.cpuUsPerReq)],
     ['×plain', (s) => x(s.cpuRatios) + mark(s)],
     ['×plain by round', (s) => byRound(s.cpuRatios)],
-    [
-      'req/s',
-      (s) =>
-        fmt(
-          med(s, (r) => r.rps),
-          0,
-        ),
-    ],
+    ['req/s', m((r) => r.rps, 0)],
     ['×plain', (s) => x(s.rpsRatios)],
-    [
-      'p50 ms',
-      (s) =>
-        fmt(
-          med(s, (r) => r.p50ms),
-          2,
-        ),
-    ],
-    [
-      'p99 ms',
-      (s) =>
-        fmt(
-          med(s, (r) => r.p99ms),
-          2,
-        ),
-    ],
+    ['p50 ms', m((r) => r.p50ms, 2)],
+    ['p99 ms', m((r) => r.p99ms, 2)],
     ['non-2xx', (s) => sum(s, (r) => r.non2xx)],
     ['errors', (s) => sum(s, (r) => r.errors)],
-    [
-      'redis trips/req',
-      (s) =>
-        fmt(
-          med(s, (r) => r.redisTripsPerReq),
-          2,
-        ),
-    ],
-    [
-      'upstream calls/req',
-      (s) =>
-        fmt(
-          med(s, (r) => r.upstreamCallsPerReq),
-          2,
-        ),
-    ],
-    ['redis µs/req', (s) => fmt(med(s, (r) => r.redisCpuUsPerReq))],
-    [
-      'foreign %',
-      (s) =>
-        fmt(
-          med(s, (r) => r.foreignCpuPct),
-          0,
-        ),
-    ],
+    ['redis trips/req', m((r) => r.redisTripsPerReq, 2)],
+    ['upstream calls/req', m((r) => r.upstreamCallsPerReq, 2)],
+    ['redis µs/req', m((r) => r.redisCpuUsPerReq)],
+    ['foreign %', m((r) => r.foreignCpuPct, 0)],
     [
       'note',
       (s) =>
