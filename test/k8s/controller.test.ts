@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ok } from '../helpers/kubectl.ts';
+import { deleteAll, ok } from '../helpers/kubectl.ts';
 import { type OtlpReceiver, startOtlpReceiver } from '../helpers/otlp-receiver.ts';
 import { type LaunchedProcess, launch, metricValue, stopAllSluice } from '../helpers/processes.ts';
 import { freePort, startUpstream, type Upstream } from '../helpers/servers.ts';
@@ -208,9 +208,7 @@ afterAll(async () => {
   await stopAllSluice();
   await up?.close();
   await receiver?.close();
-  await ok(['delete', 'gatewayroutes,gatewayplugins', '--all', '-n', NS, '--ignore-not-found']).catch(
-    () => {},
-  );
+  await deleteAll('gatewayroutes,gatewayplugins', NS).catch(() => {});
 }, 30_000);
 
 describe('sluice controller on a real API server', () => {

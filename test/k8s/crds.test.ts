@@ -18,7 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GatewayRouteSpec } from '../../controller/api/gateway-route.ts';
 import { PLUGIN_NAMES } from '../../dataplane/config/catalog.ts';
 import { OidcConfig } from '../../dataplane/plugins/oidc/manifest.ts';
-import { kubectl, ok } from '../helpers/kubectl.ts';
+import { deleteAll, kubectl, ok } from '../helpers/kubectl.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const FIXTURES = join(import.meta.dirname, 'fixtures');
@@ -63,7 +63,7 @@ describe('CRDs on a real API server', () => {
   });
 
   afterAll(async () => {
-    if (process.env.KUBECONFIG) await kubectl(['delete', 'gatewayroutes,gatewayplugins', '--all', '-n', NS]);
+    if (process.env.KUBECONFIG) await deleteAll('gatewayroutes,gatewayplugins', NS).catch(() => '');
   });
 
   it('applies every object in examples/ and lists them by short name', async () => {

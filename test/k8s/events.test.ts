@@ -10,7 +10,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { Kube, loadKubeConfig } from '../../controller/source/kube.ts';
 import { EventRecorder } from '../../controller/status/events.ts';
 import { StatusWriter } from '../../controller/status/status-writer.ts';
-import { ok } from '../helpers/kubectl.ts';
+import { deleteAll, ok } from '../helpers/kubectl.ts';
 
 const NS = `sluice-events-${randomBytes(3).toString('hex')}`;
 const ROUTE = `
@@ -41,7 +41,7 @@ beforeAll(async () => {
   await ok(['apply', '-n', NS, '-f', '-'], ROUTE);
 }, 60_000);
 afterAll(async () => {
-  await ok(['delete', 'gatewayroutes', '--all', '-n', NS]).catch(() => {});
+  await deleteAll('gatewayroutes', NS).catch(() => {});
 });
 
 it('the same Event 30 times is one Event with count 25 (then the per-object spam filter); progress is Normal', async () => {

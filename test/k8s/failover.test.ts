@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { DataPlane } from '../../dataplane/main.ts';
-import { ok } from '../helpers/kubectl.ts';
+import { deleteAll, ok } from '../helpers/kubectl.ts';
 import { type LaunchedProcess, launch, metricValue, stopAllSluice } from '../helpers/processes.ts';
 import { freePort, startTestDataPlane } from '../helpers/servers.ts';
 
@@ -110,7 +110,7 @@ endpoints: [{ addresses: ["127.0.0.1"], targetRef: { kind: Pod, name: dataplane-
 afterAll(async () => {
   await stopAllSluice();
   await Promise.all(planes.map((p) => p.close()));
-  await ok(['delete', 'gatewayroutes,gatewayplugins', '--all', '-n', NS]).catch(() => {});
+  await deleteAll('gatewayroutes,gatewayplugins', NS).catch(() => {});
 }, 60_000);
 
 it('the leader SIGKILLed with an edit pending: takeover within lease + 2 s, the edit programmed, nothing else moves', async () => {

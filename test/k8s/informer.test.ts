@@ -10,7 +10,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { type ChangeType, Informer, type KubeObject } from '../../controller/source/informers.ts';
 import { Kube, type KubeError, loadKubeConfig } from '../../controller/source/kube.ts';
-import { ok } from '../helpers/kubectl.ts';
+import { deleteAll, ok } from '../helpers/kubectl.ts';
 
 const NS = `sluice-informer-${randomBytes(3).toString('hex')}`;
 const PATH = `/apis/sluice.dev/v1alpha1/namespaces/${NS}/gatewayplugins`;
@@ -29,7 +29,7 @@ beforeAll(async () => {
   await ok(['create', 'namespace', NS]);
 }, 60_000);
 afterAll(async () => {
-  await ok(['delete', 'gatewayplugins', '--all', '-n', NS]).catch(() => {});
+  await deleteAll('gatewayplugins', NS).catch(() => {});
 });
 
 it('after 410 Gone it re-lists and reports every change made while it was away', async () => {

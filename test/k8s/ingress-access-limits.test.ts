@@ -20,7 +20,7 @@ import {
   startDataPlanesIn,
 } from '../helpers/controller-on-kapi.ts';
 import { type EchoServer, startEcho } from '../helpers/gateway-api/echo.ts';
-import { kubectl, ok } from '../helpers/kubectl.ts';
+import { deleteAll, kubectl, ok } from '../helpers/kubectl.ts';
 import { freePort } from '../helpers/servers.ts';
 import { waitFor } from '../helpers/until.ts';
 
@@ -103,7 +103,7 @@ afterAll(async () => {
   await Promise.all(echoes.map((e) => e.close()));
   await Promise.all([OFFICE.close(), STRANGER.close()]);
   // kapi leaves a deleted namespace's objects in place: keep later controllers from serving them.
-  await kubectl(['delete', 'ingress', '--all', '-n', NS]);
+  await deleteAll('ingress', NS).catch(() => '');
   await kubectl(['delete', 'namespace', NS, '--wait=false']);
 });
 

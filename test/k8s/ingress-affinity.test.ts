@@ -18,7 +18,7 @@ import {
 } from '../helpers/controller-on-kapi.ts';
 import { http1 } from '../helpers/gateway-api/clients.ts';
 import { type EchoServer, startEcho } from '../helpers/gateway-api/echo.ts';
-import { kubectl, ok } from '../helpers/kubectl.ts';
+import { deleteAll, kubectl, ok } from '../helpers/kubectl.ts';
 import { freePort } from '../helpers/servers.ts';
 
 const NS = `sluice-ingress-aff-${randomBytes(3).toString('hex')}`;
@@ -49,7 +49,7 @@ afterAll(async () => {
   await controller?.close();
   await Promise.all((planes ?? []).map((p) => p.close()));
   await Promise.all(echoes.map((e) => e.close()));
-  await kubectl(['delete', 'ingress', '--all', '-n', NS]);
+  await deleteAll('ingress', NS).catch(() => '');
   await kubectl(['delete', 'namespace', NS, '--wait=false']);
 });
 

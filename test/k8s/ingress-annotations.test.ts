@@ -21,7 +21,7 @@ import {
 } from '../helpers/controller-on-kapi.ts';
 import { http1 } from '../helpers/gateway-api/clients.ts';
 import { type EchoServer, startEcho } from '../helpers/gateway-api/echo.ts';
-import { kubectl, ok } from '../helpers/kubectl.ts';
+import { deleteAll, kubectl, ok } from '../helpers/kubectl.ts';
 import { freePort } from '../helpers/servers.ts';
 import { waitFor } from '../helpers/until.ts';
 
@@ -51,7 +51,7 @@ afterAll(async () => {
   await Promise.all((planes ?? []).map((p) => p.close()));
   await Promise.all(echoes.map((e) => e.close()));
   // kapi leaves a deleted namespace's objects in place: keep later controllers from serving them.
-  await kubectl(['delete', 'ingress', '--all', '-n', NS]);
+  await deleteAll('ingress', NS).catch(() => '');
   await kubectl(['delete', 'namespace', NS, '--wait=false']);
 });
 

@@ -27,7 +27,7 @@ import {
 } from '../helpers/controller-on-kapi.ts';
 import { http1 } from '../helpers/gateway-api/clients.ts';
 import { type EchoServer, startEcho } from '../helpers/gateway-api/echo.ts';
-import { kubectl, ok } from '../helpers/kubectl.ts';
+import { deleteAll, kubectl, ok } from '../helpers/kubectl.ts';
 import { freePort } from '../helpers/servers.ts';
 import { eventsOf, nginxIngress } from '../helpers/ingress-objects.ts';
 
@@ -82,7 +82,7 @@ afterAll(async () => {
   await Promise.all(echoes.map((e) => e.close()));
   authService?.closeAllConnections();
   authService?.close();
-  await kubectl(['delete', 'ingress', '--all', '-n', NS]);
+  await deleteAll('ingress', NS).catch(() => '');
   await kubectl(['delete', 'namespace', NS, '--wait=false']);
 });
 

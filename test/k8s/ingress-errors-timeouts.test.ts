@@ -30,7 +30,7 @@ import {
   startDataPlanesIn,
 } from '../helpers/controller-on-kapi.ts';
 import { type EchoServer, startEcho } from '../helpers/gateway-api/echo.ts';
-import { kubectl, ok } from '../helpers/kubectl.ts';
+import { deleteAll, kubectl, ok } from '../helpers/kubectl.ts';
 import { freePort } from '../helpers/servers.ts';
 import { eventsOf, nginxIngress } from '../helpers/ingress-objects.ts';
 
@@ -100,7 +100,7 @@ afterAll(async () => {
   for (const r of held) r.destroy();
   stuck?.closeAllConnections();
   stuck?.close();
-  await kubectl(['delete', 'ingress', '--all', '-n', NS]);
+  await deleteAll('ingress', NS).catch(() => '');
   await kubectl(['delete', 'namespace', NS, OTHER, '--wait=false']);
 });
 

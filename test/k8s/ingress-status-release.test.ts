@@ -10,7 +10,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { Controller } from '../../controller/main.ts';
 import { crdsAndNamespace, startControllerIn } from '../helpers/controller-on-kapi.ts';
-import { kubectl, ok } from '../helpers/kubectl.ts';
+import { deleteAll, kubectl, ok } from '../helpers/kubectl.ts';
 import { waitFor } from '../helpers/until.ts';
 
 const NS = `sluice-ingress-release-${randomBytes(3).toString('hex')}`;
@@ -86,7 +86,7 @@ ${ingress('theirs', 'nginx')}
 afterAll(async () => {
   await controller?.close();
   // kapi leaves a deleted namespace's objects in place: a later controller watching every namespace would serve these.
-  await kubectl(['delete', 'ingress', '--all', '-n', NS]);
+  await deleteAll('ingress', NS).catch(() => '');
   await kubectl(['delete', 'namespace', NS, '--wait=false']);
 });
 

@@ -20,7 +20,7 @@ import {
 } from '../helpers/controller-on-kapi.ts';
 import { type EchoServer, startEcho } from '../helpers/gateway-api/echo.ts';
 import { http1 } from '../helpers/gateway-api/clients.ts';
-import { kubectl, ok } from '../helpers/kubectl.ts';
+import { deleteAll, kubectl, ok } from '../helpers/kubectl.ts';
 import { freePort } from '../helpers/servers.ts';
 import { waitFor } from '../helpers/until.ts';
 import { makePki, type Pki } from '../tls/pki.ts';
@@ -76,7 +76,7 @@ afterAll(async () => {
   pki?.remove();
   // kapi leaves a deleted namespace's objects in place: a controller watching every namespace in
   // a later test would serve these Ingresses (the default backend takes every request).
-  await kubectl(['delete', 'ingress', '--all', '-n', NS]);
+  await deleteAll('ingress', NS).catch(() => '');
   await kubectl(['delete', 'namespace', NS, '--wait=false']);
 });
 

@@ -18,7 +18,7 @@ import { ControllerMetrics } from '../../controller/metrics.ts';
 import { Runner } from '../../controller/runner.ts';
 import { Kube, type KubeList, loadKubeConfig } from '../../controller/source/kube.ts';
 import type { DataPlane } from '../../dataplane/main.ts';
-import { ok } from '../helpers/kubectl.ts';
+import { deleteAll, ok } from '../helpers/kubectl.ts';
 import { startTestDataPlane } from '../helpers/servers.ts';
 
 const NS = `sluice-listed-${randomBytes(3).toString('hex')}`;
@@ -108,7 +108,7 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const r of runners) r.stop();
   await Promise.all(planes.map((p) => p.close()));
-  await ok(['delete', 'gatewayroutes,gatewayplugins', '--all', '-n', NS]).catch(() => {});
+  await deleteAll('gatewayroutes,gatewayplugins', NS).catch(() => {});
 }, 30_000);
 
 it('a runner that lists every referenced object builds what one that watched them arrive built, and takes over without a write', async () => {

@@ -13,7 +13,7 @@ import { ControllerMetrics } from '../../controller/metrics.ts';
 import { Runner } from '../../controller/runner.ts';
 import { Kube, loadKubeConfig } from '../../controller/source/kube.ts';
 import type { DataPlane } from '../../dataplane/main.ts';
-import { ok } from '../helpers/kubectl.ts';
+import { deleteAll, ok } from '../helpers/kubectl.ts';
 import { startTestDataPlane } from '../helpers/servers.ts';
 
 const NS = `sluice-two-${randomBytes(3).toString('hex')}`;
@@ -80,7 +80,7 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const r of runners) r.stop();
   await Promise.all(planes.map((p) => p.close()));
-  await ok(['delete', 'gatewayroutes', '--all', '-n', NS]).catch(() => {});
+  await deleteAll('gatewayroutes', NS).catch(() => {});
 }, 30_000);
 
 it('each installation serves and writes only its own class; a relabelled route moves', async () => {

@@ -11,7 +11,7 @@ import { ControllerMetrics } from '../../controller/metrics.ts';
 import { Runner } from '../../controller/runner.ts';
 import { Kube, loadKubeConfig } from '../../controller/source/kube.ts';
 import { Watched } from '../../controller/source/watched.ts';
-import { ok } from '../helpers/kubectl.ts';
+import { deleteAll, ok } from '../helpers/kubectl.ts';
 
 const id = randomBytes(3).toString('hex');
 const [A, B, OTHER] = ['a', 'b', 'other'].map((n) => `sluice-ns-${n}-${id}`);
@@ -39,7 +39,7 @@ beforeAll(async () => {
 }, 60_000);
 afterAll(async () => {
   runner?.stop();
-  for (const ns of [A, B, OTHER]) await ok(['delete', 'gatewayroutes', '--all', '-n', ns]).catch(() => {});
+  for (const ns of [A, B, OTHER]) await deleteAll('gatewayroutes', ns).catch(() => {});
 });
 
 it('routes outside the watched namespaces are not seen, at start or when created later', async () => {

@@ -14,7 +14,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { Agent, request } from 'undici';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { ok } from '../../helpers/kubectl.ts';
+import { deleteAll, ok } from '../../helpers/kubectl.ts';
 import { metricValue, stopAllSluice } from '../../helpers/processes.ts';
 import { startUpstream, type Upstream } from '../../helpers/servers.ts';
 import { makePki, type Pki } from '../../tls/pki.ts';
@@ -91,7 +91,7 @@ afterAll(async () => {
   await up?.close();
   impostor?.close();
   other?.remove();
-  await ok(['delete', 'gatewayroutes', '--all', '-n', NS]).catch(() => {});
+  await deleteAll('gatewayroutes', NS).catch(() => {});
 }, 30_000);
 
 it('the processes run with the TLS flags of the chart: cert and key on the data plane, the CA and the name on the controller', () => {

@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { ok } from '../../helpers/kubectl.ts';
+import { deleteAll, ok } from '../../helpers/kubectl.ts';
 import { metricValue, stopAllSluice } from '../../helpers/processes.ts';
 import { type PrivateRedis, startPrivateRedis } from '../../helpers/redis.ts';
 import { startUpstream, type Upstream } from '../../helpers/servers.ts';
@@ -118,7 +118,7 @@ afterAll(async () => {
   await stopAllSluice();
   await Promise.all([redis?.stop(), up?.close()]);
   pki?.remove();
-  await ok(['delete', 'gatewayroutes', '--all', '-n', NS]).catch(() => {});
+  await deleteAll('gatewayroutes', NS).catch(() => {});
 }, 30_000);
 
 it('the processes run with what the Deployments say: token file, state dir, Redis URL and NODE_OPTIONS from the chart', () => {
