@@ -2,7 +2,7 @@
  * A private kapi (../shared/kapi: a real Kubernetes API server and etcd on loopback) for a test
  * that needs a server of its own: with RBAC enforced (KAPI_RBAC=1), which CI's shared kapi
  * does not do, or with flags of its own. State in a temporary directory, free ports (etcd also
- * takes ETCD_PORT+10 and +20), stopped with kapi-down.sh --wipe and the directory removed.
+ * takes ETCD_PORT+10 and +20), stopped by SIGKILL (its pid files) and the directory removed.
  *
  * ../shared belongs to this machine, not to the project: nothing a user runs may need it, so
  * a test built on this helper skips where it is absent (`kapiMissing` says why), except under
@@ -13,6 +13,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { request } from 'node:https';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { join, resolve } from 'node:path';
 import { kubectl } from './kubectl.ts';
 
@@ -123,13 +124,32 @@ export interface PrivateKapiOptions {
 }
 
 const running = new Set<string>();
-// Last resort, when the test worker exits without its afterAll: the processes by their pid files.
+
+/** SIGKILLs the processes kapi-up.sh started in `run`, by their pid files; returns their pids. */
+function killAll(run: string): number[] {
+  const pids: number[] = [];
+  for (const p of ['apiserver', 'rbac-authz', 'etcd'])
+    try {
+      const pid = Number(readFileSync(join(run, `${p}.pid`), 'utf8'));
+      process.kill(pid, 'SIGKILL');
+      pids.push(pid);
+    } catch {}
+  return pids;
+}
+
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+// Last resort, when the test worker exits without its afterAll.
 process.once('exit', () => {
   for (const run of running) {
-    for (const p of ['apiserver', 'rbac-authz', 'etcd'])
-      try {
-        process.kill(Number(readFileSync(join(run, `${p}.pid`), 'utf8')), 'SIGKILL');
-      } catch {}
+    killAll(run);
     rmSync(run, { recursive: true, force: true });
   }
 });
@@ -148,8 +168,11 @@ export async function startPrivateKapi(o: PrivateKapiOptions = {}): Promise<Priv
     ...(o.rbac ? { KAPI_RBAC: '1' } : {}),
   };
   running.add(run);
+  // SIGKILL, not kapi-down.sh's SIGTERM: the API server's graceful shutdown took ~8.6 s here, and
+  // this server's state is thrown away with it. Stopped means gone: its ports are free again.
   const stop = async () => {
-    await sh(join(KAPI_DIR, 'kapi-down.sh'), ['--wipe'], env).catch(() => {});
+    const pids = killAll(run);
+    for (let i = 0; i < 100 && pids.some(alive); i++) await sleep(50);
     rmSync(run, { recursive: true, force: true });
     running.delete(run);
   };
