@@ -8,7 +8,6 @@
  * Below the range, no listen(0) of any process lands on it; above 25000, no Gateway listener
  * port of the Gateway API tests (their ranges are in 20000–24999) does either.
  */
-import { once } from 'node:events';
 import { createServer } from 'node:net';
 
 const LOW = 25_000;
@@ -20,13 +19,16 @@ export async function freePort(): Promise<number> {
     const port = LOW + Math.floor(Math.random() * (HIGH - LOW));
     if (handedOut.has(port)) continue;
     const s = createServer();
-    s.listen(port, '127.0.0.1');
-    const ok = await Promise.race([
-      once(s, 'listening').then(() => true),
-      once(s, 'error').then(() => false),
-    ]);
-    if (ok) await new Promise((r) => s.close(r));
+    // Both listeners before listen(): a port in use must come back as false. (A race of
+    // events.once('listening') and events.once('error') threw the EADDRINUSE out of the test
+    // instead, failing whatever test was running: seen in CI on RabbitMQ's 25672.)
+    const ok = await new Promise<boolean>((resolve) => {
+      s.once('error', () => resolve(false));
+      s.once('listening', () => resolve(true));
+      s.listen(port, '127.0.0.1');
+    });
     if (!ok) continue;
+    await new Promise((r) => s.close(r));
     handedOut.add(port);
     return port;
   }
