@@ -177,7 +177,6 @@ interface Summary {
   /** CPU µs/req ÷ plain-post's, round by round (NaN where either row is INVALID). */
   cpuRatios: number[];
   rpsRatios: number[];
-  invalid: boolean;
 }
 
 function summarize(rows: Row[]): Summary[] {
@@ -195,7 +194,6 @@ function summarize(rows: Row[]): Summary[] {
       rows: own,
       cpuRatios: own.map((r) => ratio(r, (x) => x.cpuUsPerReq)),
       rpsRatios: own.map((r) => ratio(r, (x) => x.rps)),
-      invalid: own.some((r) => r.invalid),
     };
   });
 }
