@@ -134,6 +134,9 @@ async function measure(work: string, s: Scenario, round: number, sluice: Proc, u
     ...load,
     rps: load.requests / load.seconds,
     cpuUsPerReq: us(dp),
+    // The data plane's CPU over the run, % of its one core: below ~90 % fewer requests share each
+    // turn of its event loop (and that turn's socket writes), so its µs/req run higher.
+    busyPct: load.seconds > 0 ? (dp / HZ / load.seconds) * 100 : 0,
     redisTripsPerReq: per(c1.redisOps - c0.redisOps),
     upstreamCallsPerReq: per(c1.upstreamCalls - c0.upstreamCalls),
     executed: c1.executed - c0.executed,
@@ -225,6 +228,7 @@ function table(summaries: Summary[]): string {
     ['CPU µs/req', m((r) => r.cpuUsPerReq)],
     ['×plain', (s) => x(s.cpuRatios) + mark(s)],
     ['×plain by round', (s) => byRound(s.cpuRatios)],
+    ['busy %', m((r) => r.busyPct, 0)],
     ['req/s', m((r) => r.rps, 0)],
     ['×plain', (s) => x(s.rpsRatios)],
     ['p50 ms', m((r) => r.p50ms, 2)],
@@ -302,7 +306,8 @@ async function main(): Promise<void> {
       table(summaries),
       '',
       "CPU µs/req: utime+stime of the sluice process tree in the measured run / requests; ×plain: to plain-post's",
-      'in the same round (the median of the rounds\' ratios, each listed under "by round").',
+      'in the same round (the median of the rounds\' ratios, each listed under "by round"). busy %: the data plane\'s',
+      "CPU in the run, % of its core (below ~90 %, fewer requests share each turn's writes: its µs/req run higher).",
       'redis trips/req: delta of sluice_store_operation_seconds_count{store="redis"} (all ops) / requests;',
       'upstream calls/req: delta of sluice_upstream_response_seconds_count / requests. redis µs/req: the',
       'redis-server process (moved to the load core for the run; counts whatever else uses it). foreign %: CPU of other processes',
