@@ -38,9 +38,10 @@ test: deps check unit $(if $(KUBECONFIG),test-k8s)
 unit: deps
 	vitest run
 
-## test-k8s: tests against the Kubernetes API server KUBECONFIG points at (kind, kapi, a real cluster)
+## test-k8s: tests against the Kubernetes API server KUBECONFIG points at (kind, kapi, a real cluster);
+## with KUBECONFIG_GATEWAY_API naming a second cluster, test/gateway-api runs on it at the same time
 test-k8s: deps
-	vitest run --config vitest.k8s.config.ts
+	scripts/test-k8s.sh
 
 ## reliability: failure and abuse tests too slow for `make test` (vitest.reliability.config.ts,
 ## test/reliability/, one file at a time; ~25 min, 15 of them the soak; figures printed, bench/README.md

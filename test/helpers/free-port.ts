@@ -7,11 +7,23 @@
  * server on another loopback address listening on port 0 could get a port handed out here.
  * Below the range, no listen(0) of any process lands on it; above 25000, no Gateway listener
  * port of the Gateway API tests (their ranges are in 20000–24999) does either.
+ *
+ * Each vitest worker draws from its own block of that range (VITEST_POOL_ID: unique among the
+ * workers running at once), so two test files running side by side never get one port, which a
+ * check on 127.0.0.1 alone cannot rule out for servers on other loopback addresses (beyond four
+ * workers, blocks are shared). A second vitest beside the first (scripts/test-k8s.sh) names its
+ * block in FREE_PORT_BLOCK.
  */
 import { createServer } from 'node:net';
 
-const LOW = 25_000;
-const HIGH = 32_000; // the ephemeral range starts at 32768
+const FIRST = 25_000;
+const END = 32_000; // the ephemeral range starts at 32768
+const BLOCKS = 4;
+const worker = Number(process.env.FREE_PORT_BLOCK || process.env.VITEST_POOL_ID) || 1;
+const block = (Math.max(1, worker) - 1) % BLOCKS;
+const SIZE = (END - FIRST) / BLOCKS;
+const LOW = FIRST + block * SIZE;
+const HIGH = LOW + SIZE;
 const handedOut = new Set<number>();
 
 export async function freePort(): Promise<number> {
