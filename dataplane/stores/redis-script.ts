@@ -31,11 +31,17 @@ export class RedisScript {
    * Runs the script with its keys first, then its arguments; `buffers`: bulk replies as Buffers
    * (else strings). The Command is made here, as ioredis's evalsha/evalshaBuffer methods make it
    * (their wrapper copies the arguments once more and checks for auto-pipelining, which is off).
+   * `numberOfKeys`: for a script whose calls carry a varying number of keys.
    */
-  run<T>(client: RedisClient, args: ScriptArg[], buffers = false): Promise<T> {
+  run<T>(
+    client: RedisClient,
+    args: ScriptArg[],
+    buffers = false,
+    numberOfKeys = this.#numberOfKeys,
+  ): Promise<T> {
     const send = (name: string, first: string) =>
       client.sendCommand(
-        new Command(name, [first, this.#numberOfKeys, ...args], {
+        new Command(name, [first, numberOfKeys, ...args], {
           replyEncoding: buffers ? null : 'utf8',
           keyPrefix: client.options.keyPrefix,
         }),

@@ -45,6 +45,21 @@ async function exerciseStore(store: IdempotencyStore): Promise<string[]> {
     });
     expect(found.outcome === 'found' && found.record.response?.body.toString()).toBe(id);
   }
+  // Claims and completions of one turn (one script call each on a single Redis; on a Cluster one
+  // call per record, whose keys sit in slots of their own).
+  const together = Array.from({ length: 20 }, () => ({ id: randomUUID(), owner: randomUUID() }));
+  const claimed = await Promise.all(
+    together.map(({ id, owner }) =>
+      store.claim({ id, fingerprint: 'f', owner, ttlMs: 60_000, leaseMs: 5_000 }),
+    ),
+  );
+  expect(claimed).toEqual(Array(20).fill({ outcome: 'claimed' }));
+  const stored = await Promise.all(
+    together.map(({ id, owner }) =>
+      store.complete(id, owner, { status: 200, headers: [], body: Buffer.from(id), bodyOmitted: false }),
+    ),
+  );
+  expect(stored).toEqual(Array(20).fill(true));
   const racer = randomUUID();
   const race = await Promise.all(
     Array.from({ length: 20 }, () =>
