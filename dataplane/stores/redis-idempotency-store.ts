@@ -12,9 +12,10 @@
  * Optimization: the claims this process makes in one turn of the event loop go to Redis as one
  * script call, and so do its completions (turn-batch.ts). Each item gets the reply it would have
  * got from a call of its own, in the same order (the script runs them one after the other,
- * atomically). Measured under load (bench/README.md): a call costs this process ~8 µs whatever it
- * carries, two per first execution, and Redis ~14 µs. Not on a Cluster, where a script may only
- * touch the keys of one slot and each record has its own: one item per call there.
+ * atomically). A call costs this process ~8 µs whatever it carries, two per first execution;
+ * under load a call carries ~9 (bench/README.md, "Claims and completions of one turn in one
+ * call"). Not on a Cluster, where a script may only touch the keys of one slot and each record
+ * has its own: one item per call there.
  */
 import { isUtf8 } from 'node:buffer';
 import { Cluster } from 'ioredis';
