@@ -233,6 +233,12 @@ export class GatewayServices {
     string,
     { resourceVersion: string; uid: string | undefined; service: Cached | null }
   >();
+  /**
+   * Per Service with a write under way: the resourceVersion of a deletion the informer showed
+   * meanwhile (null: none). The watch may show our write and then someone's delete before our
+   * write's answer comes: remembered as ours then, the deleted Service would pass for current.
+   */
+  readonly #flying = new Map<string, string | null>();
 
   constructor(
     kube: Kube,
@@ -261,6 +267,8 @@ export class GatewayServices {
   /** An informer event of a Service: once it shows our write (or the Service goes), the cache is current again. */
   observed(type: ChangeType, obj: KubeObject): void {
     const key = keyOf(obj.metadata.namespace ?? '', obj.metadata.name);
+    if (type === 'deleted' && this.#flying.has(key))
+      this.#flying.set(key, obj.metadata.resourceVersion ?? '');
     const mine = this.#mine.get(key);
     if (mine === undefined) return;
     const uid = (obj.metadata as { uid?: string }).uid;
@@ -305,15 +313,17 @@ export class GatewayServices {
       // Not wanted (any more): deleted only when it is ours and the build saw every Gateway.
       if (current === undefined || !this.#complete || !isGatewayService(current, this.#o.controllerName))
         return null;
-      const uid = current.metadata.uid;
+      const { uid, resourceVersion } = current.metadata;
       return this.#send('delete', key, 'DELETE', `${base}/${name}`, {
         kind: 'DeleteOptions',
         apiVersion: 'v1',
-        // Only the Service looked at: not one made meanwhile under the same name.
-        ...(uid && { preconditions: { uid } }),
+        // Only the Service as looked at: not one made meanwhile under the same name, nor this one
+        // since taken over by the installation its Gateway moved to.
+        ...(uid && { preconditions: { uid, ...(resourceVersion && { resourceVersion }) } }),
       }).then((r) => {
         if (r.ok || r.status === 404) this.#mine.set(key, { resourceVersion: '', uid, service: null });
-        return r.ok || r.status === 404 || r.status === 409 ? 'done' : 'retry';
+        // A conflict: it changed since it was looked at; looked at again (taken over: left alone).
+        return r.ok || r.status === 404 ? 'done' : 'retry';
       });
     }
     // No listener port (no listener Sluice can serve) or no uid to own it by: nothing to make.
@@ -334,16 +344,22 @@ export class GatewayServices {
     path: string,
     body: unknown,
   ): Promise<{ ok: boolean; status?: number }> {
+    this.#flying.set(key, null);
     try {
       const written = await this.#kube.request<Cached | undefined>(method, path, body);
       this.#onWrite(verb, true, key);
       const rv = written?.metadata?.resourceVersion;
-      if (verb !== 'delete' && written && rv)
+      const deleted = this.#flying.get(key);
+      // Deleted after our write (a deletion's version is newer): the cache, empty, is current.
+      const gone = deleted != null && (deleted === '' || !newer(rv, deleted));
+      if (verb !== 'delete' && written && rv && !gone)
         this.#mine.set(key, { resourceVersion: rv, uid: written.metadata.uid, service: written });
       return { ok: true };
     } catch (err) {
       this.#onWrite(verb, false, key);
       return { ok: false, status: (err as { status?: number }).status };
+    } finally {
+      this.#flying.delete(key);
     }
   }
 }

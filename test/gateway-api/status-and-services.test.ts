@@ -345,6 +345,23 @@ describe("each Gateway's own Service", () => {
     ]);
   });
 
+  it('a Service edited or deleted by hand is put back: the same port and owner', async () => {
+    const patch = '[{"op":"replace","path":"/spec/ports/0/targetPort","value":1234}]';
+    await ok(['patch', 'service', 'sluice-gateway-gw2', '-n', NS, '--type', 'json', '-p', patch]);
+    await until(async () => (await targetPort('gw2')) === PORTS.first + 1, 10_000, 50);
+    await ok(['delete', 'service', 'sluice-gateway-gw2', '-n', NS]);
+    await until(async () => (await targetPort('gw2')) === PORTS.first + 1, 10_000, 50);
+    expect((await serviceOf('gw2'))!.metadata.ownerReferences).toMatchObject([
+      { kind: 'Gateway', name: 'gw2', controller: true },
+    ]);
+    const text = await (await fetch(`${controller.metricsUrl}/metrics`)).text();
+    for (const verb of ['update', 'create'])
+      expect(
+        metricValue(text, 'sluice_controller_gateway_service_writes_total', { verb, result: 'ok' }),
+      ).toBeGreaterThanOrEqual(1);
+    expect(metricValue(text, 'sluice_controller_gateway_service_writes_total', { result: 'error' })).toBe(0);
+  });
+
   it('a restarted controller keeps the ports the Services hold, and deletes the Service of a Gateway deleted meanwhile', async () => {
     await controller.close();
     // While no controller runs, the first Gateway goes: its port is free now, but the second
