@@ -33,11 +33,13 @@ let deletions = 0;
 
 /** A real Kube that answers its first PUT of the Service only once someone deleted it and the watch showed that. */
 class Late extends Kube {
+  /** The Service writes sent, by method. */
   writes: string[] = [];
   held = false;
   override async request<T>(method: string, path: string, body?: unknown, type?: string): Promise<T> {
-    const out = await super.request<T>(method, path, body, type);
+    // Counted when sent: the watch may show a write before its answer comes back here.
     if (path.startsWith(`/api/v1/namespaces/${NS}/services`) && method !== 'GET') this.writes.push(method);
+    const out = await super.request<T>(method, path, body, type);
     if (method === 'PUT' && path === SERVICE_PATH && !this.held) {
       this.held = true;
       await ok(['delete', 'service', SERVICE, '-n', NS]);
