@@ -59,15 +59,24 @@ async function flood(
     frames++;
     if (!raw.socket.write(f)) {
       // The server stopped reading (TCP window full): a bound of its own, not a failure.
-      const drained = await Promise.race([
-        new Promise<boolean>((r) => raw.socket.once('drain', () => r(true))),
-        sleep(Math.max(0, until - performance.now())).then(() => false),
-        new Promise<boolean>((r) => raw.socket.once('close', () => r(true))),
-      ]);
-      if (!drained) stalled = true;
+      if (!(await drainedOrClosed(raw, until - performance.now()))) stalled = true;
     }
   }
   return { bytes, frames, stalled };
+}
+
+/** Whether the socket drained (or closed) within `ms`; its listeners go either way (one per stall would pile up). */
+function drainedOrClosed(raw: Raw, ms: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const done = (drained: boolean) => {
+      clearTimeout(timer);
+      raw.socket.off('drain', yes).off('close', yes);
+      resolve(drained);
+    };
+    const yes = () => done(true);
+    const timer = setTimeout(() => done(false), Math.max(0, ms));
+    raw.socket.once('drain', yes).once('close', yes);
+  });
 }
 
 /**
