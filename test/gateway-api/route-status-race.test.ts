@@ -8,15 +8,13 @@
  */
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { build } from '../../controller/build.ts';
-import { GatewayApiSource } from '../../controller/source/gateway-api-source.ts';
-import type { KubeObject } from '../../controller/source/informers.ts';
 import { Kube, loadKubeConfig } from '../../controller/source/kube.ts';
-import { resourceSetFrom } from '../../controller/source/resource-set.ts';
-import { Watched } from '../../controller/source/watched.ts';
-import type { Service } from '../../controller/api/service.ts';
-import { GatewayApiWriter } from '../../controller/status/gateway-api-writer.ts';
-import { installGatewayApiCrds } from '../helpers/gateway-api/crds.ts';
+import {
+  gatewayIn,
+  removeGatewayIn,
+  type WriterOnKapi,
+  writerOnKapi,
+} from '../helpers/gateway-api/writer.ts';
 import { ok } from '../helpers/kubectl.ts';
 import { until } from '../helpers/until.ts';
 
@@ -63,26 +61,14 @@ class Racing extends Kube {
   }
 }
 
-let source: GatewayApiSource;
-let services: Watched<Service & KubeObject>;
-let writer: GatewayApiWriter;
+let wired: WriterOnKapi | undefined;
 
-beforeAll(async () => {
-  await installGatewayApiCrds();
-  await ok(['create', 'namespace', NS]);
-  await ok(
-    ['apply', '-f', '-'],
-    `
-apiVersion: gateway.networking.k8s.io/v1
-kind: GatewayClass
-metadata: { name: ${CLASS} }
-spec: { controllerName: sluice.dev/gateway-controller }
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: Gateway
-metadata: { name: gw, namespace: ${NS} }
-spec: { gatewayClassName: ${CLASS}, listeners: [{ name: http, protocol: HTTP, port: 80 }] }
----
+beforeAll(
+  () =>
+    gatewayIn(
+      NS,
+      CLASS,
+      `
 apiVersion: gateway.networking.k8s.io/v1
 kind: HTTPRoute
 metadata: { name: web, namespace: ${NS} }
@@ -90,41 +76,21 @@ spec:
   parentRefs: [{ name: gw }, { name: their-gw }]
   rules: [{ matches: [{ path: { type: PathPrefix, value: /shop } }] }]
 `,
-  );
-}, 60_000);
+    ),
+  60_000,
+);
 
 afterAll(async () => {
-  writer?.setActive(false);
-  source?.stop();
-  services?.stop();
-  await ok(['delete', 'gatewayclass', CLASS, '--wait=false']).catch(() => {});
-  await ok(['delete', 'namespace', NS, '--wait=false']).catch(() => {});
+  wired?.stop();
+  await removeGatewayIn(NS, CLASS);
 });
 
 it("a status write that races another controller's is refused (409), made again from the cache, and keeps that controller's entry", async () => {
   const kube = new Racing(loadKubeConfig());
-  source = new GatewayApiSource(
-    kube,
-    [NS],
-    () => {},
-    () => ({}),
-  );
-  source.start();
-  services = new Watched<Service & KubeObject>(kube, 'services', [NS], () => {}).start();
-  await Promise.all([source.synced, services.synced]);
-  await until(() => source.listed && source.objects().length >= 3, 20_000, 50);
-  const result = build(
-    resourceSetFrom([...source.objects(), ...services.cache.values()], { withServices: true }),
-  );
-  writer = new GatewayApiWriter({
-    kube,
-    source,
-    services: services.cache,
-    service: { selector: {}, type: 'ClusterIP' },
-  });
-  writer.built(result.snapshot.hash, result.gatewayApi, true);
-  writer.setActive(true);
-  writer.update([], null);
+  wired = await writerOnKapi(kube, NS, 3);
+  wired.build();
+  wired.writer.setActive(true);
+  wired.writer.update([], null);
   type Parents = { status?: { parents?: { controllerName: string; conditions: { message: string }[] }[] } };
   const parents = async () =>
     (JSON.parse(await ok(['get', 'httproute', 'web', '-n', NS, '-o', 'json'])) as Parents).status?.parents ??

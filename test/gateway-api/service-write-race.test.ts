@@ -12,14 +12,13 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { Service } from '../../controller/api/service.ts';
-import { build } from '../../controller/build.ts';
-import { GatewayApiSource } from '../../controller/source/gateway-api-source.ts';
-import type { ChangeType, KubeObject } from '../../controller/source/informers.ts';
 import { Kube, loadKubeConfig } from '../../controller/source/kube.ts';
-import { resourceSetFrom } from '../../controller/source/resource-set.ts';
-import { Watched } from '../../controller/source/watched.ts';
-import { GatewayApiWriter } from '../../controller/status/gateway-api-writer.ts';
-import { installGatewayApiCrds } from '../helpers/gateway-api/crds.ts';
+import {
+  gatewayIn,
+  removeGatewayIn,
+  type WriterOnKapi,
+  writerOnKapi,
+} from '../helpers/gateway-api/writer.ts';
 import { ok } from '../helpers/kubectl.ts';
 import { until } from '../helpers/until.ts';
 
@@ -49,72 +48,28 @@ class Late extends Kube {
   }
 }
 
-let source: GatewayApiSource;
-let services: Watched<Service & KubeObject>;
-let writer: GatewayApiWriter | undefined;
+let wired: WriterOnKapi | undefined;
 
-beforeAll(async () => {
-  await installGatewayApiCrds();
-  await ok(['create', 'namespace', NS]);
-  await ok(
-    ['apply', '-f', '-'],
-    `
-apiVersion: gateway.networking.k8s.io/v1
-kind: GatewayClass
-metadata: { name: ${CLASS} }
-spec: { controllerName: sluice.dev/gateway-controller }
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: Gateway
-metadata: { name: gw, namespace: ${NS} }
-spec: { gatewayClassName: ${CLASS}, listeners: [{ name: http, protocol: HTTP, port: 80 }] }
-`,
-  );
-}, 60_000);
+beforeAll(() => gatewayIn(NS, CLASS), 60_000);
 
 afterAll(async () => {
-  writer?.setActive(false);
-  source?.stop();
-  services?.stop();
-  await ok(['delete', 'gatewayclass', CLASS, '--wait=false']).catch(() => {});
-  await ok(['delete', 'namespace', NS, '--wait=false']).catch(() => {});
+  wired?.stop();
+  await removeGatewayIn(NS, CLASS);
 });
 
 it('a Service deleted while the answer to our write to it is on its way is made again', async () => {
   const kube = new Late(loadKubeConfig());
-  source = new GatewayApiSource(
-    kube,
-    [NS],
-    () => {},
-    () => ({}),
-  );
-  source.start();
-  // As the runner does: the writer sees every Service event, and a Gateway's Service (referenced
-  // for the Gateway's addresses) changing builds again.
-  const rebuild = () => {
-    const result = build(
-      resourceSetFrom([...source.objects(), ...services.cache.values()], { withServices: true }),
-    );
-    writer!.built(result.snapshot.hash, result.gatewayApi, true);
-  };
-  const observed = (t: ChangeType, obj: Service & KubeObject) => {
-    writer?.serviceObserved(t, obj);
+  // As the runner does: a Gateway's Service (referenced for the Gateway's addresses) changing
+  // builds again.
+  wired = await writerOnKapi(kube, NS, 2, (t, obj) => {
     if (t === 'deleted' && obj.metadata.name === SERVICE) {
       deletions++;
-      rebuild();
+      wired!.build();
     }
-  };
-  services = new Watched<Service & KubeObject>(kube, 'services', [NS], observed).start();
-  await Promise.all([source.synced, services.synced]);
-  await until(() => source.listed && source.objects().length >= 2, 20_000, 50);
-  writer = new GatewayApiWriter({
-    kube,
-    source,
-    services: services.cache,
-    service: { selector: {}, type: 'ClusterIP' },
   });
-  writer.setActive(true);
-  rebuild();
+  const { services } = wired;
+  wired.writer.setActive(true);
+  wired.build();
   const cached = () => services.cache.get(`${NS}/${SERVICE}`);
   await until(() => cached() !== undefined, 20_000, 50);
   const targetPort = cached()!.spec!.ports![0].targetPort;
@@ -123,7 +78,7 @@ it('a Service deleted while the answer to our write to it is on its way is made 
   const patch = '[{"op":"replace","path":"/spec/ports/0/targetPort","value":1234}]';
   await ok(['patch', 'service', SERVICE, '-n', NS, '--type', 'json', '-p', patch]);
   await until(() => cached()?.spec?.ports?.[0].targetPort === 1234, 20_000, 50);
-  rebuild();
+  wired.build();
   await until(() => kube.held && deletions > 0, 20_000, 50);
   await until(() => cached()?.spec?.ports?.[0].targetPort === targetPort, 10_000, 50);
   expect(kube.writes).toEqual(['POST', 'PUT', 'POST']);

@@ -1,0 +1,106 @@
+/**
+ * The Gateway API writer as the runner wires it, for tests that race its writes on a real API
+ * server (test/gateway-api/*-race.test.ts): a GatewayApiSource and a Services informer on one
+ * namespace, both through the test's Kube, the writer told of every Service event, and a build
+ * of what they hold on demand. Without the rest of a controller: the test decides when a build
+ * happens and when the writer leads.
+ */
+import type { Service } from '../../../controller/api/service.ts';
+import { build } from '../../../controller/build.ts';
+import { GatewayApiSource } from '../../../controller/source/gateway-api-source.ts';
+import type { ChangeType, KubeObject } from '../../../controller/source/informers.ts';
+import type { Kube } from '../../../controller/source/kube.ts';
+import { resourceSetFrom } from '../../../controller/source/resource-set.ts';
+import { Watched } from '../../../controller/source/watched.ts';
+import { GatewayApiWriter } from '../../../controller/status/gateway-api-writer.ts';
+import { ok } from '../kubectl.ts';
+import { until } from '../until.ts';
+import { installGatewayApiCrds } from './crds.ts';
+
+export type CachedService = Service & KubeObject;
+
+export interface WriterOnKapi {
+  writer: GatewayApiWriter;
+  services: Watched<CachedService>;
+  /** Builds what the source and the informer hold and hands it to the writer (every Gateway listed). */
+  build(): void;
+  stop(): void;
+}
+
+/**
+ * Starts the source and the informer, waits until they are synced and the source holds at least
+ * `objects` objects, then makes the writer (not yet leading). `onService` sees each Service event
+ * after the writer.
+ */
+export async function writerOnKapi(
+  kube: Kube,
+  namespace: string,
+  objects: number,
+  onService: (type: ChangeType, obj: CachedService) => void = () => {},
+): Promise<WriterOnKapi> {
+  const source = new GatewayApiSource(
+    kube,
+    [namespace],
+    () => {},
+    () => ({}),
+  );
+  source.start();
+  let writer: GatewayApiWriter | undefined;
+  const services = new Watched<CachedService>(kube, 'services', [namespace], (type, obj) => {
+    writer?.serviceObserved(type, obj);
+    onService(type, obj);
+  }).start();
+  await Promise.all([source.synced, services.synced]);
+  await until(() => source.listed && source.objects().length >= objects, 20_000, 50);
+  const w = new GatewayApiWriter({
+    kube,
+    source,
+    services: services.cache,
+    service: { selector: {}, type: 'ClusterIP' },
+  });
+  writer = w;
+  return {
+    writer: w,
+    services,
+    build() {
+      const result = build(
+        resourceSetFrom([...source.objects(), ...services.cache.values()], { withServices: true }),
+      );
+      w.built(result.snapshot.hash, result.gatewayApi, true);
+    },
+    stop() {
+      w.setActive(false);
+      source.stop();
+      services.stop();
+    },
+  };
+}
+
+/**
+ * The namespace `ns` with a Gateway `gw` (one HTTP listener, port 80) of a new GatewayClass `cls`
+ * of Sluice's default controllerName; `more`: further objects (YAML, in `ns`).
+ */
+export async function gatewayIn(ns: string, cls: string, more = ''): Promise<void> {
+  await installGatewayApiCrds();
+  await ok(['create', 'namespace', ns]);
+  await ok(
+    ['apply', '-f', '-'],
+    `
+apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: { name: ${cls} }
+spec: { controllerName: sluice.dev/gateway-controller }
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: { name: gw, namespace: ${ns} }
+spec: { gatewayClassName: ${cls}, listeners: [{ name: http, protocol: HTTP, port: 80 }] }
+${more ? `---\n${more}` : ''}`,
+  );
+}
+
+/** Removes what gatewayIn made (kapi collects nothing: the class goes by itself). */
+export async function removeGatewayIn(ns: string, cls: string): Promise<void> {
+  await ok(['delete', 'gatewayclass', cls, '--wait=false']).catch(() => {});
+  await ok(['delete', 'namespace', ns, '--wait=false']).catch(() => {});
+}
