@@ -21,6 +21,7 @@ export type CachedService = Service & KubeObject;
 
 export interface WriterOnKapi {
   writer: GatewayApiWriter;
+  source: GatewayApiSource;
   services: Watched<CachedService>;
   /** Builds what the source and the informer hold and hands it to the writer (every Gateway listed). */
   build(): void;
@@ -61,6 +62,7 @@ export async function writerOnKapi(
   writer = w;
   return {
     writer: w,
+    source,
     services,
     build() {
       const result = build(
