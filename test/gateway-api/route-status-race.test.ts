@@ -7,14 +7,9 @@
  * first status PUT is preceded by another controller's write, as a race would have it.
  */
 import { randomBytes } from 'node:crypto';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { Kube, loadKubeConfig } from '../../controller/source/kube.ts';
-import {
-  gatewayIn,
-  removeGatewayIn,
-  type WriterOnKapi,
-  writerOnKapi,
-} from '../helpers/gateway-api/writer.ts';
+import { raceFixture } from '../helpers/gateway-api/writer.ts';
 import { ok } from '../helpers/kubectl.ts';
 import { until } from '../helpers/until.ts';
 
@@ -61,14 +56,10 @@ class Racing extends Kube {
   }
 }
 
-let wired: WriterOnKapi | undefined;
-
-beforeAll(
-  () =>
-    gatewayIn(
-      NS,
-      CLASS,
-      `
+const fixture = raceFixture(
+  NS,
+  CLASS,
+  `
 apiVersion: gateway.networking.k8s.io/v1
 kind: HTTPRoute
 metadata: { name: web, namespace: ${NS} }
@@ -76,18 +67,11 @@ spec:
   parentRefs: [{ name: gw }, { name: their-gw }]
   rules: [{ matches: [{ path: { type: PathPrefix, value: /shop } }] }]
 `,
-    ),
-  60_000,
 );
-
-afterAll(async () => {
-  wired?.stop();
-  await removeGatewayIn(NS, CLASS);
-});
 
 it("a status write that races another controller's is refused (409), made again from the cache, and keeps that controller's entry", async () => {
   const kube = new Racing(loadKubeConfig());
-  wired = await writerOnKapi(kube, NS, 3);
+  const wired = await fixture.wire(kube, 3);
   wired.build();
   wired.writer.setActive(true);
   wired.writer.update([], null);

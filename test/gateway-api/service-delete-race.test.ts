@@ -9,15 +9,10 @@
  * old one's DELETE.
  */
 import { randomBytes } from 'node:crypto';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { Kube, loadKubeConfig } from '../../controller/source/kube.ts';
 import { CONTROLLER_NAME_ANNOTATION } from '../../controller/status/gateway-services.ts';
-import {
-  gatewayIn,
-  removeGatewayIn,
-  type WriterOnKapi,
-  writerOnKapi,
-} from '../helpers/gateway-api/writer.ts';
+import { raceFixture } from '../helpers/gateway-api/writer.ts';
 import { ok } from '../helpers/kubectl.ts';
 import { until } from '../helpers/until.ts';
 
@@ -49,19 +44,11 @@ class TakenOver extends Kube {
   }
 }
 
-let wired: WriterOnKapi | undefined;
-
-beforeAll(() => gatewayIn(NS, CLASS), 60_000);
-
-afterAll(async () => {
-  wired?.stop();
-  await removeGatewayIn(NS, CLASS);
-});
+const fixture = raceFixture(NS, CLASS);
 
 it("a delete that races the other installation's takeover is refused (409), and the Service stays the other's", async () => {
   const kube = new TakenOver(loadKubeConfig());
-  wired = await writerOnKapi(kube, NS, 2);
-  const w = wired;
+  const w = await fixture.wire(kube, 2);
   w.writer.setActive(true);
   w.build();
   const cached = () => w.services.cache.get(`${NS}/${SERVICE}`);

@@ -10,15 +10,10 @@
  * taken over.
  */
 import { randomBytes } from 'node:crypto';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import type { Service } from '../../controller/api/service.ts';
 import { Kube, loadKubeConfig } from '../../controller/source/kube.ts';
-import {
-  gatewayIn,
-  removeGatewayIn,
-  type WriterOnKapi,
-  writerOnKapi,
-} from '../helpers/gateway-api/writer.ts';
+import { raceFixture } from '../helpers/gateway-api/writer.ts';
 import { ok } from '../helpers/kubectl.ts';
 import { until } from '../helpers/until.ts';
 
@@ -48,23 +43,16 @@ class Late extends Kube {
   }
 }
 
-let wired: WriterOnKapi | undefined;
-
-beforeAll(() => gatewayIn(NS, CLASS), 60_000);
-
-afterAll(async () => {
-  wired?.stop();
-  await removeGatewayIn(NS, CLASS);
-});
+const fixture = raceFixture(NS, CLASS);
 
 it('a Service deleted while the answer to our write to it is on its way is made again', async () => {
   const kube = new Late(loadKubeConfig());
   // As the runner does: a Gateway's Service (referenced for the Gateway's addresses) changing
   // builds again.
-  wired = await writerOnKapi(kube, NS, 2, (t, obj) => {
+  const wired = await fixture.wire(kube, 2, (t, obj) => {
     if (t === 'deleted' && obj.metadata.name === SERVICE) {
       deletions++;
-      wired!.build();
+      wired.build();
     }
   });
   const { services } = wired;

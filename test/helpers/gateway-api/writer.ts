@@ -5,6 +5,7 @@
  * of what they hold on demand. Without the rest of a controller: the test decides when a build
  * happens and when the writer leads.
  */
+import { afterAll, beforeAll } from 'vitest';
 import type { Service } from '../../../controller/api/service.ts';
 import { build } from '../../../controller/build.ts';
 import { GatewayApiSource } from '../../../controller/source/gateway-api-source.ts';
@@ -18,6 +19,7 @@ import { until } from '../until.ts';
 import { installGatewayApiCrds } from './crds.ts';
 
 export type CachedService = Service & KubeObject;
+type ServiceEvents = (type: ChangeType, obj: CachedService) => void;
 
 export interface WriterOnKapi {
   writer: GatewayApiWriter;
@@ -33,11 +35,11 @@ export interface WriterOnKapi {
  * `objects` objects, then makes the writer (not yet leading). `onService` sees each Service event
  * after the writer.
  */
-export async function writerOnKapi(
+async function writerOnKapi(
   kube: Kube,
   namespace: string,
   objects: number,
-  onService: (type: ChangeType, obj: CachedService) => void = () => {},
+  onService: ServiceEvents = () => {},
 ): Promise<WriterOnKapi> {
   const source = new GatewayApiSource(
     kube,
@@ -79,15 +81,26 @@ export async function writerOnKapi(
 }
 
 /**
- * The namespace `ns` with a Gateway `gw` (one HTTP listener, port 80) of a new GatewayClass `cls`
- * of Sluice's default controllerName; `more`: further objects (YAML, in `ns`).
+ * A race test file's fixture: before all, the namespace `ns` with a Gateway `gw` (one HTTP
+ * listener, port 80) of a new GatewayClass `cls` of Sluice's default controllerName, and `more`
+ * (YAML of further objects in `ns`); after all, the writer `wire` started stopped, and the class
+ * and namespace deleted (kapi collects nothing: the class goes by itself).
  */
-export async function gatewayIn(ns: string, cls: string, more = ''): Promise<void> {
-  await installGatewayApiCrds();
-  await ok(['create', 'namespace', ns]);
-  await ok(
-    ['apply', '-f', '-'],
-    `
+export function raceFixture(
+  ns: string,
+  cls: string,
+  more = '',
+): {
+  /** writerOnKapi in `ns`, stopped after all. */
+  wire(kube: Kube, objects: number, onService?: ServiceEvents): Promise<WriterOnKapi>;
+} {
+  let wired: WriterOnKapi | undefined;
+  beforeAll(async () => {
+    await installGatewayApiCrds();
+    await ok(['create', 'namespace', ns]);
+    await ok(
+      ['apply', '-f', '-'],
+      `
 apiVersion: gateway.networking.k8s.io/v1
 kind: GatewayClass
 metadata: { name: ${cls} }
@@ -98,11 +111,17 @@ kind: Gateway
 metadata: { name: gw, namespace: ${ns} }
 spec: { gatewayClassName: ${cls}, listeners: [{ name: http, protocol: HTTP, port: 80 }] }
 ${more ? `---\n${more}` : ''}`,
-  );
-}
-
-/** Removes what gatewayIn made (kapi collects nothing: the class goes by itself). */
-export async function removeGatewayIn(ns: string, cls: string): Promise<void> {
-  await ok(['delete', 'gatewayclass', cls, '--wait=false']).catch(() => {});
-  await ok(['delete', 'namespace', ns, '--wait=false']).catch(() => {});
+    );
+  }, 60_000);
+  afterAll(async () => {
+    wired?.stop();
+    await ok(['delete', 'gatewayclass', cls, '--wait=false']).catch(() => {});
+    await ok(['delete', 'namespace', ns, '--wait=false']).catch(() => {});
+  });
+  return {
+    wire: async (kube, objects, onService) => {
+      wired = await writerOnKapi(kube, ns, objects, onService);
+      return wired;
+    },
+  };
 }
