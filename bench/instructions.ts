@@ -27,9 +27,12 @@
  * ports 18200 (upstream) and 18400–18410 (+100: admin) free. About 1.5 minutes per target.
  *
  * Env: BENCH_TARGETS (comma-separated, default all), BENCH_WARMUP (requests, 5000),
- * BENCH_REQUESTS (measured, 3000), BENCH_KEEP_LOGS (keep the logs and callgrind's dumps),
+ * BENCH_REQUESTS (measured, 3000), BENCH_FLOOR (another floor script, e.g. a copy of the harness's
+ * beside another undici), BENCH_KEEP_LOGS (keep the logs and callgrind's dumps),
  * BENCH_NODE_FLAGS (node flags of every target, the floor's too: with --perf-basic-prof, each
- * process writes /tmp/perf-<pid>.map, which names the JIT code's addresses in its dumps).
+ * process writes /tmp/perf-<pid>.map, which names the JIT code's addresses in its dumps; it is
+ * moved beside them). Each target's folder keeps `<scenario>.out`, the measured requests' dump:
+ * `node bench/functions.ts` lists them function by function, or two of them side by side.
  * Writes bench/results/instructions-<stamp>.json.
  */
 import { spawnSync } from 'node:child_process';
@@ -61,7 +64,7 @@ const WARMUP = envInt('BENCH_WARMUP', 5000, 10);
 const REQUESTS = envInt('BENCH_REQUESTS', 3000, 10);
 const CONNECTIONS = 10;
 const FIRST_PORT = 18400;
-const SHARED_FLOOR = join(ROOT, '../shared/bench/peers/bare-node-undici.js');
+const SHARED_FLOOR = process.env.BENCH_FLOOR ?? join(ROOT, '../shared/bench/peers/bare-node-undici.js');
 const run = Date.now().toString(36);
 // BENCH_NODE_FLAGS (peers-target.sh's: node flags of the data plane) go to the floor as well, so
 // that both run alike (e.g. --perf-basic-prof, whose map names the JavaScript in the dumps).
@@ -183,7 +186,10 @@ async function measure(t: Target, port: number, work: string): Promise<Row[]> {
       dump(pid, out);
       const bad = await load(pool, t, s, REQUESTS, sent);
       sent += REQUESTS;
-      const counted = parts(dump(pid, out));
+      // Named for its scenario, for bench/functions.ts (the warm-up's dump keeps callgrind's name).
+      const measured = join(out, `${s}.out`);
+      fs.renameSync(dump(pid, out), measured);
+      const counted = parts(measured);
       rows.push({
         target: t.name,
         scenario: s,
@@ -195,6 +201,9 @@ async function measure(t: Target, port: number, work: string): Promise<Row[]> {
   } finally {
     await pool.close();
     await stop(p);
+    // The perf map (BENCH_NODE_FLAGS=--perf-basic-prof) beside the dumps whose JavaScript it names.
+    const map = `/tmp/perf-${p.child.pid}.map`;
+    if (fs.existsSync(map)) fs.renameSync(map, join(out, 'perf.map'));
   }
   return rows;
 }
@@ -215,6 +224,7 @@ async function main(): Promise<void> {
   // The chain's key pair and token (peers-target.sh --chain reads both from the folder).
   const token = spawnSync(NODE, [join(BENCH, 'make-jwt.ts'), work], { encoding: 'utf8' }).stdout;
   fs.writeFileSync(join(work, 'token'), token);
+  fs.writeFileSync(join(work, 'requests'), String(REQUESTS));
   const only = process.env.BENCH_TARGETS?.split(',');
   const chosen = targets(work, token).filter((t) => only === undefined || only.includes(t.name));
   for (const port of [PORTS.upstream, ...chosen.map((_, i) => FIRST_PORT + i)])
