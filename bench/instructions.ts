@@ -201,9 +201,13 @@ async function measure(t: Target, port: number, work: string): Promise<Row[]> {
   } finally {
     await pool.close();
     await stop(p);
-    // The perf map (BENCH_NODE_FLAGS=--perf-basic-prof) beside the dumps whose JavaScript it names.
+    // The perf map (BENCH_NODE_FLAGS=--perf-basic-prof) beside the dumps whose JavaScript it names
+    // (copied: $TMPDIR may be another file system than /tmp).
     const map = `/tmp/perf-${p.child.pid}.map`;
-    if (fs.existsSync(map)) fs.renameSync(map, join(out, 'perf.map'));
+    if (fs.existsSync(map)) {
+      fs.copyFileSync(map, join(out, 'perf.map'));
+      fs.rmSync(map);
+    }
   }
   return rows;
 }
