@@ -98,6 +98,14 @@ export class Metrics implements MetricHost {
     buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
     registers: [this.registry],
   });
+  readonly #storeEvictions = new Counter({
+    name: 'sluice_store_evictions_total',
+    help:
+      'Live entries a memory store dropped to stay within its bound, by store (idempotency: records not yet ' +
+      'expired, oldest first; a retry of an evicted key executes again). Redis stores evict nothing.',
+    labelNames: ['store'] as const,
+    registers: [this.registry],
+  });
   readonly #wsOpen = new Gauge({
     name: 'sluice_websocket_connections',
     help: 'WebSockets open now (after their 101, until both sockets close).',
@@ -241,6 +249,10 @@ export class Metrics implements MetricHost {
 
   storeOperation(store: string, op: string, seconds: number, ok: boolean): void {
     this.#storeLatency.series(store, op, ok ? 'ok' : 'error').observe(seconds);
+  }
+
+  storeEvicted(store: string, count: number): void {
+    this.#storeEvictions.inc({ store }, count);
   }
 
   websocketConnection(route: string, result: WebSocketResult): void {

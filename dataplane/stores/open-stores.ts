@@ -8,16 +8,41 @@ import type { Metrics } from '../observability/metrics.ts';
 import { RedisCaller, createRedisClient } from './redis-connection.ts';
 import type { RedisSide, StoreKind, StoreLookup } from './store-kind.ts';
 
+/** A line about a store's evictions at most this often (the metric counts every one). */
+const EVICTION_LOG_MS = 60_000;
+
 export class Stores implements StoreLookup {
   readonly kind: 'redis' | 'memory';
   readonly #redis: RedisSide | null;
+  readonly #metrics: Metrics | null;
+  readonly #log: Logger | null;
   /** Every store made, by kind, in the order made. */
   readonly #made = new Map<StoreKind<unknown>, unknown>();
+  /** Per store: evictions not yet logged, and when the last line was. */
+  readonly #evictions = new Map<string, { count: number; loggedAt: number }>();
 
   /** `redis`: null for memory stores only. */
-  constructor(redis: RedisSide | null = null) {
+  constructor(redis: RedisSide | null = null, metrics: Metrics | null = null, log: Logger | null = null) {
     this.kind = redis === null ? 'memory' : 'redis';
     this.#redis = redis;
+    this.#metrics = metrics;
+    this.#log = log;
+  }
+
+  evicted(store: string, count: number): void {
+    this.#metrics?.storeEvicted(store, count);
+    const e = this.#evictions.get(store) ?? { count: 0, loggedAt: Number.NEGATIVE_INFINITY };
+    e.count += count;
+    this.#evictions.set(store, e);
+    const now = Date.now();
+    if (now - e.loggedAt < EVICTION_LOG_MS) return;
+    this.#log?.warn(
+      { store, evicted: e.count },
+      'memory store full: live entries evicted, oldest first (for idempotency records: a retry of an evicted key ' +
+        'executes again); give the data plane Redis (--redis) to keep them',
+    );
+    e.count = 0;
+    e.loggedAt = now;
   }
 
   /** The store of this kind: made on first use (the data plane makes the declared ones at start), then kept. */
@@ -56,7 +81,7 @@ export async function openStores(
   log: Logger,
   declared: Iterable<StoreKind<unknown>> = [],
 ): Promise<Stores> {
-  if (o.redisUrl === null) return make(new Stores(), declared);
+  if (o.redisUrl === null) return make(new Stores(null, metrics, log), declared);
   const client = createRedisClient(o.redisUrl);
   const caller = new RedisCaller(client, {
     timeoutMs: o.redisTimeoutMs,
@@ -66,7 +91,7 @@ export async function openStores(
     onRecover: (node) => log.info({ node }, 'redis answers again'),
   });
   // Before the first command: each kind defines its scripts on the client.
-  const stores = make(new Stores({ client, caller, prefix: o.redisPrefix }), declared);
+  const stores = make(new Stores({ client, caller, prefix: o.redisPrefix }, metrics, log), declared);
   client.once('ready', () => log.info('redis connected'));
   if (!(await caller.ready(5_000)))
     log.warn('redis is not reachable yet: idempotent requests get 503 until it is; other routes are served');

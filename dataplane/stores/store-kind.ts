@@ -16,6 +16,8 @@ export interface RedisSide {
 /** What a kind may ask of the other stores (e.g. its memory form shares another kind's). */
 export interface StoreLookup {
   of<S>(kind: StoreKind<S>): S;
+  /** A memory store dropped `count` live entries to stay within its bound: counted and logged. */
+  evicted(store: string, count: number): void;
 }
 
 export interface StoreKind<S> {

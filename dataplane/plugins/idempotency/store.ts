@@ -6,7 +6,8 @@ import { storeKind } from '../../stores/store-kind.ts';
 
 export const RECORDS = storeKind<IdempotencyStore>({
   name: 'idempotency records',
-  memory: () => new MemoryIdempotencyStore(),
+  memory: (stores) =>
+    new MemoryIdempotencyStore({ onEvict: (count) => stores.evicted('idempotency', count) }),
   redis: (r) => new RedisIdempotencyStore(r.caller, `${r.prefix}idem:`),
   close: (s) => s.close(),
 });
