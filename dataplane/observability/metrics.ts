@@ -101,8 +101,8 @@ export class Metrics implements MetricHost {
   readonly #storeEvictions = new Counter({
     name: 'sluice_store_evictions_total',
     help:
-      'Live entries a memory store dropped to stay within its bound, by store (idempotency: records not yet ' +
-      'expired, oldest first; a retry of an evicted key executes again). Redis stores evict nothing.',
+      'Live entries a memory store dropped to stay within its bound, by store: entries not yet expired, oldest ' +
+      'first (the store says what that loses, e.g. a record whose key, retried, executes again). Redis stores evict nothing.',
     labelNames: ['store'] as const,
     registers: [this.registry],
   });
