@@ -38,8 +38,8 @@ export class Stores implements StoreLookup {
     if (now - e.loggedAt < EVICTION_LOG_MS) return;
     this.#log?.warn(
       { store, evicted: e.count },
-      'memory store full: live entries evicted, oldest first (for idempotency records: a retry of an evicted key ' +
-        'executes again); give the data plane Redis (--redis) to keep them',
+      'memory store full: live entries evicted to stay within its bound (an idempotency record: a retry of its key ' +
+        'executes again; a rate-limit counter: its bucket counts from 0); give the data plane Redis (--redis) to keep them',
     );
     e.count = 0;
     e.loggedAt = now;

@@ -6,12 +6,16 @@
 import { MemoryRateLimitStore, type RateLimitStore } from '../../stores/rate-limit-store.ts';
 import { RedisRateLimitStore } from '../../stores/redis-rate-limit-store.ts';
 import { type SyncedCounters, SyncedRateLimitStore } from '../../stores/synced-rate-limit-store.ts';
-import { storeKind } from '../../stores/store-kind.ts';
+import { type StoreLookup, storeKind } from '../../stores/store-kind.ts';
+
+/** This process's counters, bounded (DEFAULT_MAX_COUNTERS); the evictions counted and logged. */
+const local = (stores: StoreLookup) =>
+  new MemoryRateLimitStore(Date.now, { onEvict: (count) => stores.evicted('rate-limit', count) });
 
 export const LOCAL_COUNTERS = storeKind<MemoryRateLimitStore>({
   name: 'rate-limit counters (this process)',
-  memory: () => new MemoryRateLimitStore(),
-  redis: () => new MemoryRateLimitStore(),
+  memory: local,
+  redis: (_, stores) => local(stores),
 });
 
 export const SHARED_COUNTERS = storeKind<RateLimitStore>({
