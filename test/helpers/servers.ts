@@ -81,8 +81,12 @@ export function startTestDataPlane(opts: Partial<DataPlaneOptions> = {}): Promis
 
 export { freePort } from './free-port.ts';
 
-/** A logger at `info` whose lines (JSON) the test reads: `{ log, text() }`. */
-export function capturedLog(): { log: ReturnType<typeof createLogger>; text(): string } {
+/** A logger at `info` whose lines (JSON) the test reads: `{ log, text(), lines() }` (lines parsed). */
+export function capturedLog(): {
+  log: ReturnType<typeof createLogger>;
+  text(): string;
+  lines(): Record<string, unknown>[];
+} {
   const lines: string[] = [];
   const sink = new Writable({
     write(chunk, _enc, cb) {
@@ -90,5 +94,14 @@ export function capturedLog(): { log: ReturnType<typeof createLogger>; text(): s
       cb();
     },
   });
-  return { log: createLogger('info', sink), text: () => lines.join('') };
+  return {
+    log: createLogger('info', sink),
+    text: () => lines.join(''),
+    lines: () =>
+      lines
+        .join('')
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l)),
+  };
 }

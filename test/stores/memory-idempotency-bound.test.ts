@@ -7,9 +7,7 @@
  * evictions are counted on sluice_store_evictions_total and logged at most once a minute.
  */
 import { spawnSync } from 'node:child_process';
-import { Writable } from 'node:stream';
 import { join } from 'node:path';
-import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { Metrics } from '../../dataplane/observability/metrics.ts';
 import { RECORDS } from '../../dataplane/plugins/idempotency/store.ts';
@@ -19,6 +17,7 @@ import {
   MemoryIdempotencyStore,
 } from '../../dataplane/stores/memory-idempotency-store.ts';
 import { Stores } from '../../dataplane/stores/open-stores.ts';
+import { capturedLog } from '../helpers/servers.ts';
 
 /** A response as the bench's upstream gives: five headers, a 137-byte JSON body. */
 const RESPONSE: StoredResponse = {
@@ -153,16 +152,7 @@ describe('memory idempotency store: bounded by bytes', () => {
 
   it("through the data plane's stores: counted on sluice_store_evictions_total, logged once a minute", async () => {
     const metrics = new Metrics({ processMetrics: false });
-    const lines: { msg: string; store: string; evicted: number }[] = [];
-    const log = pino(
-      { level: 'warn' },
-      new Writable({
-        write(chunk, _enc, done) {
-          lines.push(JSON.parse(chunk.toString()));
-          done();
-        },
-      }),
-    );
+    const { log, lines } = capturedLog();
     const stores = new Stores(null, metrics, log);
     const store = stores.of(RECORDS) as MemoryIdempotencyStore;
     expect(store.maxBytes).toBe(DEFAULT_MAX_BYTES);
@@ -176,7 +166,7 @@ describe('memory idempotency store: bounded by bytes', () => {
     const text = await metrics.registry.metrics();
     expect(text).toContain(`sluice_store_evictions_total{store="idempotency"} ${evicted}`);
     // One line for the first evictions; the rest within the minute are counted, not logged.
-    const warned = lines.filter((l) => l.msg.startsWith('memory store full'));
+    const warned = lines().filter((l) => String(l.msg).startsWith('memory store full'));
     expect(warned).toHaveLength(1);
     expect(warned[0]).toMatchObject({ store: 'idempotency' });
     expect(warned[0].evicted).toBeGreaterThan(0);

@@ -4,12 +4,11 @@
  * keeps its count through a flood of new ones, expired counters are not counted as evictions,
  * and through the data plane's Stores every eviction is counted on sluice_store_evictions_total.
  */
-import { Writable } from 'node:stream';
-import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { Metrics } from '../../dataplane/observability/metrics.ts';
 import { LOCAL_COUNTERS } from '../../dataplane/plugins/rate-limiting/store.ts';
 import { Stores } from '../../dataplane/stores/open-stores.ts';
+import { capturedLog } from '../helpers/servers.ts';
 import { DEFAULT_MAX_COUNTERS, MemoryRateLimitStore } from '../../dataplane/stores/rate-limit-store.ts';
 
 const HOUR = [{ seconds: 3600, limit: 5 }];
@@ -60,16 +59,7 @@ describe('memory rate-limit counters: bounded', () => {
 
   it("through the data plane's stores: the default bound, evictions on sluice_store_evictions_total", async () => {
     const metrics = new Metrics({ processMetrics: false });
-    const lines: { msg: string; store: string }[] = [];
-    const log = pino(
-      { level: 'warn' },
-      new Writable({
-        write(chunk, _enc, done) {
-          lines.push(JSON.parse(chunk.toString()));
-          done();
-        },
-      }),
-    );
+    const { log, lines } = capturedLog();
     const stores = new Stores(null, metrics, log);
     const store = stores.of(LOCAL_COUNTERS);
     expect(store.maxCounters).toBe(DEFAULT_MAX_COUNTERS);
@@ -80,7 +70,7 @@ describe('memory rate-limit counters: bounded', () => {
       'sluice_store_evictions_total{store="rate-limit"} 1234',
     );
     expect(
-      lines.filter((l) => l.msg.startsWith('memory store full') && l.store === 'rate-limit'),
+      lines().filter((l) => String(l.msg).startsWith('memory store full') && l.store === 'rate-limit'),
     ).toHaveLength(1);
     await stores.close();
   });
