@@ -150,7 +150,7 @@ function dispatch(call: Call, body: Body, tries: Tries | null) {
   if (req.peer !== undefined) req.peer.upstreamAddress = endpoint.address;
   const attempt = new Attempt(call, body, tries, headersTimeout, endpoint);
   endpoint.inFlight++;
-  endpoint.pool.dispatch(
+  endpoint.dispatcher.dispatch(
     { path: req.path, method: req.method as Dispatcher.HttpMethod, headers: req.headers, body },
     attempt,
   );

@@ -19,6 +19,7 @@ import { endpointKey } from '../config/endpoints.ts';
 import type { Endpoint as TableEndpoint } from '../config/route-table.ts';
 import type { AttemptTarget } from '../observability/tracing.ts';
 import { type Candidate, hash32 } from './balancer.ts';
+import { H1Pool } from './h1-pool.ts';
 import type { Ejectable } from './outlier.ts';
 
 /** How an endpoint's connections are made: its upstream's settings, the same for all its endpoints. */
@@ -62,6 +63,7 @@ export class Endpoint implements Candidate, AttemptTarget, Ejectable {
   readonly #dial: Dial;
   readonly #at: TableEndpoint | null;
   #pool: Pool | null = null;
+  #h1: H1Pool | null = null;
   #closed = false;
   /** What else holds connections to this endpoint (the grpc handler's channel), closed with it; mostly none. */
   #others: (() => void)[] | null = null;
@@ -82,6 +84,28 @@ export class Endpoint implements Candidate, AttemptTarget, Ejectable {
     this.#at = at;
   }
 
+  /**
+   * Where a request goes: a cleartext HTTP/1.1 endpoint's own connections (h1-pool.ts), else
+   * undici's pool (TLS, h2c).
+   */
+  get dispatcher(): Pick<Pool, 'dispatch'> {
+    if (this.#h1 !== null) return this.#h1;
+    if (this.#dial.h2c || !this.#origin.startsWith('http:')) return this.pool;
+    const url = new URL(this.#origin);
+    const at = this.#at;
+    this.#h1 = new H1Pool({
+      host: at !== null ? at.address : this.serverAddress,
+      port: at !== null ? at.port : this.serverPort,
+      hostHeader: url.host,
+      connections: 256,
+      connectMs: this.#dial.connectMs,
+      keepAliveMs: 30_000,
+    });
+    if (this.#closed) this.#h1.close().catch(() => {});
+    return this.#h1;
+  }
+
+  /** undici's pool: TLS and h2c requests, and WebSocket upgrades. */
   get pool(): Pool {
     if (this.#pool !== null) return this.#pool;
     const { connectMs, h2c } = this.#dial;
@@ -123,7 +147,7 @@ export class Endpoint implements Candidate, AttemptTarget, Ejectable {
     const others = this.#others;
     this.#others = null;
     if (others !== null) for (const close of others) close();
-    await this.#pool?.close();
+    await Promise.all([this.#pool?.close(), this.#h1?.close()]);
   }
 
   /**

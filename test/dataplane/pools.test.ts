@@ -1,9 +1,11 @@
 /**
- * PoolRegistry makes each upstream's undici Pool on its first request (10,000 upstreams in a
- * snapshot cost no Pool until called); a retired upstream still hands out a closed pool.
+ * PoolRegistry makes each upstream's undici Pool and its own HTTP/1.1 connections on first use
+ * (10,000 upstreams in a snapshot cost neither until called); a retired upstream still hands out
+ * closed ones.
  */
 import { describe, expect, it } from 'vitest';
 import type { Upstream } from '../../dataplane/config/route-table.ts';
+import { H1Pool } from '../../dataplane/upstream/h1-pool.ts';
 import { PoolRegistry } from '../../dataplane/upstream/pools.ts';
 
 const upstream = (id: string): Upstream => ({
@@ -26,8 +28,14 @@ describe('PoolRegistry', () => {
     const pool = rt.pick({}, null)!.pool;
     expect(rt.pick({}, null)!.pool).toBe(pool);
     expect(pool.closed).toBe(false);
+    // A cleartext HTTP/1.1 upstream's requests go through the data plane's own client.
+    const own = rt.pick({}, null)!.dispatcher as H1Pool;
+    expect(own).toBeInstanceOf(H1Pool);
+    expect(rt.pick({}, null)!.dispatcher).toBe(own);
+    expect(own.closed).toBe(false);
     await pools.closeAll();
     expect(pool.closed).toBe(true);
+    expect(own.closed).toBe(true);
   });
 
   it('an upstream retired before its first request gives a closed pool', async () => {
@@ -35,5 +43,6 @@ describe('PoolRegistry', () => {
     const rt = pools.get(upstream('upstream/a/2'));
     await pools.closeAll();
     expect(rt.pick({}, null)!.pool.closed).toBe(true);
+    expect((rt.pick({}, null)!.dispatcher as H1Pool).closed).toBe(true);
   });
 });

@@ -1,19 +1,19 @@
 /**
  * UpstreamRequest.signal, the way a caller withdraws a call it no longer wants (an aggregate call
  * past its time): a call still queued in its pool is never sent, one already aborted is never
- * dispatched, and the sink hears the end once. A real undici Pool of one connection in front of
- * a real upstream makes the queue.
+ * dispatched, and the sink hears the end once. A real H1Pool of one connection in front of a real
+ * upstream makes the queue.
  */
 import { Writable } from 'node:stream';
-import { Pool } from 'undici';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { Metrics } from '../../dataplane/observability/metrics.ts';
 import { type CallFailure, callUpstream, type ResponseSink } from '../../dataplane/upstream/call.ts';
+import { H1Pool } from '../../dataplane/upstream/h1-pool.ts';
 import type { UpstreamRuntime } from '../../dataplane/upstream/pools.ts';
 import { startUpstream, type Upstream } from '../helpers/servers.ts';
 
 let up: Upstream;
-let pool: Pool;
+let pool: H1Pool;
 let runtime: UpstreamRuntime;
 const metrics = new Metrics();
 
@@ -23,7 +23,15 @@ beforeAll(async () => {
     setTimeout(() => res.writeHead(200, { 'content-length': '2' }).end('ok'), 300);
     return true;
   });
-  pool = new Pool(up.url, { connections: 1, pipelining: 1 });
+  const url = new URL(up.url);
+  pool = new H1Pool({
+    host: url.hostname,
+    port: Number(url.port),
+    hostHeader: url.host,
+    connections: 1,
+    connectMs: 5_000,
+    keepAliveMs: 30_000,
+  });
   runtime = {
     id: 'upstream/test/abort',
     basePath: '',
@@ -33,7 +41,7 @@ beforeAll(async () => {
     retry: null,
     breaker: null,
     // Its one endpoint is this pool of one connection.
-    pick: () => ({ key: 'abort', seed: 0, inFlight: 0, pool }),
+    pick: () => ({ key: 'abort', seed: 0, inFlight: 0, dispatcher: pool }),
     outcome: () => {},
   } as unknown as UpstreamRuntime;
 });
@@ -81,7 +89,7 @@ it('a call withdrawn while queued behind another is never sent', async () => {
   // The connection frees at 300 ms; give a queued request time to go, were it still queued.
   await new Promise((r) => setTimeout(r, 200));
   expect(first.s).toEqual({ status: 200, ends: [null] });
-  // undici does not say whether a withdrawn request had left: `sent` stays the cautious true.
+  // A withdrawn call is not told whether it had left: `sent` stays the cautious true.
   expect(queued.s).toEqual({ status: 0, ends: [{ code: 'SLC_ERR_UPSTREAM_TIMEOUT', sent: true }] });
   expect(up.seen.map((s) => s.url)).toEqual(['/hold']);
 });

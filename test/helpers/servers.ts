@@ -36,7 +36,12 @@ export async function startUpstream(
   const seen: Seen[] = [];
   const server = createServer(async (req, res) => {
     const chunks: Buffer[] = [];
-    for await (const c of req) chunks.push(c as Buffer);
+    try {
+      for await (const c of req) chunks.push(c as Buffer);
+    } catch {
+      // The request was cut (the gateway gave up on a client's body): nothing to answer.
+      return;
+    }
     const body = Buffer.concat(chunks).toString();
     seen.push({
       method: req.method ?? '',
