@@ -62,6 +62,7 @@ export class H1Pool {
   #busy = 0;
   #closed = false;
   #drained: (() => void) | null = null;
+  #sweep: NodeJS.Timeout | null = null;
 
   constructor(opts: H1Options) {
     this.#opts = opts;
@@ -82,7 +83,14 @@ export class H1Pool {
       return false;
     }
     let conn = this.#idle.pop();
-    while (conn?.gone) conn = this.#idle.pop();
+    if (conn !== undefined) {
+      const now = Date.now();
+      // Past its idle time (the sweep comes at most a second late): never sent on.
+      while (conn !== undefined && (conn.gone || conn.idleUntil <= now)) {
+        conn.destroy();
+        conn = this.#idle.pop();
+      }
+    }
     if (conn === undefined) {
       if (this.#open >= this.#opts.connections) {
         this.#queue.push({ req, handler });
@@ -109,9 +117,21 @@ export class H1Pool {
       conn.destroy();
       return;
     }
-    conn.idle(this.#opts.keepAliveMs);
+    if (!conn.idle(this.#opts.keepAliveMs)) return;
     this.#idle.push(conn);
+    if (this.#sweep === null) this.#sweep = setTimeout(this.#sweepIdle, 1_000).unref();
   }
+
+  /**
+   * Closes the connections idle past their time, once a second while any is idle. Optimization:
+   * one timer for the pool rather than one set and cleared per request.
+   */
+  readonly #sweepIdle = () => {
+    this.#sweep = null;
+    const now = Date.now();
+    for (const c of this.#idle.filter((c) => c.idleUntil <= now)) c.destroy();
+    if (this.#idle.length > 0) this.#sweep = setTimeout(this.#sweepIdle, 1_000).unref();
+  };
 
   /** A connection closed (idle or not). */
   gone(conn: Conn, busy: boolean): void {
@@ -128,6 +148,7 @@ export class H1Pool {
   /** Graceful: requests queued or under way finish, then the connections close. */
   close(): Promise<void> {
     this.#closed = true;
+    if (this.#sweep !== null) clearTimeout(this.#sweep);
     for (const c of this.#idle.splice(0)) c.destroy();
     if (this.#busy === 0 && this.#queue.length === 0) return Promise.resolve();
     return new Promise((resolve) => {
@@ -195,7 +216,8 @@ class Conn {
   readonly parser: Parser;
   #ex: Exchange | null = null;
   #connectTimer: NodeJS.Timeout | null;
-  #idleTimer: NodeJS.Timeout | null = null;
+  /** Date.now() past which this connection, idle, is not used again. */
+  idleUntil = 0;
   /** The request's body went whole (the connection may then be reused). */
   #sent = false;
   #keepAlive = false;
@@ -248,10 +270,6 @@ class Conn {
   }
 
   run(req: H1Request, handler: Dispatcher.DispatchHandler): void {
-    if (this.#idleTimer !== null) {
-      clearTimeout(this.#idleTimer);
-      this.#idleTimer = null;
-    }
     const ex = new Exchange(req, handler, this);
     this.#ex = ex;
     this.#sent = false;
@@ -476,15 +494,16 @@ class Conn {
     this.pool.release(this);
   };
 
-  idle(keepAliveMs: number): void {
+  /** Goes idle: false when it may not be kept (closed instead). */
+  idle(keepAliveMs: number): boolean {
     // The upstream's Keep-Alive hint, less a second for the race of a request sent as it closes.
     const ms = this.#keepAliveHint > 0 ? Math.min(keepAliveMs, this.#keepAliveHint - 1_000) : keepAliveMs;
     if (ms <= 0) {
       this.destroy();
-      return;
+      return false;
     }
-    this.#idleTimer = setTimeout(() => this.destroy(), ms);
-    this.#idleTimer.unref();
+    this.idleUntil = Date.now() + ms;
+    return true;
   }
 
   /** The handler aborts: before any byte went, the connection is still good. */
@@ -512,7 +531,6 @@ class Conn {
     const busy = this.#ex !== null;
     this.#ex = null;
     if (this.#connectTimer !== null) clearTimeout(this.#connectTimer);
-    if (this.#idleTimer !== null) clearTimeout(this.#idleTimer);
     this.socket.destroy();
     this.pool.gone(this, busy);
   }

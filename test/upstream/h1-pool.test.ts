@@ -71,14 +71,22 @@ async function httpUpstream(
     answer(req, res, Buffer.concat(chunks).toString());
   });
   let connections = 0;
-  server.on('connection', () => connections++);
+  let closed = 0;
+  server.on('connection', (socket) => {
+    connections++;
+    socket.on('close', () => closed++);
+  });
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
   closers.push(() => {
     server.closeAllConnections();
     return new Promise((r) => server.close(r));
   });
-  return { port: (server.address() as AddressInfo).port, connections: () => connections };
+  return {
+    port: (server.address() as AddressInfo).port,
+    connections: () => connections,
+    closed: () => closed,
+  };
 }
 
 /** A TCP upstream that answers each request's head with `reply` (raw bytes). */
@@ -358,6 +366,20 @@ describe('H1Pool', () => {
     );
     expect(error.message).toBe('handler bug');
     expect(await send(p, { method: 'GET', path: '/after', headers: {} })).toMatchObject({ status: 200 });
+  });
+
+  it('closes a connection idle past its time, and opens another for the next request', async () => {
+    const up = await httpUpstream(echo, 60_000);
+    const p = pool(up.port, { keepAliveMs: 300 });
+    await send(p, { method: 'GET', path: '/', headers: {} });
+    // Reused within its time.
+    await send(p, { method: 'GET', path: '/', headers: {} });
+    expect(up.connections()).toBe(1);
+    await new Promise((r) => setTimeout(r, 1_500));
+    // Closed by the sweep (at most a second late), not when the next request comes.
+    expect(up.closed()).toBe(1);
+    await send(p, { method: 'GET', path: '/', headers: {} });
+    expect(up.connections()).toBe(2);
   });
 
   it('closes gracefully: a request under way finishes, a later one is refused', async () => {
