@@ -291,13 +291,15 @@ describe('H1Pool', () => {
     expect(upstreamErrorCode(r.error)).toBe('SLC_ERR_UPSTREAM_BAD_RESPONSE');
   });
 
-  it('refuses a header value with a line break before sending anything', async () => {
+  it('refuses a header value with a line break, or a path with a space, before sending anything', async () => {
     const up = await httpUpstream(echo);
     const p = pool(up.port);
     const r = await send(p, { method: 'GET', path: '/', headers: { 'x-bad': 'a\r\nx-injected: 1' } });
     expect(r.error?.code).toBe('UND_ERR_INVALID_ARG');
     const framing = await send(p, { method: 'GET', path: '/', headers: { 'transfer-encoding': 'chunked' } });
     expect(framing.error?.code).toBe('UND_ERR_INVALID_ARG');
+    const path = await send(p, { method: 'GET', path: '/a b', headers: {} });
+    expect(path.error?.code).toBe('UND_ERR_INVALID_ARG');
     // The connection was never written to: it serves the next request.
     const next = await send(p, { method: 'GET', path: '/ok', headers: {} });
     expect(JSON.parse(next.body).headers['x-injected']).toBeUndefined();
