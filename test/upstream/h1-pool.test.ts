@@ -4,9 +4,16 @@
  * bytes node:http would never send (a response read to the connection's end, a duplicate
  * Content-Length, more than 32 header lines).
  */
+import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import { type AddressInfo, createServer as createNetServer, type Server, type Socket } from 'node:net';
+import {
+  type AddressInfo,
+  connect,
+  createServer as createNetServer,
+  type Server,
+  type Socket,
+} from 'node:net';
 import { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -310,6 +317,29 @@ describe('H1Pool', () => {
     const r = await send(pool(await freePort()), { method: 'GET', path: '/', headers: {} });
     expect(r.error?.code).toBe('ECONNREFUSED');
     expect(upstreamErrorCode(r.error)).toBe('SLC_ERR_UPSTREAM_UNAVAILABLE');
+  });
+
+  it('gives up a connection the upstream never accepts after connectMs, as a connect timeout', async () => {
+    // A listener with a backlog of one in a stopped process: the kernel completes the handshakes
+    // it has room for, then drops every SYN, so a connect hangs as it does to a host gone silent.
+    const child = spawn(process.execPath, [
+      '-e',
+      "const s = require('node:net').createServer().listen({ port: 0, host: '127.0.0.1', backlog: 1 }, () => console.log(s.address().port))",
+    ]);
+    closers.push(async () => void child.kill('SIGKILL'));
+    const [line] = (await once(child.stdout, 'data')) as [Buffer];
+    child.kill('SIGSTOP');
+    const port = Number(line.toString());
+    const fill = Array.from({ length: 4 }, () => connect(port, '127.0.0.1').on('error', () => {}));
+    closers.push(async () => {
+      for (const s of fill) s.destroy();
+    });
+    await new Promise((r) => setTimeout(r, 200));
+    const start = Date.now();
+    const r = await send(pool(port, { connectMs: 300 }), { method: 'GET', path: '/', headers: {} });
+    expect(r.error?.code).toBe('UND_ERR_CONNECT_TIMEOUT');
+    expect(Date.now() - start).toBeGreaterThanOrEqual(290);
+    expect(upstreamErrorCode(r.error)).toBe('SLC_ERR_UPSTREAM_TIMEOUT');
   });
 
   it('queues beyond its connections and answers every request in order of arrival', async () => {
