@@ -101,6 +101,7 @@ describe.each(['redis', 'memory'] as const)('idempotency plugin on the %s store'
           route('short', 'up', '/short', {
             plugins: [idempotencyPlugin('short', { ttl: '1s', lease: '300ms' })],
           }),
+          route('long', 'up', '/long', { plugins: [idempotencyPlugin('long', { lease: '300ms' })] }),
           route('cap', 'up', '/cap', { plugins: [idempotencyPlugin('cap', { maxResponseBytes: 100 })] }),
           route('tenant', 'up', '/tenant', {
             plugins: [
@@ -339,6 +340,26 @@ describe.each(['redis', 'memory'] as const)('idempotency plugin on the %s store'
       expect(later.body).toBe(done.body);
       expect(later.headers['idempotent-replayed']).toBe('true');
       expect(count(k)).toBe(1);
+    });
+
+    it('an execution four times longer than its lease keeps it: every retry meanwhile is 409, none takes over', async () => {
+      const k = key();
+      const before = await metric('takeover', 'long');
+      const started = performance.now();
+      const first = send('/long?delay=1200', { key: k }).then(text);
+      const busy: number[] = [];
+      for (const at of [200, 500, 800, 1_000]) {
+        await sleep(Math.max(at - (performance.now() - started), 0));
+        busy.push((await text(await send('/long?delay=1200', { key: k }))).status);
+      }
+      expect(busy).toEqual([409, 409, 409, 409]);
+      const done = await first;
+      expect(done.status).toBe(201);
+      const later = await text(await send('/long?delay=1200', { key: k }));
+      expect(later.headers['idempotent-replayed']).toBe('true');
+      expect(later.body).toBe(done.body);
+      expect(count(k)).toBe(1);
+      expect(await metric('takeover', 'long')).toBe(before);
     });
 
     it('with inProgress.mode wait, waits for the first and replays its response', async () => {

@@ -1,6 +1,6 @@
 /**
- * One execution under a claimed record: holds the lease (renewed every third of it while the
- * upstream call runs) and ends in exactly one of three ways:
+ * One execution under a claimed record: holds the lease (renewed by leases.ts every third of it,
+ * give or take a sixth, while the upstream call runs) and ends in exactly one of three ways:
  *  - complete: the response is stored, COMPLETED, and replays begin;
  *  - release: the request never reached the upstream (connection refused, …): no record is
  *    left, the client may simply retry;
@@ -16,12 +16,13 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { IdempotencyStore, StoredResponse } from '../../stores/idempotency-store.ts';
 import type { RuntimeDeps } from '../../pipeline/route.ts';
 import { type Span, traced } from '../../observability/tracing.ts';
+import type { Held, Leases } from './leases.ts';
 import type { IdempotencyMetrics } from './metrics.ts';
 
 const COMPLETE_SPAN = { 'sluice.store': 'idempotency', 'db.operation.name': 'complete' };
 const RELEASE_SPAN = { 'sluice.store': 'idempotency', 'db.operation.name': 'release' };
 
-export class Execution {
+export class Execution implements Held {
   readonly #store: IdempotencyStore;
   readonly #id: string;
   readonly #owner: string;
@@ -30,14 +31,16 @@ export class Execution {
   readonly #metrics: IdempotencyMetrics;
   /** The request's server span (tracing on), else null. */
   readonly #span: Span | null;
-  #timer: NodeJS.Timeout | null;
+  readonly #leases: Leases;
+  /** Set by #leases. */
+  due = 0;
   #ended = false;
 
   constructor(
     store: IdempotencyStore,
     id: string,
     owner: string,
-    leaseMs: number,
+    leases: Leases,
     routeId: string,
     deps: RuntimeDeps,
     metrics: IdempotencyMetrics,
@@ -50,12 +53,12 @@ export class Execution {
     this.#routeId = routeId;
     this.#deps = deps;
     this.#metrics = metrics;
-    this.#timer = setInterval(() => this.#renew(leaseMs), Math.max(Math.floor(leaseMs / 3), 10));
-    this.#timer.unref();
+    this.#leases = leases;
+    leases.hold(this);
   }
 
-  #renew(leaseMs: number): void {
-    this.#store.renew(this.#id, this.#owner, leaseMs).then(
+  renew(): void {
+    this.#store.renew(this.#id, this.#owner, this.#leases.leaseMs).then(
       (held) => {
         if (held || this.#ended) return;
         this.#stop();
@@ -70,8 +73,7 @@ export class Execution {
   }
 
   #stop(): void {
-    if (this.#timer !== null) clearInterval(this.#timer);
-    this.#timer = null;
+    this.#leases.drop(this);
   }
 
   /**

@@ -28,6 +28,7 @@ import { definePlugin } from '../types.ts';
 import { manifest } from './manifest.ts';
 import { Execution, keepTrying } from './execution.ts';
 import { Fingerprints } from './fingerprint.ts';
+import { Leases } from './leases.ts';
 import { readIdempotencyKey } from './key.ts';
 import { lookupOperation, runInBackground } from './operations.ts';
 import { RecordResponse } from './record-response.ts';
@@ -49,6 +50,7 @@ export default definePlugin(manifest, {
     // Store failures logged once per change of state, not per request (the metric counts each).
     const health = new StoreHealth('idempotency store');
     const fingerprints = new Fingerprints();
+    const leases = new Leases(s.leaseMs);
     const hooks = {
       onRequest(ctx: RequestContext) {
         if (!s.methods.has(ctx.method)) {
@@ -74,7 +76,7 @@ export default definePlugin(manifest, {
             detail: 'requests with an Idempotency-Key must identify their caller (Authorization)',
           });
         }
-        return withKey(ctx, s, store, deps, m, health, fingerprints, k.key, scope);
+        return withKey(ctx, s, store, deps, m, health, fingerprints, leases, k.key, scope);
       },
     };
     return { bind: () => hooks };
@@ -89,6 +91,7 @@ async function withKey(
   m: IdempotencyMetrics,
   health: StoreHealth,
   fingerprints: Fingerprints,
+  leases: Leases,
   key: string,
   scope: string,
 ): Promise<void> {
@@ -144,7 +147,7 @@ async function withKey(
   health.answered(deps.log, { route: ctx.route.id });
   if (result.outcome !== 'found') {
     m.request(ctx, result.outcome === 'claimed' ? 'executed' : 'takeover');
-    const execution = new Execution(store, id, owner, s.leaseMs, ctx.route.id, deps, m, ctx.span);
+    const execution = new Execution(store, id, owner, leases, ctx.route.id, deps, m, ctx.span);
     if (s.operationsPrefix !== null) {
       accepted(ctx, key, s.operationsPrefix, s.retryAfter);
       ctx.keyed = true;
