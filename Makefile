@@ -95,6 +95,7 @@ docs: deps
 ## bench/tracing.sh: the plain proxy with tracing off, at 1 % and at 100 % sampling (OTLP to bench/otlp-sink.ts), next to the floor
 ## bench/controller.ts: the controller and two data planes (the small preset's heap flags) on a private kapi, 5,000 GatewayRoutes:
 ## cold programming time, edit → Programmed p50/p99, peak RSS, idle admin requests per pod per minute (skipped without ../shared/kapi)
+## bench/redis-cost.ts: what Redis spends per idempotent first execution, replay, rate-limit hit and cache hit (CPU µs, memory per key), for sizing it
 ## bench/instructions.ts: CPU instructions per request (valgrind's callgrind, not timed: repeatable within ~1 %) of the floor,
 ## plain, chain, a cache hit and an idempotent first execution and replay, split into JavaScript, builtins, GC, compilers, …
 bench: deps
@@ -111,6 +112,7 @@ bench: deps
 	node bench/grpc.ts
 	node bench/auth.ts --requests 20000
 	node bench/controller.ts --routes 5000
+	node bench/redis-cost.ts
 	node bench/instructions.ts
 
 ## bench-smoke: every benchmark once, for seconds: keeps them working (CI runs it); the figures mean nothing
@@ -128,6 +130,7 @@ bench-smoke: deps
 	node bench/grpc.ts --requests 200 --rounds 1
 	node bench/auth.ts --requests 200 --rounds 1
 	node bench/controller.ts --routes 50 --edits 3 --idle-seconds 4 --source
+	BENCH_OPS=200 node bench/redis-cost.ts
 # One target under valgrind: each takes 1.3-1.5 min to start and warm there (half the smoke's time with
 # two); the replay's has the most parts (Redis, the key, the deadline flags valgrind needs).
 	BENCH_TARGETS=idem-replay BENCH_WARMUP=20 BENCH_REQUESTS=20 node bench/instructions.ts
