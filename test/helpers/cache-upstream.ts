@@ -36,6 +36,7 @@ const HEADERS: Record<string, Record<string, string>> = {
   '/slow': { 'cache-control': 'max-age=60' },
   '/slowprivate': { 'cache-control': 'private, max-age=60' },
   '/big': { 'cache-control': 'max-age=60' },
+  '/utf8': { 'cache-control': 'max-age=60' },
   '/post': { 'cache-control': 'max-age=60', 'content-location': 'SELF' },
   '/post-nocl': { 'cache-control': 'max-age=60' },
 };
@@ -72,6 +73,7 @@ export async function startCacheUpstream(): Promise<CacheUpstream> {
       consumer: req.headers['x-consumer'] ?? null,
       lang: req.headers['accept-language'] ?? null,
       ...(path === '/big' ? { pad: 'x'.repeat(4096) } : {}),
+      ...(path === '/utf8' ? { text: 'ünïcødé € 😀 日本' } : {}),
     });
     const send = () => {
       res.writeHead(200, {

@@ -75,6 +75,16 @@ describe('proxy-cache: what is stored', () => {
     expect(up.calls('/fresh')).toBe(1);
   });
 
+  it('a hit sends the stored bytes exactly: a UTF-8 body (bytes over 0x7f) with its Content-Length', async () => {
+    const first = await call('/c/utf8');
+    const second = await call('/c/utf8');
+    expect(second.headers['cache-status']).toMatch(/^sluice; hit/);
+    expect(second.body).toBe(first.body);
+    expect(second.body).toContain('ünïcødé € 😀 日本');
+    expect(Number(second.headers['content-length'])).toBe(Buffer.byteLength(second.body));
+    expect(up.calls('/utf8')).toBe(1);
+  });
+
   it('no-store and private responses are never stored (shared cache)', async () => {
     for (const path of ['/nostore', '/private']) {
       const a = await call(`/c${path}`);

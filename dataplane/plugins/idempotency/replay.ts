@@ -8,6 +8,7 @@
 import type { StoredResponse } from '../../stores/idempotency-store.ts';
 import { answered } from '../../pipeline/answer.ts';
 import type { RequestContext } from '../../pipeline/context.ts';
+import { endWithBody } from '../../pipeline/one-write.ts';
 
 const NOT_STORED = new Set([
   'content-length',
@@ -32,13 +33,6 @@ export function storedHeaders(headers: Record<string, string | string[] | undefi
 
 const NO_BODY = (status: number) => status === 204 || status === 304 || status < 200;
 
-/**
- * Optimization: a body up to this size is sent as a latin1 string (byte for byte the stored
- * bytes), which Node appends to the response head: head and body leave in one write() of one
- * buffer instead of a writev() of two. Larger bodies stay Buffers (no copy of a big body).
- */
-const ONE_WRITE_BYTES = 16 * 1024;
-
 export function replay(ctx: RequestContext, stored: StoredResponse): void {
   const res = ctx.res;
   const body = stored.bodyOmitted || NO_BODY(stored.status) ? null : stored.body;
@@ -52,9 +46,8 @@ export function replay(ctx: RequestContext, stored: StoredResponse): void {
   if (!NO_BODY(stored.status)) head.push('content-length', String(body?.length ?? 0));
   answered(ctx);
   res.writeHead(stored.status, head);
-  if (ctx.method === 'HEAD' || body === null || body.length === 0) res.end();
-  else if (body.length <= ONE_WRITE_BYTES) res.end(body.toString('latin1'), 'latin1');
-  else res.end(body);
+  if (ctx.method === 'HEAD' || body === null) res.end();
+  else endWithBody(res, body);
 }
 
 /** 202 Accepted for an asynchronous operation (spec §4.3): the key is the operation id. */

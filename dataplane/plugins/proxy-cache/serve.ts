@@ -1,11 +1,12 @@
 /**
  * Answers a request from a stored entry: the policy's headers (Age brought up to date,
  * hop-by-hop dropped), Cache-Status, the request id and what earlier plugins set for the
- * response, in one writeHead; the body as the Buffer it is stored as. A client's
+ * response, in one writeHead; the body in the same write as the head when small (one-write.ts). A client's
  * If-None-Match that matches the stored ETag gets 304 (RFC 9110 §13.1.2).
  */
 import { answered } from '../../pipeline/answer.ts';
 import type { RequestContext } from '../../pipeline/context.ts';
+import { endWithBody } from '../../pipeline/one-write.ts';
 import type { CacheEntry } from '../../stores/cache-store.ts';
 import { notModifiedFor } from './policy.ts';
 
@@ -27,5 +28,6 @@ export function serveEntry(
   if (body !== null) headers['content-length'] = String(body.length);
   answered(ctx);
   ctx.res.writeHead(status, headers);
-  ctx.res.end(ctx.method === 'HEAD' || body === null ? undefined : body);
+  if (ctx.method === 'HEAD' || body === null) ctx.res.end();
+  else endWithBody(ctx.res, body);
 }
