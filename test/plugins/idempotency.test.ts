@@ -101,7 +101,7 @@ describe.each(['redis', 'memory'] as const)('idempotency plugin on the %s store'
           route('short', 'up', '/short', {
             plugins: [idempotencyPlugin('short', { ttl: '1s', lease: '300ms' })],
           }),
-          route('long', 'up', '/long', { plugins: [idempotencyPlugin('long', { lease: '300ms' })] }),
+          route('long', 'up', '/long', { plugins: [idempotencyPlugin('long', { lease: '600ms' })] }),
           route('cap', 'up', '/cap', { plugins: [idempotencyPlugin('cap', { maxResponseBytes: 100 })] }),
           route('tenant', 'up', '/tenant', {
             plugins: [
@@ -346,16 +346,16 @@ describe.each(['redis', 'memory'] as const)('idempotency plugin on the %s store'
       const k = key();
       const before = await metric('takeover', 'long');
       const started = performance.now();
-      const first = send('/long?delay=1200', { key: k }).then(text);
+      const first = send('/long?delay=2400', { key: k }).then(text);
       const busy: number[] = [];
-      for (const at of [200, 500, 800, 1_000]) {
+      for (const at of [300, 900, 1_500, 2_100]) {
         await sleep(Math.max(at - (performance.now() - started), 0));
-        busy.push((await text(await send('/long?delay=1200', { key: k }))).status);
+        busy.push((await text(await send('/long?delay=2400', { key: k }))).status);
       }
       expect(busy).toEqual([409, 409, 409, 409]);
       const done = await first;
       expect(done.status).toBe(201);
-      const later = await text(await send('/long?delay=1200', { key: k }));
+      const later = await text(await send('/long?delay=2400', { key: k }));
       expect(later.headers['idempotent-replayed']).toBe('true');
       expect(later.body).toBe(done.body);
       expect(count(k)).toBe(1);
