@@ -1,8 +1,8 @@
 /**
  * Answers a request from a stored entry: the policy's headers (Age brought up to date,
  * hop-by-hop dropped), Cache-Status, the request id and what earlier plugins set for the
- * response, in one writeHead; the body in the same write as the head when small (one-write.ts). A client's
- * If-None-Match that matches the stored ETag gets 304 (RFC 9110 §13.1.2).
+ * response, in one writeHead; a small body in the same write as the head (one-write.ts). A
+ * client's If-None-Match that matches the stored ETag gets 304 (RFC 9110 §13.1.2).
  */
 import { answered } from '../../pipeline/answer.ts';
 import type { RequestContext } from '../../pipeline/context.ts';
