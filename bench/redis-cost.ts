@@ -29,7 +29,7 @@ import { RedisIdempotencyStore } from '../dataplane/stores/redis-idempotency-sto
 import { RedisRateLimitStore } from '../dataplane/stores/redis-rate-limit-store.ts';
 import type { Decision, Window } from '../dataplane/stores/rate-limit-store.ts';
 import { envInt } from './lib/env.ts';
-import { portFree, sleep } from './lib/http.ts';
+import { portFree } from './lib/http.ts';
 import { HZ, LOAD_CORE, TARGET_CORE, pinSelf, pinned } from './lib/machine.ts';
 import { start, stopEverythingOnExit } from './lib/processes.ts';
 import { fmt, table } from './lib/table.ts';
@@ -94,7 +94,8 @@ async function main(): Promise<void> {
     timeoutMs: 5_000,
     maxInFlight: 10_000,
   });
-  for (let i = 0; i < 50 && !(await caller.ready(200)); i++) await sleep(100);
+  if (!(await caller.ready(10_000)))
+    throw new Error(`${server} did not answer on port ${port} within 10 s: see ${join(dir, 'redis.log')}`);
   // taskset execs the server: the child's pid is redis-server's.
   const pid = redis.child.pid!;
   const client = caller.client;
@@ -103,11 +104,11 @@ async function main(): Promise<void> {
   const idem = new RedisIdempotencyStore(caller, 'b:idem:');
   const limits = new RedisRateLimitStore(caller, 'b:rl:');
   const cache = new RedisCacheStore(caller, 'b:cache:');
-  const claim = (id: string) =>
-    idem.claim({ id, fingerprint: 'f'.repeat(64), owner: randomUUID(), ttlMs: 3_600_000, leaseMs: 10_000 });
+  const claim = (id: string, owner = randomUUID()) =>
+    idem.claim({ id, fingerprint: 'f'.repeat(64), owner, ttlMs: 3_600_000, leaseMs: 10_000 });
   const first = async (id: string) => {
     const owner = randomUUID();
-    await idem.claim({ id, fingerprint: 'f'.repeat(64), owner, ttlMs: 3_600_000, leaseMs: 10_000 });
+    await claim(id, owner);
     await idem.complete(id, owner, RESPONSE);
   };
   const hit = (bucket: string) =>

@@ -10,8 +10,9 @@ import type { ServerResponse } from 'node:http';
 
 const ONE_WRITE_BYTES = 16 * 1024;
 
-export function endWithBody(res: ServerResponse, body: Buffer): void {
-  if (body.length === 0) res.end();
+/** `body` null: none (a HEAD, a 304). */
+export function endWithBody(res: ServerResponse, body: Buffer | null): void {
+  if (body === null || body.length === 0) res.end();
   else if (body.length <= ONE_WRITE_BYTES) res.end(body.toString('latin1'), 'latin1');
   else res.end(body);
 }

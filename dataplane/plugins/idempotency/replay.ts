@@ -46,8 +46,7 @@ export function replay(ctx: RequestContext, stored: StoredResponse): void {
   if (!NO_BODY(stored.status)) head.push('content-length', String(body?.length ?? 0));
   answered(ctx);
   res.writeHead(stored.status, head);
-  if (ctx.method === 'HEAD' || body === null) res.end();
-  else endWithBody(res, body);
+  endWithBody(res, ctx.method === 'HEAD' ? null : body);
 }
 
 /** 202 Accepted for an asynchronous operation (spec §4.3): the key is the operation id. */

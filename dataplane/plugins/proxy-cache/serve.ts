@@ -28,6 +28,5 @@ export function serveEntry(
   if (body !== null) headers['content-length'] = String(body.length);
   answered(ctx);
   ctx.res.writeHead(status, headers);
-  if (ctx.method === 'HEAD' || body === null) ctx.res.end();
-  else endWithBody(ctx.res, body);
+  endWithBody(ctx.res, ctx.method === 'HEAD' ? null : body);
 }
