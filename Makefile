@@ -97,7 +97,7 @@ docs: deps
 ## cold programming time, edit → Programmed p50/p99, peak RSS, idle admin requests per pod per minute (skipped without ../shared/kapi)
 ## bench/redis-cost.ts: what Redis spends per idempotent first execution, replay, rate-limit hit and cache hit (CPU µs, memory per key), for sizing it
 ## bench/instructions.ts: CPU instructions per request (valgrind's callgrind, not timed: repeatable within ~1 %) of the floor,
-## plain, chain, a cache hit and an idempotent first execution and replay, split into JavaScript, builtins, GC, compilers, …
+## plain, chain, chain synced, a cache hit and an idempotent first execution and replay, split into JavaScript, builtins, GC, compilers, …
 bench: deps
 	bench/chain.sh
 	bench/plugins.sh

@@ -21,6 +21,7 @@
  * Targets: `floor` (the peers harness's bare node:http + undici, ../shared/bench/peers/
  * bare-node-undici.js, or bench/floor.ts without it), and bench/peers-target.sh as the peers
  * harness runs it: `plain`, `chain` (jwt RS256 + rate limit on Redis + request-transformer),
+ * `chain-sync` (the chain with its rate limit synced every 50 ms: no Redis trip per request),
  * `cache` (a proxy-cache hit, memory store), `idem-first` (an idempotent POST with a fresh key per
  * request: each executes) and `idem-replay` (one key: every request a replay). Needs valgrind,
  * the Redis at 127.0.0.1:6379 (chain, idempotency; their keys are deleted at the end) and
@@ -86,6 +87,7 @@ function targets(dir: string, token: string): Target[] {
     { name: 'floor', scenarios: ['GET', 'POST'], args: null, headers: json },
     { name: 'plain', scenarios: ['GET', 'POST'], args: [], headers: json },
     { name: 'chain', scenarios: ['GET', 'POST'], args: ['--chain', dir], headers: json },
+    { name: 'chain-sync', scenarios: ['GET', 'POST'], args: ['--chain', dir, '50'], headers: json },
     { name: 'cache', scenarios: ['GET'], args: ['--cache'], headers: json },
     {
       name: 'idem-first',
