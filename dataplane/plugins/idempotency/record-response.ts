@@ -10,6 +10,7 @@
 import { Writable } from 'node:stream';
 import type { ResponseTap } from '../../pipeline/context.ts';
 import { afterDrain } from '../../pipeline/drain.ts';
+import { endWithLast } from '../../upstream/one-write.ts';
 import type { Execution } from './execution.ts';
 import { storedHeaders } from './replay.ts';
 
@@ -94,7 +95,8 @@ class Recording extends Writable {
         ? chunks[0]
         : Buffer.concat(chunks, this.#size);
     const done = () => {
-      if (!this.#clientGone()) this.#last === null ? this.#res.end() : this.#res.end(this.#last);
+      // The last chunk in one write with the head (one-write.ts), as a replay's.
+      if (!this.#clientGone()) this.#last === null ? this.#res.end() : endWithLast(this.#res, this.#last);
       callback();
     };
     // complete() does not reject (a store failure is retried in the background); either way the client's response ends.

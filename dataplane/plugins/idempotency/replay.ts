@@ -8,7 +8,7 @@
 import type { StoredResponse } from '../../stores/idempotency-store.ts';
 import { answered } from '../../pipeline/answer.ts';
 import type { RequestContext } from '../../pipeline/context.ts';
-import { endWithBody } from '../../pipeline/one-write.ts';
+import { endWithBody } from '../../upstream/one-write.ts';
 
 const NOT_STORED = new Set([
   'content-length',

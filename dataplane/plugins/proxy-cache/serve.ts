@@ -6,7 +6,7 @@
  */
 import { answered } from '../../pipeline/answer.ts';
 import type { RequestContext } from '../../pipeline/context.ts';
-import { endWithBody } from '../../pipeline/one-write.ts';
+import { endWithBody } from '../../upstream/one-write.ts';
 import type { CacheEntry } from '../../stores/cache-store.ts';
 import { notModifiedFor } from './policy.ts';
 
