@@ -18,6 +18,13 @@ function execution(): Held & { times: number[] } {
 
 const gaps = (times: number[]) => times.slice(1).map((t, i) => t - times[i]);
 
+/**
+ * The shortest gap allowed between two renewals: a third of the lease, less what a busy machine
+ * may add between the timer's reading of the clock and the renewal's own (a process descheduled
+ * there: seen 1.4 ms with three CPU hogs on two cores). Renewing at every tick would give a sixth.
+ */
+const MIN_GAP = LEASE / 3 - 10;
+
 describe('one timer renews the leases of every running execution', () => {
   it('each lease is renewed after a third of it and well before its end, until the execution ends', async () => {
     const leases = new Leases(LEASE);
@@ -30,7 +37,7 @@ describe('one timer renews the leases of every running execution', () => {
     for (const e of [a, b]) {
       expect(e.times.length).toBeGreaterThanOrEqual(5);
       for (const gap of gaps(e.times)) {
-        expect(gap).toBeGreaterThanOrEqual(LEASE / 3 - 1);
+        expect(gap).toBeGreaterThanOrEqual(MIN_GAP);
         expect(gap).toBeLessThan(LEASE);
       }
     }
@@ -49,7 +56,7 @@ describe('one timer renews the leases of every running execution', () => {
     await sleep(LEASE * 2);
     for (const e of all) {
       expect(e.times.length).toBeGreaterThanOrEqual(3);
-      for (const gap of gaps(e.times)) expect(gap).toBeGreaterThanOrEqual(LEASE / 3 - 1);
+      for (const gap of gaps(e.times)) expect(gap).toBeGreaterThanOrEqual(MIN_GAP);
     }
     for (const e of all) leases.drop(e);
     expect(leases.size).toBe(0);

@@ -63,11 +63,14 @@ export class Leases {
       return;
     }
     const now = performance.now();
-    // Renewed ones go to the end, due later than now: the loop stops when it reaches them.
+    // Renewed ones go to the end, due later than now: the loop stops when it reaches them. Each
+    // is next due a third of a lease after its own renewal, not after the tick's start: with
+    // thousands running, the last ones of a slow tick were renewed a few ms later than the
+    // first, and their next renewal came that much sooner than a third of a lease.
     for (const h of this.#held) {
       if (h.due > now) break;
       this.#held.delete(h);
-      h.due = now + this.#every;
+      h.due = performance.now() + this.#every;
       this.#held.add(h);
       h.renew();
     }
