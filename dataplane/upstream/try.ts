@@ -204,7 +204,6 @@ export abstract class UpstreamTry extends Expiring implements Dispatcher.Dispatc
   protected abstract settled(err: Error | null, responded: boolean): void;
 }
 
-/** Whether an object has an own enumerable key (undici hands every response a trailers object, mostly empty). */
 /** A Content-Length whose body may be held for one write (one-write.ts), else -1. */
 function wholeLength(value: string | string[] | undefined): number {
   if (typeof value !== 'string') return -1;
@@ -212,6 +211,7 @@ function wholeLength(value: string | string[] | undefined): number {
   return n > 0 && n <= ONE_WRITE_BYTES ? n : -1;
 }
 
+/** Whether an object has an own enumerable key (undici hands every response a trailers object, mostly empty). */
 function hasAny(o: object): boolean {
   for (const _ in o) return true;
   return false;
